@@ -1,0 +1,3 @@
+from meshdiag.cli import main
+
+main()

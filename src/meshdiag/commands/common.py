@@ -1,0 +1,48 @@
+"""Options every command shares (`--mesh`, `--target`, `--split`, `--format`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+MeshOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mesh",
+        "-m",
+        help="Global mesh: 'batch=2,model=4', '2x4', '<[\"x\"=2, \"y\"=4]>', a preset "
+        "(n150, n300, t3k, galaxy, p150, p300, ...), or a .toml/.json file.",
+    ),
+]
+TargetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--target", "-t", help="Backend whose limits to check: tt-mlir, generic, t3k, ..."
+    ),
+]
+SplitOpt = Annotated[
+    str | None,
+    typer.Option("--split", help="Split rule for uneven dims: xla, chunk, array-split, even."),
+]
+FormatOpt = Annotated[
+    str,
+    typer.Option("--format", "-f", help="Output format: text or json."),
+]
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = ("text", "json")) -> str:
+    from ..errors import MeshdiagError
+
+    if fmt not in allowed:
+        raise MeshdiagError(f"unknown --format {fmt!r}; expected one of {', '.join(allowed)}")
+    return fmt
+
+
+def load_mesh(text: str | None):
+    """Parse a --mesh value (None passes through)."""
+    if text is None:
+        return None
+    from ..formats.meshtext import parse_mesh
+
+    return parse_mesh(text)

@@ -1,0 +1,177 @@
+"""Tile assignments: which device holds each tile (XLA's `TileAssignment`).
+
+Two forms, as in XLA: an iota form `[dims]<=[reshape]T(perm)` meaning
+`arange(prod(reshape)).reshape(reshape).transpose(perm).reshape(dims)`, kept canonical
+(size-1 reshape dims dropped, runs of adjacent in-order perm entries merged — XLA's
+`CanonicalizeIotaDims`), and an explicit row-major device list. Two assignments are equal
+when their dims and device arrays are equal, whatever the form (XLA's `operator==`).
+The math lives here; printing is in `formats/gspmd.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import MeshdiagError
+from .limits import check_device_count
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def canonicalize_iota(
+    reshape: tuple[int, ...], perm: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Drop size-1 reshape dims and merge dims that stay adjacent and in order under perm."""
+    keep = [i for i, s in enumerate(reshape) if s != 1]
+    if not keep:
+        return (), ()
+    # renumber perm over the kept dims
+    rank_of = {old: new for new, old in enumerate(keep)}
+    sizes = [reshape[i] for i in keep]
+    p = [rank_of[i] for i in perm if i in rank_of]
+    # merge runs p[j+1] == p[j] + 1: those reshape dims are contiguous in both orders
+    merged = True
+    while merged:
+        merged = False
+        for j in range(len(p) - 1):
+            if p[j + 1] == p[j] + 1:
+                a = p[j]
+                sizes[a] *= sizes[a + 1]
+                del sizes[a + 1]
+                del p[j + 1]
+                p = [x - 1 if x > a else x for x in p]
+                merged = True
+                break
+    return tuple(sizes), tuple(p)
+
+
+@dataclass(frozen=True, eq=False)
+class TileAssignment:
+    dims: tuple[int, ...]
+    #: iota form (canonical): reshape dims and transpose perm; None for explicit lists
+    reshape: tuple[int, ...] | None = None
+    perm: tuple[int, ...] | None = None
+    #: explicit form: row-major device ids over `dims`
+    explicit: tuple[int, ...] | None = None
+    _array: object = field(default=None, repr=False, compare=False)
+
+    # -- construction --------------------------------------------------------------------
+    @classmethod
+    def iota(
+        cls,
+        dims: tuple[int, ...] | list[int],
+        reshape: tuple[int, ...] | list[int] | None = None,
+        perm: tuple[int, ...] | list[int] | None = None,
+    ) -> TileAssignment:
+        dims = tuple(int(d) for d in dims)
+        n = _checked_count(dims)
+        reshape = tuple(int(r) for r in (reshape if reshape is not None else (n,)))
+        perm = tuple(int(p) for p in (perm if perm is not None else range(len(reshape))))
+        if sorted(perm) != list(range(len(reshape))):
+            raise MeshdiagError(
+                f"iota transpose T({','.join(map(str, perm))}) is not a permutation of "
+                f"0..{len(reshape) - 1}"
+            )
+        if math.prod(reshape) != n:
+            raise MeshdiagError(
+                f"tile assignment dims [{','.join(map(str, dims))}] hold {n} devices but iota "
+                f"reshape [{','.join(map(str, reshape))}] holds {math.prod(reshape)}"
+            )
+        r, p = canonicalize_iota(reshape, perm)
+        if not r:
+            r, p = (n,), (0,)
+        return cls(dims, r, p, None)
+
+    @classmethod
+    def from_devices(
+        cls, dims: tuple[int, ...] | list[int], devices: tuple[int, ...] | list[int]
+    ) -> TileAssignment:
+        dims = tuple(int(d) for d in dims)
+        n = _checked_count(dims)
+        devices = tuple(int(d) for d in devices)
+        if len(devices) != n:
+            raise MeshdiagError(
+                f"tile assignment dims [{','.join(map(str, dims))}] need {n} devices, "
+                f"the list has {len(devices)}"
+            )
+        return cls(dims, None, None, devices)
+
+    @classmethod
+    def from_array(cls, array: np.ndarray) -> TileAssignment:
+        return cls.from_devices(tuple(array.shape), tuple(int(x) for x in array.reshape(-1)))
+
+    # -- queries -------------------------------------------------------------------------
+    @property
+    def is_iota(self) -> bool:
+        return self.reshape is not None
+
+    @property
+    def num_devices(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def array(self) -> np.ndarray:
+        """Device ids as an int64 array of shape `dims` (computed once; read-only)."""
+        if self._array is None:
+            import numpy as np
+
+            if self.is_iota:
+                a = (
+                    np.arange(self.num_devices, dtype=np.int64)
+                    .reshape(self.reshape)
+                    .transpose(self.perm)
+                    .reshape(self.dims)
+                )
+            else:
+                a = np.asarray(self.explicit, dtype=np.int64).reshape(self.dims)
+            a = np.ascontiguousarray(a)
+            a.flags.writeable = False
+            object.__setattr__(self, "_array", a)
+        return self._array  # type: ignore[return-value]
+
+    def devices(self) -> tuple[int, ...]:
+        """Row-major device list (V1 form)."""
+        if self.explicit is not None:
+            return self.explicit
+        return tuple(int(x) for x in self.array().reshape(-1))
+
+    def as_iota(self) -> TileAssignment | None:
+        """This assignment in iota form if one exists (checks the few candidate forms cheaply)."""
+        if self.is_iota:
+            return self
+        from .convert import iota_form_of  # lazy: the search lives with the conversions
+
+        return iota_form_of(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TileAssignment):
+            return NotImplemented
+        if self.dims != other.dims:
+            return False
+        if self.is_iota and other.is_iota:
+            return (self.reshape, self.perm) == (other.reshape, other.perm)
+        if self.explicit is not None and other.explicit is not None:
+            return self.explicit == other.explicit
+        import numpy as np
+
+        return bool(np.array_equal(self.array(), other.array()))
+
+    def __hash__(self) -> int:
+        # equal assignments must hash equal across forms: hash the dims and a prefix of devices
+        a = self.array().reshape(-1)
+        return hash((self.dims, tuple(int(x) for x in a[:16])))
+
+
+def _checked_count(dims: tuple[int, ...]) -> int:
+    for d in dims:
+        if d < 1:
+            raise MeshdiagError(
+                f"tile assignment dims [{','.join(map(str, dims))}] must all be positive"
+            )
+    return check_device_count(math.prod(dims), "tile assignment")
