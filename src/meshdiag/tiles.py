@@ -145,7 +145,7 @@ class TileAssignment:
         """This assignment in iota form if one exists (checks the few candidate forms cheaply)."""
         if self.is_iota:
             return self
-        from .convert import iota_form_of  # lazy: the search lives with the conversions
+        from .derive import iota_form_of  # lazy: the search lives with the conversions
 
         return iota_form_of(self)
 

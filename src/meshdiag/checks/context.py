@@ -1,0 +1,17 @@
+"""What every check gets besides the module: the user's global mesh, target and split rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..mesh import Mesh
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    path: str
+    mesh: Mesh | None = None  # the global mesh (--mesh / config); None when unknown
+    target: str | None = None  # --target name (tt-mlir, generic, t3k, ...)
+    split: str = "xla"
