@@ -1,0 +1,100 @@
+"""MD101 mesh-mismatch: a module's mesh is not the global mesh."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .registry import Rule, register
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..ir.model import ModuleReport
+    from .context import CheckContext
+
+RULE = Rule(
+    code="MD101",
+    name="mesh-mismatch",
+    severity="error",
+    summary="a module's mesh (declared, or derived from its GSPMD shardings) is not the "
+    "global mesh",
+    what="Compares the mesh each module runs on with the global mesh (--mesh or the config). "
+    "The module's mesh is its `sdy.mesh` / `xla.sdy.meshes` declaration or, when it only has "
+    "GSPMD `mhlo.sharding` strings, the mesh XLA's StableHLO→Shardy import derives from them "
+    "(axes `_axis_0`, `_axis_1`, ...). Meshes equal up to size-1 axes are equal, axis names do "
+    "not matter, and a derived mesh that only merges adjacent global axes is compatible (iota "
+    "canonicalisation prints `('batch','model')` as `<=[8]`). A different shape, axis order "
+    "(4x2 vs 2x4), device order or device count is a mismatch.",
+    why="A module that derives its mesh from its own shardings sees only those shardings. "
+    "torch_xla's ReplicateShardedData computation has one parameter, so its mesh is whatever "
+    "that one sharding factorises into: `{devices=[1,4,2]<=[8] last_tile_dim_replicate}` "
+    "imports as `_axis_0=4, _axis_1=2`, not the global `batch=2 x model=4`. tt-mlir then "
+    "rejects the 4x2 mesh ('Mesh is not valid'), and tt-xla would close and re-open the "
+    "device mesh with the wrong shape. Data placed for one mesh and read through another "
+    "lands on the wrong devices.",
+    fix='Declare the global mesh in the module (`sdy.mesh @mesh = <["batch"=2, '
+    '"model"=4]>`) and express every sharding on it. For a GSPMD-only module, emit the '
+    "sharding the global mesh gives (`(None, 'model')` on batch=2,model=4 is "
+    "`{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}`), so the import derives a mesh "
+    "compatible with the global one.",
+    example='sdy.mesh @mesh = <["_axis_0"=4, "_axis_1"=2]>   with --mesh batch=2,model=4\n'
+    "  → MD101: module @ReplicateShardedData.6's mesh 4x2 is not the global mesh 2x4\n"
+    "Use instead:\n"
+    'sdy.mesh @mesh = <["batch"=2, "model"=4]>\n'
+    '%arg0: tensor<32x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"model"}]>}',
+)
+
+
+def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
+    from .common import (
+        corrected_sharding,
+        merges_adjacent_axes,
+        module_label,
+        module_meshes,
+        same_mesh,
+        sdy_mesh_text,
+        where,
+    )
+
+    g = ctx.mesh
+    if g is None or not g.axes:
+        return []
+    out: list[Finding] = []
+    for mm in module_meshes(module):
+        m = mm.mesh
+        if same_mesh(m, g) or (mm.derived and merges_adjacent_axes(m, g)):
+            continue
+        message = (
+            f"{module_label(module)} runs on mesh {mm.describe()}, shape {m.shape_text()}, "
+            f"but the global mesh is <{g.short()}>, shape {g.shape_text()}: "
+            f"{_difference(m, g, mm.derived)}."
+        )
+        name = mm.decl.name if mm.decl else "mesh"
+        fixes = [sdy_mesh_text(g, name)]
+        if mm.derived:
+            users = list(mm.sources)
+        else:
+            users = [v for v in module.values if v.mesh_name in (name, None)]
+        for v in users:
+            fixed = corrected_sharding(v, g)
+            if fixed and len(fixes) < 4:
+                fixes.append(fixed)
+        if mm.derived and len(fixes) == 1:
+            fixes.append("express the shardings on the global mesh (no plain spec matches)")
+        fix = "declare " + fixes[0] + (" and use " + "; ".join(fixes[1:]) if fixes[1:] else "")
+        out.append(RULE.finding(message, fix, **where(ctx, module, mm.line, mm.column)))
+    return out
+
+
+def _difference(m, g, derived: bool) -> str:
+    a, b = m.without_size1_axes(), g.without_size1_axes()
+    if a.size != b.size:
+        return f"it has {a.size} devices, the global mesh {b.size}"
+    if sorted(a.shape) == sorted(b.shape) and a.shape != b.shape:
+        return f"its axes are permuted ({a.shape_text()} vs {b.shape_text()})"
+    if a.shape == b.shape:
+        return "the device order differs"
+    what = "its axes do not merge adjacent global axes" if derived else "the shapes differ"
+    return f"{what} ({a.shape_text()} vs {b.shape_text()})"
+
+
+register(RULE, check)

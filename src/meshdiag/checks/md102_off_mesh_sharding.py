@@ -1,0 +1,150 @@
+"""MD102 off-mesh-sharding: a sharding no plain spec on the global mesh produces."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .registry import Rule, register
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..ir.model import ModuleReport, Value
+    from ..mesh import Mesh
+    from ..sharding import HloSharding
+    from .context import CheckContext
+
+RULE = Rule(
+    code="MD102",
+    name="off-mesh-sharding",
+    severity="error",
+    summary="a sharding's device assignment is not what any plain spec on the global mesh gives",
+    what="Evaluates each sharded value on the global mesh: its tile assignment (for Shardy "
+    "values on another mesh, the GSPMD form they export to) is compared, device by device, "
+    "with every plain PartitionSpec on the global mesh that has the same number of shards per "
+    "dimension. It fires when none matches: the sharding needs split sub-axes of the global "
+    "mesh, or no spec can express it. The message says what the sharding is on the global "
+    "mesh, which meshes it does fit, and which plain spec has the same tiling with another "
+    "device order.",
+    why="GSPMD device numbers are positions in the global mesh. A string built for another "
+    "mesh puts the shards on other devices: `{devices=[1,4,2]<=[8] last_tile_dim_replicate}` "
+    "puts tile j on devices {2j, 2j+1}, while `(None, 'model')` on batch=2,model=4 puts it on "
+    "{j, j+4}. Data read back or resharded through the wrong string is silently permuted, and "
+    "the mesh XLA's import derives from it is distorted (MD101).",
+    fix="Emit the sharding the intended spec gives on the global mesh, e.g. "
+    "`{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}` for `(None, 'model')` on "
+    'batch=2,model=4, or in Shardy `[{}, {"model"}]` on the global `@mesh`.',
+    example='mhlo.sharding = "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"  with --mesh '
+    "batch=2,model=4\n"
+    '  → on the global mesh this is [{}, {"batch", "model":(1)2}]\n'
+    "Use instead:\n"
+    'mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"',
+)
+
+
+def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
+    from .common import (
+        declared_meshes,
+        match_plain_spec,
+        same_mesh,
+        value_hlo,
+        where,
+    )
+
+    g = ctx.mesh
+    if g is None or not g.axes:
+        return []
+    on_global = {d.name for d in declared_meshes(module) if same_mesh(d.mesh, g)}  # type: ignore[arg-type]
+    out: list[Finding] = []
+    seen: dict[object, tuple[str, str] | None] = {}  # each distinct sharding judged once
+    for v in module.values:
+        if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):
+            continue  # whole axes of the global mesh: a plain spec by construction
+        s = value_hlo(v)
+        if s is None:
+            continue
+        for leaf in s.leaves():
+            if leaf not in seen:
+                m = match_plain_spec(leaf, g)
+                seen[leaf] = None if m is None or m.exact is not None else _explain(leaf, g, m)
+            verdict = seen[leaf]
+            if verdict is not None:
+                message, fix = verdict
+                out.append(
+                    RULE.finding(
+                        f"{_name(v)} {message}", fix, **where(ctx, module, v.line, v.column)
+                    )
+                )
+    return out
+
+
+def _has_sub_axes(v: Value) -> bool:
+    from .common import named_sharding
+
+    n = named_sharding(v)
+    if n is None:
+        return True
+    axes = [a for d in n.dims for a in d.axes] + list(n.replicated) + list(n.unreduced)
+    return any(a.is_sub for a in axes)
+
+
+def _name(v: Value) -> str:
+    return f"{v.name}'s sharding {v.text}"
+
+
+def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
+    from .common import gspmd_text, plain_spec_hlo, pspec_text, sdy_dims_text
+
+    parts = [f"is not any plain spec on the global mesh <{g.short()}>"]
+    on_global = _on_global(s, g)
+    parts.append(
+        f"on it, it is {on_global}" if on_global else "no named sharding on it expresses it"
+    )
+    fits = _fits(s)
+    if fits:
+        parts.append(f"it fits the mesh{'es' if len(fits) > 1 else ''} {', '.join(fits)}")
+    if m.same_tiling:
+        spec = m.same_tiling[0]
+        right = gspmd_text(plain_spec_hlo(spec, g))
+        parts.append(f"{pspec_text(spec)} has the same tiling but another device order")
+        fix = (
+            f"use {pspec_text(spec)} on the global mesh: {right} "
+            f"(Shardy <@mesh, {sdy_dims_text(spec)}>)"
+        )
+    elif on_global:
+        fix = f"shard it as {on_global} on the global mesh, or reshape the data for a plain spec"
+    else:
+        fix = "replace it by a sharding on the global mesh (no plain spec has its tiling)"
+    return "; ".join(parts) + ".", fix
+
+
+def _on_global(s: HloSharding, g: Mesh) -> str | None:
+    """The sharding as Shardy dims (with sub-axes) on the global mesh, when it has one."""
+    from ..errors import MeshdiagError
+    from .common import named_dims_text
+
+    try:
+        from ..derive import hlo_to_named
+
+        return named_dims_text(hlo_to_named(s, g))
+    except MeshdiagError:
+        return None
+
+
+def _fits(s: HloSharding, limit: int = 4) -> list[str]:
+    from ..derive import meshes_fitting
+    from ..errors import MeshdiagError
+
+    try:
+        meshes = list(meshes_fitting(s))
+    except MeshdiagError:
+        return []
+    out = []
+    for mesh in meshes[:limit]:
+        shape = getattr(mesh, "shape", mesh)
+        out.append("x".join(map(str, shape)))
+    if len(meshes) > limit:
+        out.append(f"... ({len(meshes) - limit} more)")
+    return out
+
+
+register(RULE, check)

@@ -1,0 +1,109 @@
+"""MD104 device-count-mismatch: the device counts a module states disagree."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .registry import Rule, register
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..ir.model import ModuleReport
+    from .context import CheckContext
+
+RULE = Rule(
+    code="MD104",
+    name="device-count-mismatch",
+    severity="error",
+    summary="mesh size, num_partitions, tile-assignment device counts, other meshes or the "
+    "target's chip count disagree",
+    what="Compares every device count a module states: the size of each declared mesh "
+    "(maximal meshes excepted), `num_partitions` (HLO module config / "
+    "`mhlo.num_partitions`), the number of devices in each GSPMD tile assignment, and, for a "
+    "system target (n300, t3k, galaxy, ...), the machine's chip count against the module's "
+    "mesh (declared or derived).",
+    why="Shardy documents that all meshes of a module have the same number of devices but "
+    "does not enforce it; XLA's SPMD partitioner rejects a tile assignment whose device count "
+    "is not num_partitions; a mesh bigger than the machine cannot be opened, and a smaller one "
+    "leaves chips idle or makes tt-xla re-open the device mesh with another shape.",
+    fix="Make every count equal to the global mesh's device count: declare one mesh with the "
+    "machine's chip count, compile with num_partitions equal to it, and build every sharding "
+    "on that mesh.",
+    example="HloModule m, num_partitions=8 ... sharding={devices=[2,2]<=[4]}\n"
+    "  → MD104: the tile assignment holds 4 devices but num_partitions is 8\n"
+    "Use instead:\n"
+    "sharding={devices=[2,4]<=[8]}  (a tiling over all 8 devices)",
+)
+
+
+def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
+    from ..targets import get_target, shape_text
+    from .common import declared_meshes, gspmd_tiled_values, module_label, module_meshes, where
+
+    out: list[Finding] = []
+    label = module_label(module)
+    decls = declared_meshes(module)
+    first = decls[0] if decls else None
+    for d in decls[1:]:
+        assert d.mesh is not None and first is not None and first.mesh is not None
+        if d.mesh.size != first.mesh.size:
+            out.append(
+                RULE.finding(
+                    f"{label} declares mesh @{d.name} with {d.mesh.size} devices but mesh "
+                    f"@{first.name} (line {first.line}) has {first.mesh.size}; all meshes of a "
+                    "module must have the same number of devices.",
+                    f"give @{d.name} {first.mesh.size} devices, e.g. reuse @{first.name} = "
+                    f"<{first.mesh.short()}>",
+                    **where(ctx, module, d.line, d.column),
+                )
+            )
+    n_part = module.num_partitions
+    if first is not None and first.mesh is not None and n_part and first.mesh.size != n_part:
+        out.append(
+            RULE.finding(
+                f"{label} has num_partitions={n_part} but its mesh @{first.name} "
+                f"<{first.mesh.short()}> has {first.mesh.size} devices.",
+                f"compile with num_partitions={first.mesh.size}, or declare a mesh with "
+                f"{n_part} devices",
+                **where(ctx, module, first.line, first.column),
+            )
+        )
+    # the count every GSPMD tile assignment must have
+    if first is not None and first.mesh is not None:
+        ref, ref_what = first.mesh.size, f"mesh @{first.name} has"
+    elif n_part:
+        ref, ref_what = n_part, "num_partitions is"
+    else:
+        ref, ref_what = None, ""
+    tiled = gspmd_tiled_values(module)
+    if ref is None and tiled:
+        v0, s0 = tiled[0]
+        ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
+    for v, s in tiled:
+        n = s.tile.num_devices  # type: ignore[union-attr]
+        if n != ref:
+            out.append(
+                RULE.finding(
+                    f"{v.name}'s sharding {v.text} tiles over {n} devices but {ref_what} {ref}.",
+                    f"build the sharding over all {ref} devices (on the module's mesh)",
+                    **where(ctx, module, v.line, v.column),
+                )
+            )
+    if ctx.target:
+        target = get_target(ctx.target)
+        if target.kind == "system":
+            for mm in module_meshes(module):
+                if mm.mesh.size != target.chips:
+                    canon = shape_text(target.canonical_shape or ())
+                    out.append(
+                        RULE.finding(
+                            f"{label} runs on mesh {mm.describe()} with {mm.mesh.size} devices "
+                            f"but the target {target.name} has {target.chips} chips.",
+                            f"use {target.name}'s {canon} mesh ({target.chips} devices)",
+                            **where(ctx, module, mm.line, mm.column),
+                        )
+                    )
+    return out
+
+
+register(RULE, check)
