@@ -66,7 +66,8 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
     starts = np.minimum(i * c, n)
     stops = np.minimum((i + 1) * c, n)
     if rule == "chunk":
-        present = starts < n if n else i == 0
+        # torch.chunk of a size-0 dim returns `k` empty chunks (split_with_sizes path)
+        present = starts < n if n else np.ones(k, dtype=bool)
         buffers = np.where(present, stops - starts, 0)
     else:
         present = np.ones(k, dtype=bool)
