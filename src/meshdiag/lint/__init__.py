@@ -1,0 +1,40 @@
+"""`meshdiag lint`: the checks over dumps and mesh configs, for CI.
+
+    settings = resolve_settings(CliOptions(...), codes)       # config.py
+    result = lint_paths(["dumps/"], settings, jobs=None)      # this module
+    outputs.write("sarif", result, stream, OutputContext(cwd=...))
+
+Submodules: config (discovery, merging), select (rule selection, per-file ignores),
+suppress (comments, baseline), meshfile (mesh config files), runner (per-file work, parallel),
+result, outputs (one writer per format).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .config import LintSettings
+from .result import LintResult
+
+
+def lint_paths(
+    paths: Sequence[str],
+    settings: LintSettings,
+    *,
+    jobs: int | None = None,
+    baseline: str | None = None,
+) -> LintResult:
+    """Lint files and directories; findings excused by `baseline` are counted, not listed."""
+    from .runner import discover, display_path, lint_files
+    from .suppress import load_baseline
+
+    files = discover(paths, settings)
+    base = load_baseline(baseline) if baseline else None  # fail early on a bad baseline
+    findings = lint_files(files, settings, jobs)
+    matched = 0
+    if base is not None:
+        findings, matched = base.filter(findings)
+    return LintResult(findings, [display_path(f) for f in files], matched)
+
+
+__all__ = ["LintResult", "LintSettings", "lint_paths"]

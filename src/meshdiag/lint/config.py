@@ -1,0 +1,262 @@
+"""Lint configuration: find the project config, validate it, merge it with the command line.
+
+Like ruff: the closest `meshdiag.toml` or `pyproject.toml` with a `[tool.meshdiag]` table,
+searching from the working directory upward, wins alone (no merging across files); a
+`pyproject.toml` without the table does not count; in one directory `meshdiag.toml` beats
+`pyproject.toml`. `--config FILE` names the file, `--isolated` ignores every config file.
+Command-line options override the file. TOML is read with `tomllib` only.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import MeshdiagError
+from .select import (
+    PathGlob,
+    PerFileIgnore,
+    SelectionLayer,
+    parse_per_file_ignores,
+    resolve_selection,
+    table_per_file_ignores,
+)
+
+if TYPE_CHECKING:
+    from ..mesh import Mesh
+
+CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one directory
+FAIL_ON = ("error", "warning", "info")
+SPLITS = ("xla", "chunk", "array-split", "even")
+
+_STRING_KEYS = ("mesh", "target", "split", "fail-on")
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude")
+KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "per-file-ignores"))
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    path: str  # absolute path of the file
+    values: dict  # validated keys of KEYS
+
+    @property
+    def base(self) -> str:
+        """Directory that relative paths and globs in the file are anchored at."""
+        return os.path.dirname(self.path)
+
+    @property
+    def label(self) -> str:
+        return f"[tool.meshdiag] in {self.path}" if self._is_pyproject else self.path
+
+    @property
+    def _is_pyproject(self) -> bool:
+        return os.path.basename(self.path) == "pyproject.toml"
+
+
+def _read_toml(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as e:
+        raise MeshdiagError(f"cannot read config {path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise MeshdiagError(f"config {path} is not valid TOML: {e}") from None
+
+
+def _table(path: str, doc: dict) -> dict | None:
+    """The meshdiag settings in a parsed file (None: a pyproject.toml without the table)."""
+    if os.path.basename(path) != "pyproject.toml":
+        return doc
+    tool = doc.get("tool")
+    table = tool.get("meshdiag") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise MeshdiagError(f"[tool.meshdiag] in {path} must be a table")
+    return table
+
+
+def find_config(start: str | None = None) -> str | None:
+    """The closest config file at or above `start` (default: the working directory)."""
+    directory = os.path.abspath(start or os.getcwd())
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                if name != "pyproject.toml" or _table(candidate, _read_toml(candidate)) is not None:
+                    return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _validate(table: dict, where: str) -> dict:
+    out: dict = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            raise MeshdiagError(
+                f"unknown key {key!r} in {where}; known keys: {', '.join(sorted(KEYS))}"
+            )
+        if key in _STRING_KEYS:
+            if not isinstance(value, str):
+                raise MeshdiagError(f"{key!r} in {where} must be a string")
+        elif key in _LIST_KEYS:
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise MeshdiagError(f"{key!r} in {where} must be a list of strings")
+        else:  # per-file-ignores: glob -> [codes]
+            if not isinstance(value, dict):
+                raise MeshdiagError(f"'per-file-ignores' in {where} must be a table")
+            fixed = {}
+            for glob, codes in value.items():
+                if isinstance(codes, str):
+                    codes = [codes]
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                    raise MeshdiagError(
+                        f"per-file-ignores {glob!r} in {where} must be a list of codes"
+                    )
+                fixed[glob] = codes
+            value = fixed
+        out[key] = value
+    if "fail-on" in out and out["fail-on"] not in FAIL_ON:
+        raise MeshdiagError(
+            f"'fail-on' in {where} is {out['fail-on']!r}; expected one of {', '.join(FAIL_ON)}"
+        )
+    if "split" in out and out["split"] not in SPLITS:
+        raise MeshdiagError(
+            f"'split' in {where} is {out['split']!r}; expected one of {', '.join(SPLITS)}"
+        )
+    return out
+
+
+def load_config(path: str) -> FileConfig:
+    """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml)."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise MeshdiagError(f"config file {path} does not exist")
+    table = _table(path, _read_toml(path))
+    if table is None:
+        raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
+    where = f"[tool.meshdiag] in {path}" if os.path.basename(path) == "pyproject.toml" else path
+    return FileConfig(path, _validate(table, where))
+
+
+# -- merging with the command line ---------------------------------------------------------
+
+
+@dataclass
+class CliOptions:
+    """What the command line said; None / empty = not given."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    mesh: str | None = None
+    target: str | None = None
+    split: str | None = None
+    fail_on: str | None = None
+    config: str | None = None
+    isolated: bool = False
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    """Everything a worker needs to lint one file (picklable)."""
+
+    codes: frozenset[str]  # enabled rule codes
+    per_file_ignores: tuple[PerFileIgnore, ...] = ()
+    exclude: tuple[PathGlob, ...] = ()
+    mesh: Mesh | None = None
+    target: str | None = None
+    split: str = "xla"
+    fail_on: str = "warning"
+    root: str = field(default_factory=os.getcwd)  # config directory, else the cwd
+    config_path: str | None = None
+
+
+def _resolve_mesh_text(text: str, base: str) -> str:
+    """A mesh value that names a file is taken relative to the config's directory."""
+    if text.endswith((".toml", ".json")) and not os.path.isabs(text):
+        candidate = os.path.join(base, text)
+        if os.path.exists(candidate):
+            return candidate
+    return text
+
+
+def _parse_mesh(text: str, where: str):
+    from ..formats.meshtext import parse_mesh
+
+    try:
+        return parse_mesh(text)
+    except MeshdiagError as e:
+        raise MeshdiagError(f"mesh {text!r} from {where}: {e}") from None
+
+
+def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = None) -> LintSettings:
+    """Merge the command line over the config file into the settings for a run."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    codes = sorted(codes)
+    config: FileConfig | None = None
+    if cli.config is not None:
+        config = load_config(os.path.join(cwd, cli.config))
+    elif not cli.isolated:
+        found = find_config(cwd)
+        config = load_config(found) if found else None
+    values = config.values if config else {}
+    origin = config.label if config else "config"
+    base = config.base if config else cwd
+
+    layers = []
+    if config:
+        layers.append(
+            SelectionLayer(
+                select=tuple(values["select"]) if "select" in values else None,
+                extend_select=tuple(values.get("extend-select", ())),
+                ignore=tuple(values.get("ignore", ())),
+                origin=origin,
+            )
+        )
+    layers.append(SelectionLayer(cli.select, tuple(cli.extend_select), tuple(cli.ignore)))
+    enabled = resolve_selection(codes, layers)
+
+    pfi = table_per_file_ignores(values.get("per-file-ignores", {}), codes, base, origin)
+    pfi += parse_per_file_ignores(cli.per_file_ignores, codes, cwd)
+    exclude = [PathGlob(g, base) for g in values.get("exclude", ())]
+    exclude += [PathGlob(g, cwd) for g in cli.exclude]
+
+    if cli.mesh is not None:
+        mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
+    elif "mesh" in values:
+        mesh = _parse_mesh(_resolve_mesh_text(values["mesh"], base), origin)
+    else:
+        mesh = None
+
+    target = cli.target if cli.target is not None else values.get("target")
+    if target:
+        from ..targets import get_target
+
+        get_target(target)  # unknown targets fail here, once, with the target's own message
+    split = cli.split or values.get("split") or "xla"
+    if split not in SPLITS:
+        raise MeshdiagError(f"unknown --split {split!r}; expected one of {', '.join(SPLITS)}")
+    fail_on = cli.fail_on or values.get("fail-on") or "warning"
+    if fail_on not in FAIL_ON:
+        raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
+    return LintSettings(
+        codes=enabled,
+        per_file_ignores=tuple(pfi),
+        exclude=tuple(exclude),
+        mesh=mesh,
+        target=target or None,
+        split=split,
+        fail_on=fail_on,
+        root=base,
+        config_path=config.path if config else None,
+    )

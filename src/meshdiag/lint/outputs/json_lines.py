@@ -1,0 +1,10 @@
+"""One finding object per line (DESIGN.md's finding fields), nothing else."""
+
+from __future__ import annotations
+
+import json
+
+
+def write(result, stream, ctx) -> None:
+    for f in result.findings:
+        stream.write(json.dumps(f.to_json(), separators=(",", ":")) + "\n")

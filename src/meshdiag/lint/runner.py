@@ -1,0 +1,270 @@
+"""Run the checks over files: one function per file (`lint_file`), fanned out over worker
+processes, merged in the same order a serial run gives.
+
+Per file: scan the IR (streaming) or read a mesh config → run the enabled module checks →
+drop per-file-ignored codes → drop comment-suppressed findings (reading only the lines around
+findings). The baseline and the exit threshold are applied by the caller over the whole run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+from ..errors import MeshdiagError
+from ..findings import Finding
+from .config import LintSettings
+from .meshfile import (
+    CONFIG_NAMES,
+    MESH_FILE_CODES,
+    MESH_SUFFIXES,
+    as_module,
+    read_mesh_file,
+)
+from .select import ignored_for
+from .suppress import apply_comments
+
+#: directories never descended into (version control, environments, caches)
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox"}
+)
+#: files a directory walk leaves out: never IR (the scanner skips binaries itself too)
+NOT_IR = (
+    ".py",
+    ".pyi",
+    ".md",
+    ".rst",
+    ".yaml",
+    ".yml",
+    ".cfg",
+    ".ini",
+    ".lock",
+    ".sh",
+    ".c",
+    ".cc",
+    ".cpp",
+    ".h",
+    ".hpp",
+    ".rs",
+    ".html",
+    ".svg",
+    ".dot",
+    ".pdf",
+    ".png",
+    ".jpg",
+    ".pb",
+    ".o",
+    ".so",
+    ".a",
+    ".bin",
+    ".npy",
+    ".npz",
+    ".pyc",
+    ".whl",
+    ".zip",
+    ".tar",
+)
+
+
+def display_path(path: str, cwd: str | None = None) -> str:
+    """`path` relative to the working directory when it is below it, else as given."""
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return path
+
+
+def _lintable(name: str) -> bool:
+    """Files a directory walk picks: what `inspect` reads (any text file), minus sources and
+    documents that are never IR, and project config files."""
+    lower = name.lower()
+    base = lower[:-3] if lower.endswith(".gz") else lower
+    return not base.endswith(NOT_IR) and name not in CONFIG_NAMES
+
+
+def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
+    """Files to lint: named files as they are, directories walked in sorted order (like
+    `inspect`'s walk, pruning VCS and environment directories), anything matching an
+    `exclude` glob dropped."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def excluded(p: str) -> bool:
+        return any(g.matches(p) for g in settings.exclude)
+
+    def add(p: str) -> None:
+        key = os.path.realpath(p)
+        if key not in seen and not excluded(p):
+            seen.add(key)
+            out.append(p)
+
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(
+                    d for d in dirs if d not in SKIP_DIRS and not excluded(os.path.join(root, d))
+                )
+                for name in sorted(files):
+                    if _lintable(name):
+                        add(os.path.join(root, name))
+        elif os.path.exists(p):
+            add(p)
+        else:
+            raise MeshdiagError(f"{p}: no such file or directory")
+    return out
+
+
+# -- one file --------------------------------------------------------------------------------
+
+
+def _run_checks(modules: Iterable, codes: Sequence[str], ctx) -> Iterator[Finding]:
+    from ..checks.registry import get_rule, module_checks
+
+    checks = module_checks()
+    for module in modules:
+        for code in codes:
+            fn = checks.get(code)
+            if fn is None:
+                continue
+            try:
+                yield from fn(module, ctx)
+            except MeshdiagError as e:  # a check could not read this module: say so
+                rule = get_rule("MD001")
+                yield rule.finding(
+                    f"{code} could not check this module: {e}",
+                    path=ctx.path,
+                    line=module.line,
+                    column=1,
+                    module=module.name,
+                )
+
+
+def lint_file(path: str, settings: LintSettings) -> list[Finding]:
+    """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
+    and the settings, so it runs in worker processes."""
+    from ..checks.context import CheckContext
+
+    shown = display_path(path)
+    off = ignored_for(path, settings.per_file_ignores)
+    codes = sorted(c for c in settings.codes if c not in off)
+    ctx = CheckContext(path=shown, mesh=settings.mesh, target=settings.target, split=settings.split)
+    findings: list[Finding] = []
+    if path.endswith(MESH_SUFFIXES):  # configs, never IR
+        mf = read_mesh_file(path) if os.path.basename(path) not in CONFIG_NAMES else None
+        if mf is None:
+            return []
+        if mf.mesh is None:
+            from ..checks.registry import get_rule
+
+            findings.append(
+                get_rule("MD001").finding(mf.error, path=shown, line=mf.line, column=mf.column)
+            )
+        else:
+            mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
+            findings.extend(_run_checks([as_module(mf)], mesh_codes, ctx))
+    else:
+        from ..ir.scan import scan_path
+
+        report = scan_path(path)
+        findings.extend(report.findings)
+        findings.extend(_run_checks(report.modules, codes, ctx))
+    enabled = set(codes)
+    findings = [
+        f if f.path == shown else dataclasses.replace(f, path=shown)
+        for f in findings
+        if f.code in enabled
+    ]
+    findings, _ = apply_comments(findings, path)
+    return sorted(findings, key=Finding.sort_key)
+
+
+# -- many files ------------------------------------------------------------------------------
+
+_SETTINGS: LintSettings | None = None
+
+
+def _init_worker(settings: LintSettings) -> None:
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def _work(path: str) -> tuple[str, list[Finding] | str]:
+    """Runs in a worker: findings, or one line saying what went wrong (never a traceback
+    across the process boundary)."""
+    try:
+        return "ok", lint_file(path, _SETTINGS)
+    except MeshdiagError as e:
+        return "error", str(e)
+    except Exception as e:  # a bug in a check or the scanner
+        return "internal", f"{type(e).__name__}: {e}"
+
+
+def _raise(path: str, kind: str, message: str) -> None:
+    if kind == "error":
+        raise MeshdiagError(f"{display_path(path)}: {message}")
+    raise MeshdiagError(
+        f"internal error while linting {display_path(path)}: {message} "
+        "(rerun with --jobs 1 and MESHDIAG_DEBUG=1 for the traceback)"
+    )
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = None):
+    """Findings for all files (sorted by path, line, column, code), serial or parallel."""
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
+    jobs = min(jobs, len(files))
+    findings: list[Finding] = []
+    if jobs <= 1:
+        for path in files:  # in-process: errors propagate with their own message
+            findings.extend(lint_file(path, settings))
+    else:
+        findings = _parallel(files, settings, jobs)
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # fork: workers inherit the imported checks; spawn elsewhere
+    methods = multiprocessing.get_all_start_methods()
+    mp = multiprocessing.get_context("fork" if "fork" in methods else None)
+    # biggest files first so one large dump does not finish last on a single core
+    order = sorted(files, key=_size, reverse=True)
+    findings: list[Finding] = []
+    try:
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=(settings,)
+        ) as pool:
+            chunk = max(1, len(order) // (jobs * 8))
+            for path, (kind, value) in zip(
+                order, pool.map(_work, order, chunksize=chunk), strict=True
+            ):
+                if kind != "ok":
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    _raise(path, kind, value)
+                findings.extend(value)
+    except BrokenProcessPool:
+        raise MeshdiagError(
+            "a lint worker process died (out of memory or killed); rerun with --jobs 1"
+        ) from None
+    return findings
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
