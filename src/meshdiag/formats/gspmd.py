@@ -19,9 +19,9 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..errors import LimitError, MeshdiagError, ParseError
-from ..limits import MAX_NESTING, check_annotation_length, check_device_count
+from ..limits import MAX_DEVICES, MAX_NESTING, check_annotation_length, check_device_count
 from ..sharding import SUBGROUP_ORDER, HloSharding
-from ..tiles import TileAssignment
+from ..tiles import TileAssignment, canonicalize_iota
 
 __all__ = ["canonical_gspmd", "parse_gspmd", "print_gspmd", "validate_hlo"]
 
@@ -31,6 +31,7 @@ _INT = re.compile(r"-?[0-9]+")
 #: the body of an explicit device list: digits, signs, commas, blanks (single class: linear)
 _LIST_RUN = re.compile(r"[0-9,\- \t\r\n]*")
 _WS = " \t\r\n"
+_WS_OR_SLASH = " \t\r\n/"
 
 _FLAGS = ("replicated", "maximal", "manual", "unknown", "unreduced")
 #: subgroup type names XLA's `ParseOpShardingType` accepts, plus the old `maximul` typo
@@ -63,6 +64,8 @@ class _Scanner:
         """Skip blanks and `/* */` / `//` comments, as XLA's lexer does."""
         text, n = self.text, self.n
         pos = self.pos
+        if pos < n and text[pos] not in _WS_OR_SLASH:
+            return
         while pos < n:
             c = text[pos]
             if c in _WS:
@@ -110,6 +113,12 @@ class _Scanner:
 
     def int_list(self, close: str, what: str) -> list[int]:
         """`int (',' int)*` then `close`; the opening bracket is already consumed."""
+        end = self.text.find(close, self.pos)
+        if 0 <= end - self.pos <= 64:  # fast path: short plain `1,2,3`
+            parts = self.text[self.pos : end].split(",")
+            if all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
+                self.pos = end + 1
+                return [int(p) for p in parts]
         out = [self.int(what)]
         while True:
             c = self.peek()
@@ -160,15 +169,51 @@ def _nesting_error(text: str, pos: int) -> LimitError:
 # -- parsing ------------------------------------------------------------------------------
 
 
+#: XLA's own V2 print of a plain tiled leaf: parsed without the scanner (a fixed pattern of
+#: digit runs and literals, so matching is linear)
+_FAST_V2 = re.compile(
+    r"\{devices=\[([0-9,]{1,64})\]<=\[([0-9,]{1,64})\](?:T\(([0-9,]{1,64})\))?"
+    r"( last_tile_dim_replicate)?\}"
+)
+
+
 @lru_cache(maxsize=4096)
 def parse_gspmd(text: str) -> HloSharding:
     """Parse GSPMD HloSharding text (the whole string) into a normalised `HloSharding`."""
     check_annotation_length(text, "sharding")
+    m = _FAST_V2.fullmatch(text)
+    if m is not None:
+        fast = _fast_v2(m)
+        if fast is not None:
+            return fast
     sc = _Scanner(text)
     result = _parse_sharding(sc, 0)
     if sc.peek() != "":
         raise sc.fail("end of the sharding")
     return result
+
+
+def _fast_v2(m: re.Match[str]) -> HloSharding | None:
+    """The common canonical case; None sends the text to the full parser (and its errors)."""
+    try:
+        dims = [int(x) for x in m.group(1).split(",")]
+        reshape = [int(x) for x in m.group(2).split(",")]
+        perm = [int(x) for x in m.group(3).split(",")] if m.group(3) else list(range(len(reshape)))
+    except ValueError:
+        return None
+    n = math.prod(dims)
+    if (
+        min(dims) < 1
+        or min(reshape) < 1
+        or n > MAX_DEVICES
+        or math.prod(reshape) != n
+        or sorted(perm) != list(range(len(reshape)))
+    ):
+        return None
+    tile = _iota(dims, reshape, perm)
+    if m.group(4):
+        return _subgroup(tile, ("replicated",))
+    return HloSharding.tiled(tile)
 
 
 def _parse_sharding(sc: _Scanner, depth: int) -> HloSharding:
@@ -362,7 +407,7 @@ def _parse_tile_assignment(sc: _Scanner) -> tuple[TileAssignment | None, int | N
             if sorted(perm) != list(range(len(reshape))):
                 raise ParseError(f"a transpose that permutes 0..{len(reshape) - 1}", text, t_pos)
         # lenient: XLA requires T(...) when there is more than one reshape dim
-        return TileAssignment.iota(dims, reshape, perm), None
+        return _iota(dims, reshape, perm if perm is not None else range(len(reshape))), None
     # explicit device list
     list_pos = sc.pos
     devices = _device_list(sc, n)
@@ -495,7 +540,7 @@ def _subgroup(tile: TileAssignment, types: tuple[str, ...]) -> HloSharding:
     if tile.is_iota:
         transposed = _iota_transpose(dims, tile.reshape, tile.perm, perm)
         if transposed is not None:
-            new_tile = TileAssignment.iota(merged_shape, *transposed)
+            new_tile = _iota(merged_shape, *transposed)
     if new_tile is None:
         arr = tile.array().transpose(perm).reshape(merged_shape)
         new_tile = TileAssignment.from_array(arr)
@@ -524,20 +569,32 @@ def _partial_tile(tile: TileAssignment) -> HloSharding:
     group = dims[-1]
     if tile.is_iota:
         reshape, perm = tile.reshape, tile.perm
-        if reshape[perm[-1]] == group:
+        # a 1-D iota is sorted within every group (GroupMinorIotaDimsSorted gives it back)
+        if len(reshape) == 1 or reshape[perm[-1]] == group:
             return HloSharding.tiled(tile, replicate_on_last=True)
         grouped = _group_minor_iota_dims_sorted(reshape, perm, group)
         if grouped is not None:
-            return HloSharding.tiled(TileAssignment.iota(dims, *grouped), replicate_on_last=True)
+            return HloSharding.tiled(_iota(dims, *grouped), replicate_on_last=True)
     import numpy as np
 
     arr = np.sort(tile.array().reshape(-1, group), axis=1).reshape(dims)
     return HloSharding.tiled(TileAssignment.from_array(arr), replicate_on_last=True)
 
 
+def _iota(dims, reshape, perm) -> TileAssignment:
+    """Canonical iota assignment; the caller has checked that perm permutes reshape and
+    that the sizes agree (skips `TileAssignment.iota`'s re-validation on the hot path)."""
+    if len(reshape) == 1:  # already canonical
+        return TileAssignment(tuple(dims), (reshape[0],), (0,), None)
+    r, p = canonicalize_iota(tuple(reshape), tuple(perm))
+    if not r:
+        r, p = (math.prod(dims),), (0,)
+    return TileAssignment(tuple(dims), r, p, None)
+
+
 def _reshape(tile: TileAssignment, dims: tuple[int, ...]) -> TileAssignment:
     if tile.is_iota:
-        return TileAssignment.iota(dims, tile.reshape, tile.perm)
+        return TileAssignment(tuple(dims), tile.reshape, tile.perm, None)
     return TileAssignment.from_devices(dims, tile.devices())
 
 
