@@ -382,7 +382,7 @@ def _parse_tile_assignment(sc: _Scanner) -> tuple[TileAssignment | None, int | N
         if d < 1:
             raise ParseError("tile assignment dims that are all positive", text, dims_pos)
     n = math.prod(dims)
-    check_device_count(n, f"tile assignment at column {dims_pos}")  # before any allocation
+    check_device_count(n, f"tile assignment at column {dims_pos + 1}")  # before any allocation
     sc.skip_ws()
     if text.startswith("<=", sc.pos):
         sc.pos += 2
@@ -462,7 +462,12 @@ def _parse_subgroup_types(sc: _Scanner) -> tuple[str, ...]:
         p = sc.pos
         name = sc.ident()
         if name not in _SUBGROUP_NAMES:
-            raise ParseError("a subgroup type (manual, replicated, unreduced, maximal)", sc.text, p)
+            raise ParseError(
+                "a subgroup type (manual, replicated, unreduced, maximal)",
+                sc.text,
+                p,
+                found=repr(name) if name else None,
+            )
         out.append(_SUBGROUP_NAMES[name])
         c = sc.peek()
         if c == ",":
