@@ -10,25 +10,18 @@ array transposed to (axes of dim 0, axes of dim 1, ..., unused axes in mesh orde
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import MeshdiagError
 from ..sharding import HloSharding, NamedSharding
-from ..tiles import TileAssignment
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ..ir.model import MeshDecl, ModuleReport, Value
     from ..mesh import Mesh
     from .context import CheckContext
 
 PlainSpec = tuple[tuple[str, ...], ...]
-#: stop enumerating plain specs after this many candidates (meshes with many equal axes)
-MAX_SPECS = 20000
 
 
 # -- where a finding goes ----------------------------------------------------------------
@@ -165,7 +158,7 @@ def module_meshes(module: ModuleReport) -> list[ModuleMesh]:
         derived = derive_mesh([s for _, s in tiled])
     except MeshdiagError:
         return []  # not factorisable: MD102/MD108 report the sharding itself
-    if derived.mesh is None or not derived.mesh.axes:
+    if derived is None or not derived.mesh.axes:
         return []
     return [ModuleMesh(derived.mesh, None, _sources(tiled, derived))]
 
@@ -216,89 +209,18 @@ def merges_adjacent_axes(derived: Mesh, global_mesh: Mesh) -> bool:
 
 
 # -- plain specs -------------------------------------------------------------------------
-def device_tiles(s: HloSharding) -> np.ndarray | None:
-    """For each device 0..N-1, the linear index of the data tile it holds.
-
-    None unless `s` is tiled with only replicated subgroups and its devices are exactly
-    0..N-1 (anything else is not comparable to a plain spec; MD108 reports bad device lists).
-    """
-    import numpy as np
-
-    if not s.is_tiled or s.tile is None:
-        return None
-    if any(k != "replicated" for k in s.subgroup_kinds()):
-        return None
-    a = s.tile.array()
-    n = a.size
-    flat = a.reshape(-1)
-    if flat.min() < 0 or flat.max() >= n:
-        return None
-    r = s.data_rank or 0
-    tiles_per = math.prod(s.data_dims) if r else 1
-    tile_of_pos = np.arange(n, dtype=np.int64) // (n // tiles_per)
-    out = np.full(n, -1, dtype=np.int64)
-    out[flat] = tile_of_pos
-    if (out < 0).any():  # a repeated device
-        return None
-    return out
+def spec_of(ns: NamedSharding) -> PlainSpec:
+    """The per-dim axis names of a plain named sharding."""
+    return tuple(tuple(a.name for a in d.axes) for d in ns.dims)
 
 
 def plain_spec_hlo(spec: PlainSpec, mesh: Mesh) -> HloSharding:
     """The GSPMD sharding XLA's export gives a plain spec on `mesh`."""
-    used = [a for axes in spec for a in axes]
-    if len(set(used)) != len(used):
-        raise MeshdiagError(f"spec {pspec_text(spec)} uses an axis twice")
-    order = [mesh.axis_index(a) for a in used]
-    rest = [i for i, a in enumerate(mesh.names) if a not in used]
-    dims = [math.prod(mesh.axis_size(a) for a in axes) for axes in spec]
-    rep = math.prod(mesh.shape[i] for i in rest)
-    if math.prod(dims) == 1 and rep == mesh.size:
-        return HloSharding.replicated()
-    tile_dims = dims + ([rep] if rep > 1 else [])
-    perm = order + rest
-    if mesh.device_ids is None:
-        tile = TileAssignment.iota(tile_dims, mesh.shape, perm)
-    else:
-        tile = TileAssignment.from_array(mesh.devices_array().transpose(perm).reshape(tile_dims))
-    return HloSharding.tiled(tile, replicate_on_last=rep > 1)
+    from ..export import named_to_hlo
+    from ..sharding import AxisRef, DimSharding
 
-
-def plain_specs_with_tiling(data_dims: tuple[int, ...], mesh: Mesh) -> Iterator[PlainSpec]:
-    """Every plain spec (size-1 axes left out) whose per-dim shard counts are `data_dims`,
-    in a fixed order: per dim, axes tried in mesh order."""
-    axes = [(a, s) for a, s in mesh.axes if s != 1]
-    count = 0
-
-    def dim(d: int, free: tuple[int, ...], acc: list[tuple[str, ...]]) -> Iterator[PlainSpec]:
-        nonlocal count
-        if d == len(data_dims):
-            count += 1
-            if count <= MAX_SPECS:
-                yield tuple(acc)
-            return
-        for combo in _ordered_products(data_dims[d], free, axes):
-            yield from dim(
-                d + 1,
-                tuple(i for i in free if i not in combo),
-                acc + [tuple(axes[i][0] for i in combo)],
-            )
-
-    yield from dim(0, tuple(range(len(axes))), [])
-
-
-def _ordered_products(
-    target: int, free: tuple[int, ...], axes: list[tuple[str, int]]
-) -> Iterator[tuple[int, ...]]:
-    """Ordered tuples of distinct free axis indices whose sizes multiply to `target`."""
-    if target == 1:
-        yield ()
-        return
-    for i in free:
-        size = axes[i][1]
-        if target % size == 0:
-            rest = tuple(j for j in free if j != i)
-            for tail in _ordered_products(target // size, rest, axes):
-                yield (i, *tail)
+    dims = tuple(DimSharding(tuple(AxisRef(a) for a in axes)) for axes in spec)
+    return named_to_hlo(NamedSharding(mesh, dims, mesh_ref=mesh.name), mesh)
 
 
 @dataclass(frozen=True)
@@ -306,34 +228,23 @@ class SpecMatch:
     """How a tiled sharding relates to the plain specs on a mesh."""
 
     exact: PlainSpec | None  # a plain spec with exactly this device assignment
-    #: plain specs with the same tiling but another device order, best match first
+    #: plain specs with the same tiling but another device order (mesh order first)
     same_tiling: tuple[PlainSpec, ...]
 
 
 def match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
-    """Compare `s` with every plain spec of the same tiling on `mesh` (device → tile maps).
-
-    None when `s` is not comparable (not tiled, other subgroup kinds, device count differs
-    from the mesh, bad device list).
-    """
-    import numpy as np
+    """Is `s` what a plain spec on `mesh` gives? None when `s` is not comparable: not tiled,
+    manual/unreduced subgroups, or a device count other than the mesh's."""
+    from ..derive import plain_spec, plain_specs_with_same_tiling
 
     if not s.is_tiled or s.tile is None or s.tile.num_devices != mesh.size:
         return None
-    mine = device_tiles(s)
-    if mine is None:
+    if any(k != "replicated" for k in s.subgroup_kinds()):
         return None
-    scored: list[tuple[int, int, PlainSpec]] = []
-    for k, spec in enumerate(plain_specs_with_tiling(s.data_dims, mesh)):
-        theirs = device_tiles(plain_spec_hlo(spec, mesh)) if any(spec) else None
-        if theirs is None:  # all-replicated spec
-            theirs = np.zeros(mesh.size, dtype=np.int64)
-        agree = int((theirs == mine).sum())
-        if agree == mesh.size:
-            return SpecMatch(spec, ())
-        scored.append((-agree, k, spec))
-    scored.sort()
-    return SpecMatch(None, tuple(spec for _, _, spec in scored))
+    exact = plain_spec(s, mesh)
+    if exact is not None:
+        return SpecMatch(spec_of(exact), ())
+    return SpecMatch(None, tuple(spec_of(n) for n in plain_specs_with_same_tiling(s, mesh)))
 
 
 def value_hlo(v: Value) -> HloSharding | None:
@@ -348,8 +259,8 @@ def named_sharding(v: Value) -> NamedSharding | None:
 
 
 def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
-    """The sharding `v` should have on the global mesh: the plain spec with the same tiling
-    that agrees with its device assignment on most devices, in the value's notation."""
+    """The sharding `v` should have on the global mesh, in the value's notation: the plain
+    spec with its tiling (the one keeping mesh order when several do)."""
     s = value_hlo(v)
     if s is None:
         return None

@@ -119,15 +119,15 @@ def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
 
 def _on_global(s: HloSharding, g: Mesh) -> str | None:
     """The sharding as Shardy dims (with sub-axes) on the global mesh, when it has one."""
+    from ..derive import hlo_to_named
     from ..errors import MeshdiagError
     from .common import named_dims_text
 
     try:
-        from ..derive import hlo_to_named
-
-        return named_dims_text(hlo_to_named(s, g))
+        named = hlo_to_named(s, g)
     except MeshdiagError:
         return None
+    return named_dims_text(named) if named is not None and named.whole is None else None
 
 
 def _fits(s: HloSharding, limit: int = 4) -> list[str]:

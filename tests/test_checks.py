@@ -1,0 +1,374 @@
+"""The mesh checks MD101-MD104, MD107, MD108 on hand-built module reports and on the seed
+fixtures through the real scanner."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshdiag.checks import (
+    md101_mesh_mismatch,
+    md102_off_mesh_sharding,
+    md103_unsupported_mesh,
+    md104_device_count_mismatch,
+    md107_rank_mismatch,
+    md108_invalid_sharding,
+)
+from meshdiag.checks.context import CheckContext
+from meshdiag.export import named_to_hlo
+from meshdiag.formats.gspmd import parse_gspmd
+from meshdiag.ir.model import Diagnostic, MeshDecl, ModuleReport, Value
+from meshdiag.mesh import Mesh
+from meshdiag.sharding import AxisRef, DimSharding, NamedSharding
+
+GLOBAL = Mesh((("batch", 2), ("model", 4)))
+SEED_MESH = Mesh((("_axis_0", 4), ("_axis_1", 2)), name="mesh")
+SEED_GSPMD = "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"
+RIGHT_GSPMD = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
+
+
+def ax(text: str) -> AxisRef:
+    """`model` or the sub-axis `model:(1)2`."""
+    if ":" not in text:
+        return AxisRef(text)
+    name, rest = text.split(":")
+    pre, size = rest[1:].split(")")
+    return AxisRef(name, int(pre), int(size))
+
+
+def sdy(mesh: Mesh, dims, *, shape=(32, 32), line=4, name="%arg0", mesh_name="mesh", **extra):
+    ns = NamedSharding(
+        mesh,
+        tuple(DimSharding(tuple(ax(a) for a in d)) for d in dims),
+        mesh_ref=mesh_name,
+        **extra,
+    )
+    text = (
+        "#sdy.sharding<@"
+        + mesh_name
+        + ", ["
+        + ", ".join("{" + ", ".join(f'"{a}"' for a in d) + "}" for d in dims)
+        + "]>"
+    )
+    try:
+        hlo = named_to_hlo(ns, mesh)
+    except Exception:  # an invalid sharding has no tiled form; MD108 reports it
+        hlo = None
+    return Value(name, line, 18, text, "sdy", kind="arg", shape=shape, mesh_name=mesh_name,
+                 sharding=ns, hlo=hlo)  # fmt: skip
+
+
+def gspmd(text: str, *, shape=(32, 32), line=3, name="%arg0") -> Value:
+    s = parse_gspmd(text)
+    return Value(name, line, 40, text, "gspmd", kind="arg", shape=shape, sharding=s, hlo=s)
+
+
+def module(values=(), meshes=(), **kw) -> ModuleReport:
+    decls = [MeshDecl(m.name or "mesh", m, 3, 3, f"<{m.short()}>") for m in meshes]
+    return ModuleReport("ReplicateShardedData.6", 2, meshes=decls, values=list(values), **kw)
+
+
+def ctx(mesh=GLOBAL, target=None) -> CheckContext:
+    return CheckContext("dump.mlir", mesh, target)
+
+
+def seed_module(**kw) -> ModuleReport:
+    return module(
+        [sdy(SEED_MESH, [[], ["_axis_0"]]), sdy(SEED_MESH, [[], []], name="%0", line=5)],
+        [SEED_MESH],
+        diagnostics=[Diagnostic("error", "Mesh is not valid", 12)],
+        **kw,
+    )
+
+
+def codes(findings):
+    return [f.code for f in findings]
+
+
+# -- MD101 ---------------------------------------------------------------------------------
+def test_md101_seed_declared_4x2_vs_global_2x4():
+    (f,) = md101_mesh_mismatch.check(seed_module(), ctx())
+    assert (f.code, f.name, f.severity, f.path, f.line, f.column) == (
+        "MD101", "mesh-mismatch", "error", "dump.mlir", 3, 3)  # fmt: skip
+    assert "ReplicateShardedData.6" in f.message
+    assert "_axis_0=4,_axis_1=2" in f.message and "batch=2,model=4" in f.message
+    assert "permuted (4x2 vs 2x4)" in f.message
+    assert 'sdy.mesh @mesh = <["batch"=2, "model"=4]>' in f.fix
+    assert '%arg0: <@mesh, [{}, {"model"}]>' in f.fix
+    assert "%0" not in f.fix  # a replicated value needs no correction
+
+
+def test_md101_needs_a_global_mesh():
+    assert md101_mesh_mismatch.check(seed_module(), ctx(mesh=None)) == []
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        Mesh((("_axis_0", 2), ("_axis_1", 4))),  # fake names alone are fine
+        Mesh((("x", 2), ("y", 4))),
+        Mesh((("a", 1), ("batch", 2), ("model", 4))),  # size-1 axes do not count
+        Mesh((("batch", 2), ("one", 1), ("model", 4))),
+    ],
+)
+def test_md101_equal_meshes_do_not_fire(declared):
+    m = module([sdy(declared, [[], [declared.names[-1]]])], [declared])
+    assert md101_mesh_mismatch.check(m, ctx()) == []
+
+
+@pytest.mark.parametrize(
+    "declared,why",
+    [
+        (Mesh((("batch", 2), ("model", 4)), (0, 2, 4, 6, 1, 3, 5, 7)), "device order"),
+        (Mesh((("batch", 2), ("model", 2))), "4 devices, the global mesh 8"),
+        (Mesh((("all", 8),)), "shapes differ (8 vs 2x4)"),  # declared: merging is a mismatch
+    ],
+)
+def test_md101_declared_mismatches(declared, why):
+    (f,) = md101_mesh_mismatch.check(module([], [declared]), ctx())
+    assert why in f.message
+
+
+def test_md101_gspmd_only_seed_derives_4x2():
+    m = module([gspmd(SEED_GSPMD, line=3), gspmd("{replicated}", line=4, name="result#0")])
+    (f,) = md101_mesh_mismatch.check(m, ctx())
+    assert "derived from the GSPMD sharding of %arg0 (line 3)" in f.message
+    assert "_axis_0=4,_axis_1=2" in f.message and (f.line, f.column) == (3, 40)
+    assert 'sdy.mesh @mesh = <["batch"=2, "model"=4]>' in f.fix
+    assert f"%arg0: {RIGHT_GSPMD} ((None, 'model'))" in f.fix
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        RIGHT_GSPMD,  # (None, 'model')
+        "{devices=[1,2,4]<=[8] last_tile_dim_replicate}",  # (None, 'batch')
+        "{devices=[8,1]<=[8]}",  # (('batch', 'model'), None): derived 8 merges both axes
+        "{devices=[8,1]<=[2,4]T(1,0)}",  # (('model', 'batch'), None)
+        "{devices=[2,4]<=[8]}",
+        "{devices=[4,2]<=[2,4]T(1,0)}",
+    ],
+)
+def test_md101_gspmd_plain_specs_are_compatible(text):
+    assert md101_mesh_mismatch.check(module([gspmd(text)]), ctx()) == []
+
+
+# -- MD102 ---------------------------------------------------------------------------------
+def test_md102_seed_sdy_value_on_the_global_mesh():
+    (f,) = md102_off_mesh_sharding.check(seed_module(), ctx())
+    assert (f.code, f.line, f.column) == ("MD102", 4, 18)
+    assert '[{}, {"batch", "model":(1)2}]' in f.message
+    assert "4x2" in f.message  # a mesh it fits
+    assert "(None, 'model') has the same tiling but another device order" in f.message
+    assert RIGHT_GSPMD in f.fix and '[{}, {"model"}]' in f.fix
+
+
+def test_md102_gspmd_seed_and_fixed():
+    (f,) = md102_off_mesh_sharding.check(module([gspmd(SEED_GSPMD)]), ctx())
+    assert f"use (None, 'model') on the global mesh: {RIGHT_GSPMD}" in f.fix
+    assert md102_off_mesh_sharding.check(module([gspmd(RIGHT_GSPMD)]), ctx()) == []
+
+
+def test_md102_sub_axes_on_the_global_mesh_fire():
+    g = Mesh((("batch", 2), ("model", 4)), name="mesh")
+    bad = sdy(g, [[], ["batch", "model:(1)2"]])
+    assert codes(md102_off_mesh_sharding.check(module([bad], [g]), ctx())) == ["MD102"]
+    good = sdy(g, [["model"], ["batch"]])
+    assert md102_off_mesh_sharding.check(module([good], [g]), ctx()) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{replicated}", "{maximal device=3}", "{manual}", "{devices=[2,2]<=[4]}"],  # 4 ≠ 8: MD104
+)
+def test_md102_ignores_what_it_cannot_compare(text):
+    assert md102_off_mesh_sharding.check(module([gspmd(text)]), ctx()) == []
+
+
+def test_md102_no_named_form_on_the_mesh():
+    g = Mesh((("x", 2), ("y", 3)))
+    (f,) = md102_off_mesh_sharding.check(module([gspmd("{devices=[2,3]<=[2,3]T(1,0)}")]), ctx(g))
+    assert "('x', 'y') has the same tiling" in f.message
+    assert "{devices=[2,3]<=[6]}" in f.fix
+
+
+def test_md102_judges_each_distinct_sharding_once_but_reports_every_value():
+    vals = [gspmd(SEED_GSPMD, name=f"%arg{i}", line=3 + i) for i in range(3)]
+    assert [f.line for f in md102_off_mesh_sharding.check(module(vals), ctx())] == [3, 4, 5]
+
+
+# -- MD103 ---------------------------------------------------------------------------------
+def test_md103_seed_4x2_unsupported_suggests_2x4():
+    (f,) = md103_unsupported_mesh.check(seed_module(), ctx(target="tt-mlir"))
+    assert (f.code, f.line) == ("MD103", 3)
+    assert "4x2 is not in tt-mlir@2026-03-12's supported meshes" in f.message
+    assert "'error: Mesh is not valid' at line 12" in f.message
+    assert f.fix.startswith('use the global mesh 2x4: sdy.mesh @mesh = <["batch"=2, "model"=4]>')
+
+
+def test_md103_without_global_mesh_suggests_the_transpose():
+    (f,) = md103_unsupported_mesh.check(seed_module(), ctx(mesh=None, target="tt-mlir@2025-07"))
+    assert f.fix == "use 2x4 (the transpose); also accepted: 1x8"
+    assert "tt-mlir@2025-07-29" in f.message
+
+
+def test_md103_gspmd_only_uses_the_derived_mesh():
+    (f,) = md103_unsupported_mesh.check(module([gspmd(SEED_GSPMD)]), ctx(target="tt-mlir"))
+    assert "derived from the GSPMD sharding of %arg0" in f.message
+    assert md103_unsupported_mesh.check(module([gspmd(RIGHT_GSPMD)]), ctx(target="tt-mlir")) == []
+
+
+@pytest.mark.parametrize(
+    "mesh,target,fires",
+    [
+        (Mesh((("x", 8),)), "tt-mlir", False),  # 1-D → 1x8
+        (Mesh((("x", 1), ("y", 2), ("z", 4))), "tt-mlir", True),  # 3-D is rejected
+        (Mesh((("x", 2), ("y", 2))), "tt-mlir@2025-07", True),  # 2x2 came in 2026-03
+        (Mesh((("x", 2), ("y", 2))), "tt-mlir", False),
+        (SEED_MESH, "generic", False),
+        (SEED_MESH, "t3k", False),  # systems limit the count only (MD104)
+        (SEED_MESH, None, False),
+    ],
+)
+def test_md103_table(mesh, target, fires):
+    got = md103_unsupported_mesh.check(module([], [mesh]), ctx(mesh=None, target=target))
+    assert bool(got) is fires
+
+
+def test_md103_3d_suggests_dropping_size1_axes():
+    m = module([], [Mesh((("x", 1), ("y", 2), ("z", 4)))])
+    (f,) = md103_unsupported_mesh.check(m, ctx(mesh=None, target="tt-mlir"))
+    assert "expects a 0-D, 1-D or 2-D mesh, got 3-D" in f.message
+    assert f.fix.startswith("use 2x4")
+
+
+# -- MD104 ---------------------------------------------------------------------------------
+def test_md104_meshes_of_one_module_differ():
+    a = Mesh((("x", 8),), name="a")
+    b = Mesh((("y", 4),), name="b")
+    maximal = Mesh((), (3,), name="maximal_mesh_3")
+    m = module([], [a, b, maximal])
+    (f,) = md104_device_count_mismatch.check(m, ctx())
+    assert "mesh @b with 4 devices but mesh @a" in f.message and "8" in f.fix
+
+
+def test_md104_num_partitions_and_tile_counts():
+    m = module([gspmd("{devices=[2,2]<=[4]}"), gspmd("{devices=[2,4]<=[8]}", line=9)],
+               num_partitions=8)  # fmt: skip
+    (f,) = md104_device_count_mismatch.check(m, ctx())
+    assert f.line == 3 and "4 devices but num_partitions is 8" in f.message
+    m = module([], [GLOBAL.__class__(GLOBAL.axes, name="mesh")], num_partitions=4)
+    (f,) = md104_device_count_mismatch.check(m, ctx())
+    assert "num_partitions=4" in f.message and "num_partitions=8" in f.fix
+
+
+def test_md104_gspmd_values_disagree_without_a_reference():
+    m = module([gspmd("{devices=[2,4]<=[8]}"), gspmd("{devices=[2,2]<=[4]}", line=7)])
+    (f,) = md104_device_count_mismatch.check(m, ctx(mesh=None))
+    assert f.line == 7 and "%arg0's sharding (line 3) has 8" in f.message
+
+
+def test_md104_target_chip_count():
+    m = module([], [Mesh((("x", 2), ("y", 2)))])
+    (f,) = md104_device_count_mismatch.check(m, ctx(target="t3k"))
+    assert "t3k has 8 chips" in f.message and "2x4" in f.fix
+    assert md104_device_count_mismatch.check(module([], [SEED_MESH]), ctx(target="t3k")) == []
+    assert md104_device_count_mismatch.check(seed_module(), ctx(target="tt-mlir")) == []
+
+
+# -- MD107 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text,shape,fix",
+    [
+        ("{devices=[2,2,2]<=[8]}", (8, 16), "{devices=[2,2,2]<=[8] last_tile_dim_replicate}"),
+        ("{devices=[2,4]<=[8]}", (8, 16, 4), "{devices=[2,4,1]<=[8]}"),
+        (
+            "{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+            (8,),
+            "{devices=[2,4]<=[8] last_tile_dim_replicate}",
+        ),
+        ("{devices=[2,2,2]<=[8] last_tile_dim_replicate}", (8,), None),
+        ("{devices=[8,1,1]0,1,2,3,4,5,6,7}", (8,), "{devices=[8]0,1,2,3,4,5,6,7}"),
+    ],
+)
+def test_md107_tiled(text, shape, fix):
+    (f,) = md107_rank_mismatch.check(module([gspmd(text, shape=shape)]), ctx())
+    assert f"has rank {len(shape)}" in f.message
+    if fix:
+        assert f.fix == f"use {fix}" or f.fix.startswith(f"use {fix} ")
+    else:
+        assert "rank-2 tensor" in f.fix
+
+
+def test_md107_named():
+    g = Mesh((("batch", 2), ("model", 4)), name="mesh")
+    (f,) = md107_rank_mismatch.check(module([sdy(g, [["model"]], shape=(4, 4))], [g]), ctx())
+    assert f.fix == 'use [{"model"}, {}]'
+    (f,) = md107_rank_mismatch.check(module([sdy(g, [["model"], []], shape=(4,))], [g]), ctx())
+    assert f.fix == 'use [{"model"}]'
+
+
+@pytest.mark.parametrize(
+    "text", ["{replicated}", "{maximal device=1}", "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"]
+)
+def test_md107_quiet(text):
+    assert md107_rank_mismatch.check(module([gspmd(text)]), ctx()) == []
+
+
+# -- MD108 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "dims,extra,message",
+    [
+        ([["a"], ["a"]], {}, 'duplicate axis ref: "a"'),
+        ([["c"], []], {}, 'unknown axis name: "c"'),
+        ([["b:(1)3"], []], {}, "doesn't divide the size of the full axis 4"),
+        ([["b:(1)2", "b:(1)4"], []], {}, "sub-axis size is equal to the full axis size"),
+        ([["b"], ["b:(1)2"]], {}, 'both sub-axis and full-axis are used for axis name: "b"'),
+        ([["a"], []], {"replicated": (AxisRef("a"),)}, 'duplicate axis ref: "a"'),
+    ],
+)
+def test_md108_shardy_verifier_facts(dims, extra, message):
+    g = Mesh((("a", 2), ("b", 4)), name="mesh")
+    got = md108_invalid_sharding.check(module([sdy(g, dims, **extra)], [g]), ctx(mesh=None))
+    assert got and all(f.code == "MD108" for f in got)
+    assert any(message in f.message for f in got), [f.message for f in got]
+
+
+def test_md108_mesh_device_ids_not_a_permutation():
+    bad = Mesh((("a", 2), ("b", 2)), (0, 1, 2, 5), name="mesh")
+    (f,) = md108_invalid_sharding.check(module([], [bad]), ctx(mesh=None))
+    assert "sorted device ids must be iota(product(axes)), got: 0, 1, 2, 5" in f.message
+    assert "0..3" in f.fix
+
+
+def test_md108_unknown_mesh():
+    v = sdy(GLOBAL, [["batch"], []], mesh_name="other")
+    v.sharding = NamedSharding(None, v.sharding.dims, mesh_ref="other")
+    (f,) = md108_invalid_sharding.check(module([v], [SEED_MESH]), ctx())
+    assert "unknown mesh: @other" in f.message
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("{devices=[2,2]0,1,2,9}", "device 9 out of range [0, 8)"),
+        ("{devices=[2,2]0,1,1,3}", "device 1 repeated"),
+        ("{maximal device=8}", "device 8 is out of range"),
+    ],
+)
+def test_md108_gspmd_device_ids(text, message):
+    got = md108_invalid_sharding.check(module([gspmd(text)], num_partitions=8), ctx())
+    assert any(message in f.message for f in got), [f.message for f in got]
+
+
+def test_md108_valid_inputs_are_quiet():
+    assert md108_invalid_sharding.check(seed_module(), ctx()) == []
+    assert md108_invalid_sharding.check(module([gspmd(RIGHT_GSPMD)]), ctx()) == []
+
+
+def test_every_finding_has_the_contract_fields():
+    m = seed_module()
+    for check in (md101_mesh_mismatch, md102_off_mesh_sharding, md103_unsupported_mesh):
+        for f in check.check(m, ctx(target="tt-mlir")):
+            assert f.code and f.name and f.severity == "error" and f.fix
+            assert f.path == "dump.mlir" and f.line and f.column and f.module
+            assert f.message.endswith(".") and "\n" not in f.message
