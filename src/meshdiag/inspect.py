@@ -1,0 +1,207 @@
+"""`inspect` as a library: scan IR dumps, run the module checks, build the JSON document.
+
+    from meshdiag.inspect import inspect_paths
+    doc = inspect_paths(["dump.mlir"], mesh=None, layouts=True)   # DESIGN.md's inspect JSON
+
+`iter_inspect` yields one `Inspected` per file so callers can stream huge dump directories
+(the CLI writes each file's JSON as soon as it is scanned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import MeshdiagError
+from .ir.model import FileReport, MeshDecl, ModuleReport, Value
+
+if TYPE_CHECKING:
+    from .findings import Finding
+    from .mesh import Mesh
+
+JSON_VERSION = 1
+
+
+@dataclass
+class Inspected:
+    report: FileReport
+    #: MD001 findings from the scan plus every module check's findings, sorted
+    findings: list[Finding] = field(default_factory=list)
+
+
+def run_checks(
+    report: FileReport, mesh: Mesh | None, target: str | None, split: str
+) -> list[Finding]:
+    """Every registered module check over every module of `report`, plus its MD001s."""
+    from .checks.context import CheckContext
+    from .checks.registry import module_checks
+
+    ctx = CheckContext(report.path, mesh=mesh, target=target, split=split)
+    out = list(report.findings)
+    checks = module_checks()
+    for module in report.modules:
+        for fn in checks.values():
+            try:
+                out.extend(fn(module, ctx))
+            except MeshdiagError:  # a check that cannot judge this module says nothing
+                continue
+    out.sort(key=lambda f: f.sort_key())
+    return out
+
+
+def iter_inspect(
+    paths: Iterable[str],
+    *,
+    mesh: Mesh | None = None,
+    target: str | None = None,
+    split: str = "xla",
+) -> Iterator[Inspected]:
+    from .ir.scan import scan_paths
+
+    for report in scan_paths(paths):
+        yield Inspected(report, run_checks(report, mesh, target, split))
+
+
+def inspect_paths(
+    paths: Iterable[str],
+    *,
+    mesh: Mesh | None = None,
+    target: str | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+) -> dict:
+    """The whole inspect JSON document (DESIGN.md) for `paths`."""
+    files = []
+    findings: list[Finding] = []
+    for item in iter_inspect(paths, mesh=mesh, target=target, split=split):
+        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts))
+        findings.extend(item.findings)
+    return {
+        "version": JSON_VERSION,
+        "files": files,
+        "findings": [f.to_json() for f in findings],
+    }
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+
+def file_json(
+    report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+) -> dict:
+    return {
+        "path": report.path,
+        "modules": [
+            module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules
+        ],
+    }
+
+
+def mesh_json(d: MeshDecl) -> dict:
+    m = d.mesh
+    return {
+        "name": d.name,
+        "axes": [[a, s] for a, s in m.axes] if m is not None else None,
+        "device_ids": list(m.ids) if m is not None else None,
+        "line": d.line,
+        "column": d.column,
+        "source": d.source,
+        "text": d.text if m is None else None,
+    }
+
+
+def module_json(
+    m: ModuleReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+) -> dict:
+    return {
+        "name": m.name,
+        "line": m.line,
+        "section": m.section,
+        "dialect": m.dialect,
+        "partitioned": m.partitioned,
+        "num_partitions": m.num_partitions,
+        "meshes": [mesh_json(d) for d in m.meshes],
+        "diagnostics": [
+            {"severity": d.severity, "message": d.message, "line": d.line, "location": d.location}
+            for d in m.diagnostics
+        ],
+        "values": [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values],
+    }
+
+
+def gspmd_text(v: Value) -> str | None:
+    if v.hlo is None:
+        return None
+    from .formats.gspmd import print_gspmd
+
+    try:
+        return print_gspmd(v.hlo)
+    except MeshdiagError:
+        return None
+
+
+def value_mesh(v: Value, m: ModuleReport, mesh: Mesh | None) -> Mesh | None:
+    """The mesh a value's devices come from: its own Shardy mesh, else the global one."""
+    s = v.sharding
+    own = getattr(s, "mesh", None)
+    if own is not None:
+        return own
+    if v.mesh_name:
+        for d in m.meshes:
+            if d.name == v.mesh_name and d.mesh is not None:
+                return d.mesh
+    return mesh
+
+
+def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
+    """Every device of the mesh, else `num_partitions`, else the tile assignment's."""
+    vm = value_mesh(v, m, mesh)
+    if vm is not None and not vm.is_maximal:
+        return vm.size
+    if m.num_partitions:
+        return m.num_partitions
+    return None
+
+
+def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
+    """The per-device Layout of `v` (None without a global shape or tiled form)."""
+    if v.hlo is None or v.shape is None:
+        return None
+    from .layout import layout
+
+    n = num_devices(v, m, mesh)
+    if v.hlo.num_devices is not None and n is not None and v.hlo.num_devices > n:
+        n = None  # the sharding names more devices than the module has: show them all
+    try:
+        return layout(v.hlo, v.shape, split=split, num_devices=n)
+    except MeshdiagError:
+        return None
+
+
+def value_json(
+    v: Value,
+    m: ModuleReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+) -> dict:
+    d = {
+        "name": v.name,
+        "line": v.line,
+        "column": v.column,
+        "kind": v.kind,
+        "op": v.op,
+        "shape": list(v.shape) if v.shape is not None else None,
+        "local_shape": list(v.local_shape) if v.local_shape is not None else None,
+        "dtype": v.dtype,
+        "notation": v.notation,
+        "sharding": v.text,
+        "mesh": v.mesh_name,
+        "gspmd": gspmd_text(v),
+    }
+    if layouts:
+        lay = value_layout(v, m, mesh, split)
+        d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None
+    return d

@@ -1,0 +1,161 @@
+"""Assemble a FileReport from the scanner's events: modules, sections, meshes, values.
+
+The line handlers (`mlir.py`, `hlo.py`) call the methods here; nothing here reads text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..checks.md001_parse_error import RULE as MD001
+from ..findings import Finding
+from .annot import MeshKey, Parsed
+from .model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
+
+
+@dataclass
+class ManualRegion:
+    """An open `sdy.manual_computation` body: values inside have per-device shapes."""
+
+    indent: int
+    manual_axes: tuple[str, ...]
+    #: out_shardings values waiting for the result types on the closing line
+    outs: list[Value] = field(default_factory=list)
+    ins: list[Value] = field(default_factory=list)
+
+
+class Builder:
+    def __init__(self, path: str, *, partitioned_hint: bool = False) -> None:
+        self.report = FileReport(path)
+        self.module: ModuleReport | None = None
+        self.last: ModuleReport | None = None  # the module diagnostics attach to
+        self.section: str | None = None  # title of the section being read
+        self.section_line: int | None = None
+        self.pending_diags: list[Diagnostic] = []
+        self.mesh_key: MeshKey = ()
+        self.manual: list[ManualRegion] = []
+        self.partitioned_hint = partitioned_hint  # from the dump file name
+
+    # -- structure ---------------------------------------------------------------------
+    def start_module(self, name: str | None, line: int, dialect: str = "mlir") -> ModuleReport:
+        self._close()
+        m = ModuleReport(name=name, line=line, dialect=dialect, section=self.section)  # type: ignore[arg-type]
+        if dialect == "hlo" and self.partitioned_hint:
+            m.partitioned = True
+        self.report.modules.append(m)
+        self.module = m
+        self.last = m
+        self.mesh_key = ()
+        self.manual = []
+        if self.pending_diags:
+            m.diagnostics.extend(self.pending_diags)
+            self.pending_diags = []
+        return m
+
+    def ensure_module(self, line: int) -> ModuleReport:
+        """The current module; an anonymous one when values come before any header."""
+        if self.module is None:
+            return self.start_module(None, line)
+        return self.module
+
+    def start_section(self, title: str, line: int) -> None:
+        self._close()
+        self.section = title
+        self.section_line = line
+
+    def split(self) -> None:
+        """`// -----`: the next module is a separate input."""
+        self._close()
+        self.section = None
+
+    def _close(self) -> None:
+        m = self.module
+        if m is not None and m.partitioned:
+            for v in m.values:
+                if v.shape is not None and v.local_shape is None:
+                    v.local_shape, v.shape = v.shape, None
+        self.module = None
+
+    def finish(self) -> FileReport:
+        self._close()
+        if self.pending_diags:  # diagnostics with no module at all: keep them visible
+            m = ModuleReport(name=None, line=self.pending_diags[0].line, section=self.section)
+            m.diagnostics.extend(self.pending_diags)
+            self.report.modules.append(m)
+        return self.report
+
+    # -- content -----------------------------------------------------------------------
+    def diagnostic(self, d: Diagnostic) -> None:
+        target = self.module or self.last
+        if target is None:
+            self.pending_diags.append(d)
+        else:
+            target.diagnostics.append(d)
+
+    def mesh(self, decl: MeshDecl) -> None:
+        m = self.ensure_module(decl.line)
+        m.meshes.append(decl)
+        if decl.mesh is not None:
+            self.mesh_key = tuple((k, v) for k, v in self.mesh_key if k != decl.name) + (
+                (decl.name, decl.mesh),
+            )
+
+    def value(
+        self,
+        name: str,
+        line: int,
+        column: int,
+        text: str,
+        notation: Notation,
+        parsed: Parsed,
+        *,
+        kind: str = "op",
+        op: str | None = None,
+        shape: tuple[int, ...] | None = None,
+        dtype: str | None = None,
+    ) -> Value:
+        m = self.ensure_module(line)
+        local = None
+        if self.manual and kind not in ("manual_in", "manual_out"):
+            local, shape = shape, None
+        mesh_name = None
+        s = parsed.sharding
+        if s is not None and getattr(s, "mesh_ref", None):
+            mesh_name = s.mesh_ref  # type: ignore[union-attr]
+        elif text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
+            mesh_name = text.split("@", 1)[1].split(",", 1)[0].strip()
+        v = Value(
+            name=name,
+            line=line,
+            column=column,
+            text=text,
+            notation=notation,
+            kind=kind,
+            op=op,
+            shape=shape,
+            local_shape=local,
+            dtype=dtype,
+            mesh_name=mesh_name,
+            sharding=parsed.sharding,
+            hlo=parsed.hlo,
+        )
+        m.values.append(v)
+        if parsed.error is not None:
+            self.problem(parsed.error, line, column + parsed.offset)
+        return v
+
+    def problem(self, message: str, line: int | None, column: int | None = None) -> None:
+        mod = self.module.name if self.module else None
+        self.report.findings.append(
+            MD001.finding(message, path=self.report.path, line=line, column=column, module=mod)
+        )
+
+    def note(self, message: str, line: int | None = None) -> None:
+        """An info-level MD001 note (a file skipped on purpose), not an error."""
+        self.report.findings.append(
+            Finding(MD001.code, MD001.name, "info", message, None, path=self.report.path, line=line)
+        )
+
+    @property
+    def manual_axes(self) -> tuple[str, ...]:
+        return tuple(a for r in self.manual for a in r.manual_axes)

@@ -1,0 +1,132 @@
+"""HLO text line handlers: `HloModule` headers, `ENTRY` computations, instructions with
+`sharding={...}` (and the `xla.sdy.sharding` frontend attribute XLA keeps next to it)."""
+
+from __future__ import annotations
+
+import re
+
+from . import annot
+from .builder import Builder
+from .model import Diagnostic
+from .text import brace_end, hlo_shapes, match_end, string_end, unescape
+
+HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
+NUM_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
+ENTRY = re.compile(r"^ENTRY\s+%?([^\s(]+)")
+INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
+SHARDING = re.compile(r"(?<![\w.])sharding=\{")
+SDY_ATTR = re.compile(r'\bxla\.sdy\.sharding="')
+SDY_MESHES = re.compile(r'([\w.$\-]+|"[^"]*") = #sdy\.mesh<')
+OPCODE = re.compile(r"\s*([\w\-]+)\(")
+
+
+def is_header(line: str) -> bool:
+    return line.startswith("HloModule ")
+
+
+def handle(b: Builder, line: str, lineno: int) -> None:
+    if line.startswith("HloModule "):
+        m = HLO_MODULE.match(line)
+        mod = b.start_module(m.group(1) if m else None, lineno, "hlo")
+        n = NUM_PARTITIONS.search(line)
+        if n:
+            mod.num_partitions = int(n.group(1))
+        if "xla.sdy.meshes" in line:
+            _meshes(b, line, lineno)
+        return
+    if line.startswith("ENTRY "):
+        m = ENTRY.match(line)
+        if m and m.group(1).endswith("_spmd"):
+            b.ensure_module(lineno).partitioned = True
+        return
+    s = line.lstrip()
+    if s.startswith(("error:", "warning:")) or ": error:" in line:
+        from .mlir import DIAG
+
+        dm = DIAG.match(s)
+        if dm:
+            loc = f"{dm.group(1)}:{dm.group(2)}:{dm.group(3)}" if dm.group(1) else None
+            b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, 1, loc))
+        return
+    if "sharding=" in line:
+        _instruction(b, line, lineno)
+
+
+def _meshes(b: Builder, line: str, lineno: int) -> None:
+    from .mlir import _declare
+
+    for m in SDY_MESHES.finditer(line):
+        start = m.end() - len("#sdy.mesh<")
+        end = match_end(line, m.end() - 1)
+        name = m.group(1).strip('"')
+        if end < 0:
+            b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
+            continue
+        _declare(b, name, line[start:end], lineno, start + 1, "xla.sdy.meshes")
+
+
+def _instruction(b: Builder, line: str, lineno: int) -> None:
+    im = INSTR.match(line)
+    if im is None:
+        return  # `sharding=` in something that is not an instruction (metadata, comments)
+    name = im.group(1)
+    rest = im.end()
+    # the shape: a tuple `(...)` or `f32[4,8]{1,0}` up to the opcode
+    if line.startswith("(", rest):
+        send = match_end(line, rest)
+        shape_text = line[rest:send] if send > 0 else ""
+        after = send if send > 0 else rest
+    else:
+        sp = line.find(" ", rest)
+        shape_text = line[rest:sp] if sp > 0 else ""
+        after = sp if sp > 0 else rest
+    shapes = hlo_shapes(shape_text)
+    om = OPCODE.match(line, after)
+    opcode = om.group(1) if om else None
+    kind = "arg" if opcode == "parameter" else "op"
+    op = opcode
+    if opcode == "custom-call":
+        t = re.search(r'custom_call_target="([^"]*)"', line)
+        if t:
+            op = f"custom-call {t.group(1)}"
+            kind = "custom_call"
+    for m in SHARDING.finditer(line, after):
+        start = m.end() - 1
+        end = brace_end(line, start)
+        if end < 0:
+            b.value(
+                name,
+                lineno,
+                start + 1,
+                line[start:],
+                "gspmd",
+                annot.Parsed(None, None, "expected '}' closing the sharding (the line ends first)"),
+                kind=kind,
+                op=op,
+            )
+            continue
+        text = line[start:end]
+        parsed = annot.leaves(annot.parse_hlo_text(text))
+        _emit(b, name, parsed, shapes, lineno, start + 1, text, "gspmd", kind, op)
+    for m in SDY_ATTR.finditer(line, after):
+        cstart = m.end()
+        cend = string_end(line, cstart)
+        if cend < 0:
+            b.problem("xla.sdy.sharding: unterminated string", lineno, cstart)
+            continue
+        text = unescape(line[cstart:cend])
+        if text.startswith("#sdy.sharding_per_value"):
+            items, err, off = annot.parse_per_value(text, b.mesh_key)
+            if err is not None:
+                items = [annot.Parsed(None, None, err, off)]
+        else:
+            items = [annot.parse_named(text, b.mesh_key)]
+        _emit(b, name, items, shapes, lineno, cstart + 1, text, "sdy", kind, op)
+
+
+def _emit(b, name, parsed, shapes, lineno, col, text, notation, kind, op) -> None:
+    tuple_like = len(parsed) > 1 or len(shapes) > 1
+    for k, p in enumerate(parsed):
+        vname = f"{name}#{k}" if tuple_like else name
+        shape, dtype = shapes[k] if k < len(shapes) else (None, None)
+        b.value(vname, lineno, col, text, notation, p, kind=kind, op=op, shape=shape, dtype=dtype)

@@ -1,0 +1,141 @@
+"""Stream a dump and yield only the lines that may matter, with their 1-based numbers.
+
+The file is read in blocks of `BLOCK` bytes; one regex over each block finds the candidate
+lines (cheap substring search in C), and only those are decoded. Memory stays bounded by the
+block size plus the longest line allowed (`MAX_ANNOTATION_CHARS * 4` bytes): a longer line is
+reported and skipped in bounded chunks, never held whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+from .. import limits
+
+BLOCK = 1 << 20
+
+#: lines worth a closer look: annotations, headers, diagnostics, region ends of manual bodies
+INTERESTING = re.compile(
+    rb"sharding|reshard|sdy\.mesh|IR Dump|HloModule|module|ENTRY|error:|warning:|// -----|\} : \("
+)
+
+#: callback for reading problems: (message, line, column)
+Problem = Callable[[str, int, int], None]
+
+
+def max_line_bytes() -> int:
+    return limits.MAX_ANNOTATION_CHARS * 4
+
+
+def _decode(raw: bytes, lineno: int, problem: Problem) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        col = len(raw[: e.start].decode("utf-8", errors="replace")) + 1
+        problem(
+            f"invalid UTF-8 (byte 0x{raw[e.start]:02x}); decoded with replacements", lineno, col
+        )
+        return raw.decode("utf-8", errors="replace")
+
+
+def _check_utf8(block: bytes, first_line: int, interesting: set[int], problem: Problem) -> None:
+    """Report invalid UTF-8 on lines that are not decoded anyway (one finding per line)."""
+    if block.isascii():
+        return
+    pos = 0
+    while True:
+        try:
+            block[pos:].decode("utf-8")
+            return
+        except UnicodeDecodeError as e:
+            bad = pos + e.start
+        start = block.rfind(b"\n", 0, bad) + 1
+        end = block.find(b"\n", bad)
+        end = len(block) if end < 0 else end
+        if start not in interesting:  # interesting lines report their own decode errors
+            lineno = first_line + block.count(b"\n", 0, start)
+            _decode(block[start:end], lineno, problem)
+        pos = end + 1
+        if pos >= len(block):
+            return
+
+
+def interesting_lines(
+    raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
+) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line without newline) for each candidate line of `raw`.
+
+    `prefix` is data already read from `raw` (the binary sniff).
+    """
+    limit = max_line_bytes()
+    lineno = 1  # number of the first line in `tail`
+    tail = prefix
+    search = INTERESTING.search
+    while True:
+        chunk = raw.read(BLOCK)
+        if not chunk:
+            if tail:  # a last line without a newline
+                yield from _block_lines(tail + b"\n", lineno, search, problem)
+            return
+        buf = tail + chunk if tail else chunk
+        last = buf.rfind(b"\n")
+        if last >= 0:
+            whole = buf[: last + 1]
+            yield from _block_lines(whole, lineno, search, problem)
+            lineno += whole.count(b"\n")
+            tail = buf[last + 1 :]
+        else:
+            tail = buf
+        if len(tail) > limit:  # the unfinished line is already too long: drop it
+            lineno, tail = _skip_long_line(raw, lineno, limit, problem)
+
+
+def _skip_long_line(raw: BinaryIO, lineno: int, limit: int, problem: Problem) -> tuple[int, bytes]:
+    """Drop the rest of an over-long line in bounded chunks.
+
+    Returns the next line's number and the bytes read after the line's end.
+    """
+    problem(
+        f"line {lineno} is longer than {limit} characters; skipped "
+        f"(raise MESHDIAG_MAX_ANNOTATION_CHARS to read it)",
+        lineno,
+        1,
+    )
+    while True:
+        chunk = raw.read(BLOCK)
+        if not chunk:
+            return lineno + 1, b""
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return lineno + 1, chunk[nl + 1 :]
+
+
+def _block_lines(
+    buf: bytes, first_line: int, search, problem: Problem
+) -> Iterator[tuple[int, str]]:
+    """Candidate lines of a block made of whole lines (ends with a newline)."""
+    pos = 0
+    lineno = first_line
+    end = len(buf)
+    starts: set[int] = set()
+    while True:
+        m = search(buf, pos)
+        if m is None:
+            break
+        ls = buf.rfind(b"\n", 0, m.start()) + 1
+        le = buf.find(b"\n", m.end())
+        if le < 0:
+            le = end
+        lineno += buf.count(b"\n", pos, ls)
+        starts.add(ls)
+        raw = buf[ls:le]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        yield lineno, (raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem))
+        lineno += 1
+        pos = le + 1
+        if pos >= end:
+            break
+    _check_utf8(buf, first_line, starts, problem)

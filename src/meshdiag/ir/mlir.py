@@ -1,0 +1,427 @@
+"""MLIR line handlers: sections, modules, `sdy.mesh`, function signatures, op annotations.
+
+Pretty-printed MLIR keeps a function signature, an op and its attribute dictionary on one
+line, so every annotation is read from the line it is on. Unknown dialects are just text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import annot
+from .builder import Builder, ManualRegion
+from .model import Diagnostic, MeshDecl
+from .text import match_end, op_result_types, split_top, string_end, tensor_shape, unescape
+
+#: `// -----// IR Dump Before X (arg) ('op' operation: @sym) //----- //` and the newer
+#: `// -----// IR Dump After X Failed: pipeline ... //----- //` (reference §5.1)
+SECTION = re.compile(
+    r"^// -----// (IR Dump (?:Before|After) \S+?(?: Failed)?(?: \([^)]*\)|: .*?))"
+    r"(?: \('[^']+' operation(?:: @\S+)?\))? //----- //\s*$"
+)
+MODULE = re.compile(r"^\s*(?:builtin\.)?module(?:\s+@(\"(?:[^\"\\]|\\.)*\"|[\w.$\-]+))?(?=\s|\{|$)")
+DIAG = re.compile(r"^(?:(\S+?):(\d+):(\d+): )?(error|warning|note|remark): (.*)$")
+MESH_OP = re.compile(r"sdy\.mesh @(\"(?:[^\"\\]|\\.)*\"|[\w.$\-]+) = ")
+RESULT = re.compile(r"^\s*(%[\w.$\-]+)(?::(\d+))?\s*=\s*")
+FUNC = re.compile(r"\bfunc\.func\s+(?:(?:public|private|nested)\s+)?@(\"[^\"]*\"|[\w.$\-]+)\s*\(")
+NUM_PARTITIONS = re.compile(r"mhlo\.num_partitions = (\d+)")
+OP_NAME = re.compile(r'(?:"([\w.]+)"|([a-z_][\w]*\.[\w.]+))')
+
+#: annotations inside an attribute dict or op syntax
+ANNOT = re.compile(
+    r"#sdy\.sharding_per_value<"
+    r"|#sdy\.sharding<"
+    r'|\bmhlo\.sharding = "'
+    r'|\bxla\.sdy\.sharding = "'
+    r"|\b(?:out_)?sharding=<"
+)
+#: the stripped sharding after the operand of sdy.sharding_constraint / sdy.reshard
+CONSTRAINT = re.compile(r"\bsdy\.(sharding_constraint|reshard) (%[\w.$#\-]+) <")
+XLA_MESHES = re.compile(r'\bxla\.sdy\.meshes = "')
+
+
+def handle(b: Builder, line: str, lineno: int) -> None:
+    s = line.lstrip()
+    indent = len(line) - len(s)
+    if s.startswith("// -----"):
+        m = SECTION.match(s)
+        if m:
+            b.start_section(m.group(1).rstrip(), lineno)
+        elif s.rstrip() == "// -----":
+            b.split()
+        return
+    if s.startswith(("error:", "warning:", "note:", "remark:")) or (
+        ": error:" in s or ": warning:" in s
+    ):
+        dm = DIAG.match(s)
+        if dm:
+            loc = f"{dm.group(1)}:{dm.group(2)}:{dm.group(3)}" if dm.group(1) else None
+            b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, indent + 1, loc))
+            return
+    if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
+        _close_manual(b, line, lineno)
+        return
+    mm = MODULE.match(line)
+    if mm and (mm.group(1) or re.match(r"\s*(?:builtin\.)?module\s*(attributes\b|\{)", line)):
+        name = mm.group(1)
+        if name and name.startswith('"'):
+            name = unescape(name[1:-1])
+        if indent == 0 or b.module is None:
+            mod = b.start_module(name, lineno, "mlir")
+            np_ = NUM_PARTITIONS.search(line)
+            if np_:
+                mod.num_partitions = int(np_.group(1))
+        _xla_meshes(b, line, lineno)
+        return
+    if "sdy.mesh @" in line:
+        _mesh_op(b, line, lineno)
+        return
+    fm = FUNC.search(line)
+    if fm:
+        _func(b, line, lineno, fm.end() - 1)
+        return
+    if "sharding" in line or "reshard" in line:
+        _op(b, line, lineno)
+
+
+# -- meshes --------------------------------------------------------------------------------
+
+
+def _mesh_op(b: Builder, line: str, lineno: int) -> None:
+    for m in MESH_OP.finditer(line):
+        name = m.group(1)
+        if name.startswith('"'):
+            name = unescape(name[1:-1])
+        start = m.end()
+        end = match_end(line, start) if line.startswith("<", start) else -1
+        if end < 0:
+            b.mesh(MeshDecl(name, None, lineno, start + 1, line[start:].strip()))
+            b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, start + 1)
+            continue
+        _declare(b, name, line[start:end], lineno, start + 1, "sdy.mesh")
+
+
+def _declare(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
+    mesh, err, off = annot.parse_mesh(text)
+    if mesh is not None:
+        from dataclasses import replace
+
+        mesh = replace(mesh, name=name)
+    b.mesh(MeshDecl(name, mesh, lineno, col, text, source))  # type: ignore[arg-type]
+    if err is not None:
+        b.problem(f"mesh @{name}: {err}", lineno, col + off)
+
+
+def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
+    """`mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\\22x\\22=8]>}"}`."""
+    for m in XLA_MESHES.finditer(line):
+        start = m.end()
+        end = string_end(line, start)
+        if end < 0:
+            b.problem("xla.sdy.meshes: unterminated string", lineno, start)
+            continue
+        text = unescape(line[start:end])
+        for e in re.finditer(r'("[^"]*"|[\w.$\-]+) = (#sdy\.mesh)<', text):
+            name = e.group(1).strip('"')
+            mend = match_end(text, e.end() - 1)
+            if mend < 0:
+                b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
+                continue
+            _declare(b, name, text[e.start(2) : mend], lineno, start + 1, "xla.sdy.meshes")
+
+
+# -- functions -----------------------------------------------------------------------------
+
+
+def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
+    """`func.func @f(%arg0: t {attrs}, ...) -> (t {attrs}, ...)`."""
+    if "sharding" not in line:
+        return
+    rparen = match_end(line, lparen)
+    if rparen < 0:
+        b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
+        return
+    for a, e in split_top(line, lparen + 1, rparen - 1):
+        piece = line[a:e]
+        mn = re.match(r"\s*(%[\w.$\-]+)\s*:", piece)
+        name = mn.group(1) if mn else f"%arg{a}"
+        _annotations(b, line, lineno, a, e, [name], "arg")
+    rest = line[rparen:]
+    arrow = rest.find("->")
+    if arrow < 0:
+        return
+    p = rparen + arrow + 2
+    while p < len(line) and line[p] == " ":
+        p += 1
+    if line.startswith("(", p):
+        rend = match_end(line, p)
+        if rend < 0:
+            b.problem("function results: unbalanced parentheses", lineno, p + 1)
+            return
+        spans = split_top(line, p + 1, rend - 1)
+    else:  # a single result type, possibly with attributes
+        brace = line.find("{", p)
+        end = match_end(line, brace) if brace >= 0 else -1
+        spans = [(p, end if end > 0 else len(line))]
+    for k, (a, e) in enumerate(spans):
+        _annotations(b, line, lineno, a, e, [f"result#{k}"], "result")
+
+
+# -- ops -----------------------------------------------------------------------------------
+
+
+def _op(b: Builder, line: str, lineno: int) -> None:
+    rm = RESULT.match(line)
+    if rm:
+        base = rm.group(1)
+        count = int(rm.group(2)) if rm.group(2) else 1
+        names = [base] if count == 1 else [f"{base}#{k}" for k in range(count)]
+        body = rm.end()
+    else:
+        names = ["_"]  # an op without results that still carries an annotation
+        body = len(line) - len(line.lstrip())
+    om = OP_NAME.match(line, body)
+    opname = (om.group(1) or om.group(2)) if om else None
+    if opname and "custom_call" in opname:
+        cm = re.match(r"\s*@([\w.$\-]+)", line[om.end() :])
+        if cm:
+            opname = f"{opname} @{cm.group(1)}"
+    if "sdy.manual_computation(" in line or "sdy.named_computation" in line:
+        _region_op(b, line, lineno, names, opname or "")
+        return
+    kind = "op"
+    if opname and opname.endswith(("sharding_constraint", "reshard")):
+        kind = "reshard" if opname.endswith("reshard") else "constraint"
+    elif opname and "custom_call" in opname:
+        kind = "custom_call"
+    cm = CONSTRAINT.search(line, body)
+    if cm:
+        start = cm.end() - 1
+        end = match_end(line, start)
+        types = op_result_types(line, body)
+        shape, dtype = _shape(types[0] if types else "")
+        if end < 0:
+            b.problem(f"{cm.group(0)[:-2]}: the sharding is not closed", lineno, start + 1)
+            b.value(names[0], lineno, start + 1, line[start:], "sdy", annot.Parsed(None), kind=kind)
+            return
+        text = line[start:end]
+        p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+        b.value(
+            names[0],
+            lineno,
+            start + 1,
+            text,
+            "sdy",
+            p,
+            kind=kind,
+            op=opname,
+            shape=shape,
+            dtype=dtype,
+        )
+        _annotations(b, line, lineno, end, len(line), names, kind, opname, body=body)
+        return
+    _annotations(b, line, lineno, body, len(line), names, kind, opname, body=body)
+
+
+def _shape(t: str) -> tuple[tuple[int, ...] | None, str | None]:
+    r = tensor_shape(t) if t else None
+    return (None, None) if r is None else r
+
+
+def _annotations(
+    b: Builder,
+    line: str,
+    lineno: int,
+    start: int,
+    end: int,
+    names: list[str],
+    kind: str,
+    opname: str | None = None,
+    *,
+    body: int | None = None,
+) -> None:
+    """Every annotation in `line[start:end]`, one value per result / tuple element.
+
+    `body` is where an op's text starts (the result types are read from there); without it
+    the span is a signature entry whose own type gives the shape.
+    """
+    types: list[str] | None = None
+    skip = -1  # end of a string attribute already read: annotations inside belong to it
+    for m in ANNOT.finditer(line, start, end):
+        if m.start() < skip:
+            continue
+        tok = m.group(0)
+        if types is None:
+            if body is not None:
+                types = op_result_types(line, body)
+            else:
+                mt = re.search(r"tensor<[^>]*>|tuple<", line[start:end])
+                types = [mt.group(0)] if mt else []
+        if tok.endswith('"'):  # a string attribute: mhlo.sharding / xla.sdy.sharding
+            cstart = m.end()
+            cend = string_end(line, cstart)
+            if cend < 0 or cend > end:
+                b.problem(f"{tok.split(' ')[0]}: unterminated string", lineno, cstart)
+                continue
+            skip = cend
+            text = unescape(line[cstart:cend])
+            if tok.startswith("mhlo"):
+                parsed = annot.leaves(annot.parse_hlo_text(text))
+                _emit(b, names, parsed, types, lineno, cstart + 1, text, "gspmd", kind, opname)
+            elif text.startswith("#sdy.sharding_per_value"):
+                items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
+                if err is not None:
+                    b.value(
+                        names[0],
+                        lineno,
+                        cstart + 1,
+                        text,
+                        "sdy",
+                        annot.Parsed(None, None, err, off),
+                        kind=kind,
+                        op=opname,
+                    )
+                else:
+                    _emit(b, names, items, types, lineno, cstart + 1, text, "sdy", kind, opname)
+            else:
+                p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+                _emit(b, names, [p], types, lineno, cstart + 1, text, "sdy", kind, opname)
+            continue
+        astart = m.end() - 1 if tok.endswith("=<") else m.start()
+        aend = match_end(line, m.end() - 1)
+        if aend < 0 or aend > end:
+            b.value(
+                names[0],
+                lineno,
+                astart + 1,
+                line[astart:end].strip(),
+                "sdy",
+                annot.Parsed(
+                    None, None, "expected '>' closing the sharding (the line ends first)", 0
+                ),
+                kind=kind,
+                op=opname,
+            )
+            continue
+        text = line[astart:aend]
+        if tok.startswith("#sdy.sharding_per_value"):
+            items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
+            if err is not None:
+                b.value(
+                    names[0],
+                    lineno,
+                    astart + 1,
+                    text,
+                    "sdy",
+                    annot.Parsed(None, None, err, off),
+                    kind=kind,
+                    op=opname,
+                )
+            else:
+                _emit(b, names, items, types, lineno, astart + 1, text, "sdy", kind, opname)
+        else:
+            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+            _emit(b, names, [p], types, lineno, astart + 1, text, "sdy", kind, opname)
+
+
+def _emit(b, names, parsed, types, lineno, col, text, notation, kind, opname) -> None:
+    single = len(parsed) == 1 and len(names) <= 1
+    for k, p in enumerate(parsed):
+        if single:
+            name = names[0]
+        elif len(names) > 1:
+            name = names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
+        else:
+            name = f"{names[0]}#{k}"
+        shape, dtype = _shape(types[k]) if types and k < len(types) else (None, None)
+        b.value(
+            name, lineno, col, text, notation, p, kind=kind, op=opname, shape=shape, dtype=dtype
+        )
+
+
+# -- manual / named computations ----------------------------------------------------------
+
+
+def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str) -> None:
+    """`%0 = sdy.manual_computation(%a, %b) in_shardings=[...] out_shardings=[...]
+    manual_axes={...} (%arg2: tensor<8x8xf32>, ...) {` — the body follows on later lines."""
+    manual = "manual_computation" in opname
+    indent = len(line) - len(line.lstrip())
+    axes: tuple[str, ...] = ()
+    ma = re.search(r"manual_axes=\{([^}]*)\}", line)
+    if ma:
+        axes = tuple(x.strip().strip('"') for x in ma.group(1).split(",") if x.strip())
+    region = ManualRegion(indent, axes if manual else ())
+    paren = line.find("(", line.find("computation"))
+    pend = match_end(line, paren) if paren >= 0 else -1
+    operands = (
+        [line[a:e].strip() for a, e in split_top(line, paren + 1, pend - 1)] if pend > 0 else []
+    )
+    # region arguments: the parenthesised list after the shardings / manual_axes
+    after = max(
+        line.rfind("manual_axes="), line.rfind("out_shardings=["), line.rfind("in_shardings=[")
+    )
+    local: list[tuple[tuple[int, ...] | None, str | None]] = []
+    rp = line.find("(", after) if after >= 0 else -1
+    if rp >= 0:
+        rpe = match_end(line, rp)
+        if rpe > 0:
+            local = [_shape(line[a:e]) for a, e in split_top(line, rp + 1, rpe - 1)]
+    kinds = ("manual_in", "manual_out") if manual else ("named_in", "named_out")
+    for key, kind in zip(("in_shardings=[", "out_shardings=["), kinds, strict=True):
+        i = line.find(key)
+        if i < 0:
+            continue
+        lb = i + len(key) - 1
+        le = match_end(line, lb)
+        if le < 0:
+            b.problem(f"{key[:-2]}: the list is not closed", lineno, lb + 1)
+            continue
+        for k, (a, e) in enumerate(split_top(line, lb + 1, le - 1)):
+            while a < e and line[a] == " ":
+                a += 1
+            text = line[a:e].strip()
+            if not text:
+                continue
+            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+            if kind.endswith("_in"):
+                vname = operands[k] if k < len(operands) else f"{names[0]}.in#{k}"
+            else:
+                vname = names[k] if len(names) > 1 else (names[0] if k == 0 else f"{names[0]}#{k}")
+            v = b.value(vname, lineno, a + 1, text, "sdy", p, kind=kind, op=opname)
+            if kind.endswith("_in"):
+                if manual and k < len(local):
+                    v.local_shape, v.dtype = local[k]
+                region.ins.append(v)
+            else:
+                region.outs.append(v)
+    b.manual.append(region)
+
+
+def _close_manual(b: Builder, line: str, lineno: int) -> None:
+    """`} : (tensor<16x32xf32>, ...) -> tensor<16x32xf32>` closes the innermost region."""
+    region = b.manual.pop()
+    s = line.strip()
+    arrow = s.find("->")
+    if arrow < 0:
+        return
+    ins_text = s[s.find(":") + 1 : arrow].strip()
+    if ins_text.startswith("("):
+        ins_text = ins_text[1:-1]
+    in_types = [ins_text[a:e] for a, e in split_top(ins_text, 0, len(ins_text))]
+    outs_text = s[arrow + 2 :].strip()
+    if outs_text.startswith("("):
+        end = match_end(outs_text, 0)
+        outs_text = outs_text[1 : end - 1] if end > 0 else outs_text[1:]
+    out_types = [outs_text[a:e] for a, e in split_top(outs_text, 0, len(outs_text))]
+    outer = bool(b.manual)  # nested: the enclosing body is per-device too
+    for vals, types in ((region.ins, in_types), (region.outs, out_types)):
+        for k, v in enumerate(vals):
+            if k < len(types):
+                shape, dtype = _shape(types[k])
+                if outer:
+                    if v.local_shape is None:
+                        v.local_shape = shape
+                else:
+                    v.shape = shape
+                v.dtype = v.dtype or dtype

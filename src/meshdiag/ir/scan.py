@@ -1,0 +1,96 @@
+"""The streaming IR scanner: paths → FileReports (modules, meshes, sharded values, MD001).
+
+    for report in scan_paths(["dump_dir/", "module.mlir.gz", "-"]):
+        ...
+
+Files are read as a stream of byte blocks (`lines.py`); only candidate lines are decoded and
+handed to the MLIR or HLO handlers. Every path yields a FileReport, even when it cannot be
+read: the problem is an MD001 finding and the scan goes on with the next file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from . import hlo, mlir
+from .builder import Builder
+from .lines import interesting_lines
+from .model import FileReport
+
+SNIFF = 8192
+#: extensions that are never text IR
+BINARY_EXT = (".pb", ".o", ".so", ".a", ".bin", ".npy", ".npz", ".pyc", ".png", ".jpg")
+
+
+def expand_paths(paths: Iterable[str]) -> Iterator[str]:
+    """Files of each path: a file itself, a directory's files recursively in sorted order,
+    `-` for stdin. Missing paths are passed through (scan_file reports them)."""
+    for p in paths:
+        if p != "-" and os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    yield os.path.join(root, f)
+        else:
+            yield p
+
+
+def scan_paths(paths: Iterable[str]) -> Iterator[FileReport]:
+    for p in expand_paths(paths):
+        yield scan_path(p)
+
+
+def scan_path(path: str) -> FileReport:
+    """Open `path` (gzip by extension, `-` = stdin) and scan it; never raises on bad input."""
+    if path == "-":
+        return scan_file("<stdin>", sys.stdin.buffer)
+    try:
+        if path.endswith(".gz"):
+            stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
+        else:
+            stream = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        b = Builder(path)
+        b.problem(f"cannot read {path}: {e.strerror or e}", None)
+        return b.finish()
+    with stream:
+        return scan_file(path, stream)
+
+
+def scan_file(path: str, text_stream: BinaryIO) -> FileReport:
+    """Scan one open binary stream; `path` is what reports show."""
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path))
+    try:
+        head = text_stream.read(SNIFF)
+    except (OSError, EOFError, zlib.error) as e:
+        b.problem(f"cannot read {path}: {e}", None)
+        return b.finish()
+    if b"\0" in head or path.endswith(BINARY_EXT):
+        b.note(f"binary file skipped: {Path(path).name}")
+        return b.finish()
+    try:
+        for lineno, line in interesting_lines(text_stream, b.problem, prefix=head):
+            if line.startswith("HloModule "):
+                hlo.handle(b, line, lineno)
+            elif b.module is not None and b.module.dialect == "hlo":
+                if line.startswith("// -----") or mlir.MODULE.match(line) and "{" in line:
+                    mlir.handle(b, line, lineno)
+                else:
+                    hlo.handle(b, line, lineno)
+            else:
+                mlir.handle(b, line, lineno)
+    except (OSError, EOFError, zlib.error) as e:  # truncated gzip, I/O error mid-file
+        b.problem(f"cannot read {path} to the end: {e}", None)
+    return b.finish()
+
+
+def _partitioned_by_name(path: str) -> bool:
+    """XLA dump files named after a pass that runs after SPMD partitioning."""
+    name = os.path.basename(path)
+    return "after_spmd-partitioning" in name or "after_optimizations" in name

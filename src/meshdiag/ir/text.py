@@ -1,0 +1,212 @@
+"""Small text helpers for IR lines: string escapes, bracket matching, types → shapes.
+
+They work on one line and never raise on malformed text: a missing bracket gives `-1`, an
+unreadable type gives `None`, and the caller reports what it could not read.
+"""
+
+from __future__ import annotations
+
+import re
+
+_OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
+_CLOSE = {">", "]", "}", ")"}
+
+
+def match_end(s: str, pos: int, end: int | None = None) -> int:
+    """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
+    the `->` arrow; -1 when the line ends first."""
+    n = len(s) if end is None else end
+    stack = []
+    p = pos
+    while p < n:
+        c = s[p]
+        if c == '"':
+            q = p + 1
+            while q < n and s[q] != '"':
+                q += 2 if s[q] == "\\" else 1
+            p = q + 1
+            continue
+        if c in _OPEN:
+            stack.append(_OPEN[c])
+        elif c in _CLOSE:
+            if c == ">" and p > 0 and s[p - 1] == "-":  # `->`
+                p += 1
+                continue
+            if not stack or stack[-1] != c:
+                return -1
+            stack.pop()
+            if not stack:
+                return p + 1
+        p += 1
+    return -1
+
+
+def brace_end(s: str, pos: int) -> int:
+    """Index after the `}` closing `s[pos] == "{"` (HLO text: only braces nest; `<=` is not
+    a bracket), skipping quoted strings; -1 when the line ends first."""
+    depth = 0
+    n = len(s)
+    p = pos
+    while p < n:
+        c = s[p]
+        if c == '"':
+            q = p + 1
+            while q < n and s[q] != '"':
+                q += 2 if s[q] == "\\" else 1
+            p = q + 1
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return p + 1
+        p += 1
+    return -1
+
+
+def split_top(s: str, start: int, end: int, sep: str = ",") -> list[tuple[int, int]]:
+    """Spans of `s[start:end]` separated by `sep` at bracket depth 0 (quotes respected)."""
+    spans = []
+    depth = 0
+    p = start
+    item = start
+    while p < end:
+        c = s[p]
+        if c == '"':
+            q = p + 1
+            while q < end and s[q] != '"':
+                q += 2 if s[q] == "\\" else 1
+            p = q + 1
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE and not (c == ">" and p > 0 and s[p - 1] == "-"):
+            depth -= 1
+        elif c == sep and depth == 0:
+            spans.append((item, p))
+            item = p + 1
+        p += 1
+    if item < end or spans:
+        spans.append((item, end))
+    return spans
+
+
+def string_end(s: str, pos: int) -> int:
+    """Index of the closing quote of the string whose content starts at `pos`; -1 if none."""
+    n = len(s)
+    q = pos
+    while q < n and s[q] != '"':
+        q += 2 if s[q] == "\\" else 1
+    return q if q < n else -1
+
+
+_ESC = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
+_SIMPLE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
+
+
+def unescape(s: str) -> str:
+    """Decode MLIR (`\\22`, `\\\\`, `\\NN` hex) and HLO (`\\"`) string escapes."""
+    if "\\" not in s:
+        return s
+
+    def rep(m: re.Match) -> str:
+        g = m.group(1)
+        if len(g) == 2:
+            return chr(int(g, 16))
+        return _SIMPLE.get(g, g)
+
+    return _ESC.sub(rep, s)
+
+
+# -- types ---------------------------------------------------------------------------------
+
+_TENSOR = re.compile(r"tensor<((?:(?:\d+|\?)x)*)([a-zA-Z!][\w.]*)")
+
+
+def tensor_shape(t: str) -> tuple[tuple[int, ...] | None, str | None] | None:
+    """(shape, dtype) of the first `tensor<...>` in `t`; shape None when dynamic; None if no
+    tensor type."""
+    m = _TENSOR.search(t)
+    if m is None:
+        return None
+    dims = m.group(1).split("x")[:-1]
+    if any(d == "?" for d in dims):
+        return None, m.group(2)
+    return tuple(int(d) for d in dims), m.group(2)
+
+
+_HLO_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+
+
+def hlo_shapes(t: str) -> list[tuple[tuple[int, ...] | None, str]]:
+    """Leaf array shapes of an HLO shape (`f32[4,8]{1,0}` or a tuple `(f32[2], s32[])`)."""
+    out = []
+    for m in _HLO_ARRAY.finditer(t):
+        dims_text = m.group(2).strip()
+        if not dims_text:
+            out.append(((), m.group(1)))
+            continue
+        dims: list[int] | None = []
+        for d in dims_text.split(","):
+            d = d.strip()
+            if d.isdigit():
+                dims.append(int(d))  # type: ignore[union-attr]
+            else:  # `<=8` bounded dynamic, `?`
+                dims = None
+                break
+        out.append((tuple(dims) if dims is not None else None, m.group(1)))
+    return out
+
+
+def op_result_types(line: str, start: int) -> list[str]:
+    """The result types of an MLIR op line: after the last top-level ` : ` (and `->`)."""
+    body = strip_loc(line)
+    n = len(body)
+    depth = 0
+    colon = -1
+    arrow = -1
+    p = start
+    while p < n:
+        c = body[p]
+        if c == '"':
+            q = p + 1
+            while q < n and body[q] != '"':
+                q += 2 if body[q] == "\\" else 1
+            p = q + 1
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            if c == ">" and body[p - 1] == "-":
+                if depth == 0 and colon >= 0:
+                    arrow = p + 1
+            else:
+                depth -= 1
+        elif c == ":" and depth == 0 and body[p - 1 : p + 2] == " : ":
+            colon = p + 1
+            arrow = -1
+        p += 1
+    if colon < 0:
+        return []
+    rest = body[arrow if arrow >= 0 else colon :].strip()
+    at = _find_top(rest, " attributes ")
+    if at >= 0:
+        rest = rest[:at]
+    if rest.startswith("(") and match_end(rest, 0) == len(rest):
+        rest = rest[1:-1]
+    return [rest[a:b].strip() for a, b in split_top(rest, 0, len(rest))]
+
+
+def _find_top(s: str, word: str) -> int:
+    i = s.find(word)
+    return i
+
+
+def strip_loc(line: str) -> str:
+    """The line without a trailing ` loc(...)`."""
+    s = line.rstrip()
+    i = s.rfind(" loc(")
+    if i >= 0 and s.endswith(")") and match_end(s, i + 4) == len(s):
+        return s[:i]
+    return s

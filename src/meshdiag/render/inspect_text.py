@@ -1,0 +1,110 @@
+"""Text output of `meshdiag inspect`: per file and module a short summary — meshes as device
+grids, the distinct shardings with counts, where they first appear and a small layout picture,
+then the findings."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..inspect import Inspected
+    from ..ir.model import MeshDecl, ModuleReport
+    from ..mesh import Mesh
+
+#: locations listed per distinct sharding; pictures drawn per module
+FIRST_LOCATIONS = 3
+MAX_PICTURES = 8
+MAX_GRID = 64  # mesh grids larger than this are summarised in one line
+
+
+def mesh_grid(d: MeshDecl):
+    """A mesh as a small table of device ids (rows: first axis; columns: the rest)."""
+    m = d.mesh
+    title = f"@{d.name} = {m.short() if m else d.text}"
+    if m is None or m.size > MAX_GRID or len(m.axes) == 0:
+        return Text(title)
+    ids = m.ids
+    rows = m.shape[0] if len(m.shape) > 1 else 1
+    cols = m.size // rows
+    t = Table(title=title, title_justify="left", show_header=len(m.axes) > 1, box=None)
+    t.add_column(m.names[0] if len(m.axes) > 1 else "", style="bold")
+    rest = ",".join(m.names[1:]) if len(m.axes) > 1 else m.names[0]
+    for c in range(cols):
+        t.add_column(f"{rest}[{c}]" if cols <= 16 else str(c), justify="right")
+    for r in range(rows):
+        label = f"{m.names[0]}={r}" if len(m.axes) > 1 else ""
+        t.add_row(label, *(str(ids[r * cols + c]) for c in range(cols)))
+    return t
+
+
+def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterator:
+    from ..inspect import gspmd_text, value_layout
+
+    head = m.name or "(anonymous module)"
+    extra = [m.dialect]
+    if m.partitioned:
+        extra.append("partitioned: per-device shapes")
+    if m.num_partitions:
+        extra.append(f"num_partitions={m.num_partitions}")
+    yield Text.assemble(
+        ("module ", "dim"), (head, "bold"), f"  line {m.line}  ({', '.join(extra)})"
+    )
+    if m.section:
+        yield Text(f"  section: {m.section}", style="cyan")
+    for d in m.meshes:
+        yield mesh_grid(d)
+    for dg in m.diagnostics:
+        yield Text(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
+    yield Text(f"  {len(m.values)} sharded values")
+    groups: OrderedDict[str, list] = OrderedDict()
+    for v in m.values:
+        groups.setdefault(v.text, []).append(v)
+    pictures = 0
+    for text, vals in groups.items():
+        where = ", ".join(f"{v.name}@{v.line}:{v.column}" for v in vals[:FIRST_LOCATIONS])
+        more = f" (+{len(vals) - FIRST_LOCATIONS} more)" if len(vals) > FIRST_LOCATIONS else ""
+        first = vals[0]
+        g = gspmd_text(first)
+        line = Text.assemble((f"  ×{len(vals)} ", "bold"), (text, "green"), f"  {where}{more}")
+        if g and g != text:
+            line.append(f"\n      = {g}", style="dim")
+        yield line
+        if pictures < MAX_PICTURES:
+            lay = next(
+                (lay for v in vals if (lay := value_layout(v, m, mesh, split)) is not None), None
+            )
+            if lay is not None:
+                from .grid import LayoutPicture
+
+                pictures += 1
+                yield LayoutPicture(lay, g or text, max_cells=32)
+
+
+def finding_lines(findings: list[Finding]) -> Iterator:
+    style = {"error": "bold red", "warning": "yellow", "info": "blue"}
+    for f in findings:
+        loc = f"{f.path}:{f.line or 0}:{f.column or 0}"
+        t = Text.assemble(
+            (loc, "bold"), " ", (f.code, style.get(f.severity, "")), f" [{f.severity}] {f.message}"
+        )
+        if f.fix:
+            t.append(f"\n    fix: {f.fix}", style="green")
+        yield t
+
+
+def file_summary(item: Inspected, *, mesh: Mesh | None, split: str) -> Group:
+    r = item.report
+    parts: list = [Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")]
+    for m in r.modules:
+        parts.extend(module_summary(m, mesh=mesh, split=split))
+    if item.findings:
+        parts.append(Text(f"{len(item.findings)} finding(s):", style="bold"))
+        parts.extend(finding_lines(item.findings))
+    return Group(*parts)
