@@ -87,9 +87,7 @@ def test_isolated_and_explicit_config(tmp_path):
     write(tmp_path / "meshdiag.toml", 'select = ["MD103"]\n')
     other = write(tmp_path / "ci" / "lint.toml", 'select = ["MD105"]\n')
     assert resolve_settings(CliOptions(), CODES, cwd=str(tmp_path)).codes == {"MD103"}
-    assert resolve_settings(CliOptions(isolated=True), CODES, cwd=str(tmp_path)).codes == set(
-        CODES
-    )
+    assert resolve_settings(CliOptions(isolated=True), CODES, cwd=str(tmp_path)).codes == set(CODES)
     s = resolve_settings(CliOptions(config=str(other)), CODES, cwd=str(tmp_path))
     assert s.codes == {"MD105"} and s.root == str(tmp_path / "ci")
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,8 +72,8 @@ def read_lines(path: str, wanted: Iterable[int]) -> dict[int, str]:
                     out[number] = text
                 if number >= last:
                     break
-    except OSError as e:
-        raise MeshdiagError(f"cannot read {path}: {e.strerror or e}") from None
+    except (OSError, EOFError, zlib.error):
+        pass  # unreadable or truncated: the scan already reported it (MD001); keep what we read
     return out
 
 
@@ -100,7 +101,8 @@ def apply_comments(findings: list[Finding], path: str) -> tuple[list[Finding], i
 
 _LOCATION_RE = re.compile(
     r"(?:\b(?:line|lines|col|column|columns)\s+\d+(?:\s*[-,:]\s*\d+)*)"  # line 12, column 3
-    r"|(?::\d+(?::\d+)?\b)",  # file.mlir:12:3
+    r"|(?::\d+(?::\d+)?\b)"  # file.mlir:12:3
+    r"|(?:\b\d+:\d+\b)",  # at 12:3
     re.IGNORECASE,
 )
 
