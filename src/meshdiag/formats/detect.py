@@ -1,0 +1,72 @@
+"""Auto-detect the notation of a sharding string and parse it.
+
+`{...}` → GSPMD (V1/V2/V3) · `#sdy.sharding<`, `<@`, `<mesh<` → Shardy · `[{...}, ...]` →
+Shardy dims shorthand (needs a mesh) · anything else → PartitionSpec (needs a mesh).
+"""
+
+from __future__ import annotations
+
+from ..errors import MeshdiagError, ParseError
+from ..mesh import Mesh
+from ..sharding import HloSharding, NamedSharding
+
+__all__ = ["parse_sharding", "to_hlo"]
+
+
+def _needs_mesh(what: str, example: str) -> MeshdiagError:
+    return MeshdiagError(
+        f"a {what} names mesh axes but no mesh was given; pass one with --mesh (e.g. {example})"
+    )
+
+
+def parse_sharding(
+    text: str, mesh: Mesh | None = None, meshes: dict[str, Mesh] | None = None
+) -> HloSharding | NamedSharding:
+    t = text.strip()
+    if not t:
+        raise ParseError("a sharding", text, 0, found="nothing")
+    if t.startswith("{"):
+        from .gspmd import parse_gspmd
+
+        return parse_gspmd(t)
+    if t.startswith(("#sdy.sharding_per_value", "#sdy.sharding<", "<")) or t.startswith("#sdy"):
+        from .shardy import parse_sdy_sharding, parse_sharding_per_value
+
+        if t.startswith("#sdy.sharding_per_value"):
+            values = parse_sharding_per_value(t, meshes)
+            if len(values) != 1:
+                raise MeshdiagError(
+                    f"the sharding_per_value holds {len(values)} shardings; give one of them"
+                )
+            s = values[0]
+        else:
+            s = parse_sdy_sharding(t, meshes)
+        if s.mesh is None and mesh is not None:
+            s = s.with_mesh(mesh)
+        return s
+    if t.startswith("[") and t[1:].lstrip().startswith("{"):
+        if mesh is None:
+            raise _needs_mesh("Shardy dimension list", "--mesh batch=2,model=4")
+        from ._cursor import Cursor
+        from .shardy import _dims_list
+
+        cur = Cursor(t)
+        dims = _dims_list(cur)
+        if not cur.at_end():
+            raise cur.error("end of the dimension shardings")
+        return NamedSharding(mesh=mesh, dims=dims, mesh_ref=mesh.name)
+    from .pspec import parse_pspec, pspec_to_named
+
+    spec = parse_pspec(t)
+    if mesh is None:
+        raise _needs_mesh("PartitionSpec", "--mesh batch=2,model=4")
+    return pspec_to_named(spec, mesh)
+
+
+def to_hlo(s: HloSharding | NamedSharding, mesh: Mesh | None = None) -> HloSharding:
+    """The tiled (GSPMD) form: an HloSharding as is, a named sharding exported like XLA."""
+    if isinstance(s, HloSharding):
+        return s
+    from ..export import named_to_hlo
+
+    return named_to_hlo(s, mesh)
