@@ -1,0 +1,181 @@
+"""MD105 uneven-shard: a dimension not divisible by its shard count.
+
+Three entry points share one message builder:
+- `uneven_findings(hlo, shape, split, where=...)` for a tiled GSPMD sharding (layout, inspect);
+- `sharded_dim_findings(ShardedDim, split, where=...)` for simulate-copy's TTNN mappers, whose
+  device order (ROW_MAJOR / SUBMESH) is not a tile assignment;
+- `check_module(module, ctx)`, registered: every value with a global shape and a tiled sharding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..render.devices import compress_devices
+from ..splits import split_dim
+from .registry import Rule, register
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..ir.model import ModuleReport
+    from ..sharding import HloSharding
+    from ..simulate import ShardedDim
+    from .context import CheckContext
+
+
+def _hold(ids: Sequence[int]) -> str:
+    """`device 7 holds` / `devices 5-7 hold`."""
+    ids = sorted(set(ids))
+    if len(ids) == 1:
+        return f"device {ids[0]} holds"
+    return f"devices {compress_devices(ids, max_chars=60)} hold"
+
+
+def _sizes_text(sizes: Sequence[int]) -> str:
+    """Run-length sizes: `2,2,2,2,1` → `2×4,1`; short lists are spelled out."""
+    if len(sizes) <= 8:
+        return ",".join(map(str, sizes))
+    runs: list[list[int]] = []
+    for s in sizes:
+        if runs and runs[-1][0] == s:
+            runs[-1][1] += 1
+        else:
+            runs.append([s, 1])
+    return ",".join(f"{s}×{c}" if c > 1 else str(s) for s, c in runs)
+
+
+def dim_finding(
+    dim: int,
+    n: int,
+    k: int,
+    split: str,
+    ids_by_index: Sequence[Sequence[int]],
+    *,
+    where: dict,
+) -> Finding | None:
+    """The MD105 finding for dimension `dim` of size `n` split `k` ways, or None if even.
+
+    `ids_by_index[i]` are the devices that hold shard index i (or would, when it is empty).
+    """
+    if k <= 1 or n % k == 0:
+        return None
+    c = -(-n // k)
+    s = split_dim(n, k, "xla" if split == "even" else split, dim=dim)
+    sizes = (s.stops - s.starts).tolist()
+    present = s.present.tolist()
+    head = f"dimension {dim} (size {n}) does not divide into its {k} shards"
+
+    def group(pred) -> list[int]:
+        return [d for i in range(k) if pred(i) for d in ids_by_index[i]]
+
+    parts: list[str] = []
+    if split == "even":
+        detail = (
+            "the 'even' rule (JAX NamedSharding) rejects it: every sharded dimension must be "
+            "divisible by its shard count"
+        )
+    elif split == "chunk":
+        chunk_sizes = [z for z, p in zip(sizes, present, strict=True) if p]
+        detail = f"under 'chunk' chunks are {c} long, giving {len(chunk_sizes)} chunks ({_sizes_text(chunk_sizes)})"
+        short = group(lambda i: present[i] and 0 < sizes[i] < c)
+        if short:
+            parts.append(f"{_hold(short)} a short chunk of {min(z for z in chunk_sizes if z < c)}")
+        empty = group(lambda i: not present[i] or sizes[i] == 0)
+        if empty:
+            parts.append(f"{_hold(empty)} nothing")
+    elif split == "xla":
+        detail = f"under 'xla' tiles are {c} long and every buffer is padded to {c}"
+        short = group(lambda i: 0 < sizes[i] < c)
+        if short:
+            z = min(x for x in sizes if 0 < x < c)
+            parts.append(f"{_hold(short)} {z} + {c - z} padding")
+        empty = group(lambda i: sizes[i] == 0)
+        if empty:
+            parts.append(f"{_hold(empty)} only padding")
+    else:  # array-split
+        q, r = divmod(n, k)
+        detail = f"under 'array-split' sizes differ by one ({_sizes_text(sizes)})"
+        parts.append(f"{_hold(group(lambda i: i < r))} {q + 1}")
+        rest = group(lambda i: i >= r)
+        parts.append(f"{_hold(rest)} " + (str(q) if q else "nothing"))
+    message = f"{head}: {detail}" + (": " + "; ".join(parts) if parts else "")
+    fix = (
+        f"pad dimension {dim} from {n} to {c * k} (the next multiple of {k}) so every device "
+        f"holds {c}, or shard it over a mesh axis whose size divides {n}; if the uneven split is "
+        "intended, size each device's buffer from its own shard, never one uniform spec"
+    )
+    return RULE.finding(message, fix, **where)
+
+
+def sharded_dim_findings(sd: ShardedDim, split: str, *, where: dict) -> list[Finding]:
+    f = dim_finding(sd.dim, sd.size, sd.shards, split, sd.ids_by_index, where=where)
+    return [f] if f is not None else []
+
+
+def uneven_findings(
+    hlo: HloSharding, shape: Sequence[int], split: str, *, where: dict
+) -> list[Finding]:
+    """MD105 for every tensor dim a tiled sharding splits unevenly (none for other kinds)."""
+    import numpy as np
+
+    if not hlo.is_tiled or hlo.tile is None or hlo.data_rank != len(shape):
+        return []
+    out: list[Finding] = []
+    arr = None
+    for d, k in enumerate(hlo.data_dims):
+        if k <= 1 or shape[d] % k == 0:
+            continue
+        if arr is None:
+            arr = hlo.tile.array()
+        by_index = np.moveaxis(arr, d, 0).reshape(k, -1).tolist()
+        f = dim_finding(d, int(shape[d]), int(k), split, by_index, where=where)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
+    """MD105 for every value whose global shape is known and whose sharding is tiled."""
+    out: list[Finding] = []
+    if module.partitioned:
+        return out  # shapes are per-device there
+    for v in module.values:
+        if v.shape is None or v.hlo is None or not v.hlo.is_tiled:
+            continue
+        where = {"path": ctx.path, "line": v.line, "column": v.column, "module": module.name}
+        for f in uneven_findings(v.hlo, v.shape, ctx.split, where=where):
+            out.append(replace(f, message=f"{v.name}: {f.message}"))
+    return out
+
+
+RULE = register(
+    Rule(
+        code="MD105",
+        name="uneven-shard",
+        severity="warning",
+        summary="a dimension is not divisible by its shard count: padding, short or empty devices",
+        what="A tensor dimension of size n is split over k shards and k does not divide n. "
+        "Which devices come up short depends on the split rule: XLA pads every buffer to "
+        "ceil(n/k) and the last tiles hold only padding; torch.chunk and TTNN's mappers make "
+        "ceil(n/k)-long chunks until the data runs out, so trailing devices hold nothing at "
+        "all; numpy.array_split spreads the remainder over the first shards; JAX's "
+        "NamedSharding refuses the layout. The finding names the short and the empty devices "
+        "under the active split rule (--split).",
+        why="Uneven shards are where runtimes disagree. A (1,7,32,32) tensor sharded on dim 1 "
+        "over 8 TTNN devices writes 7 devices and leaves the 8th without data; a destination "
+        "allocated with one uniform (1,1,32,32) spec still claims the 8th device holds data, "
+        "and reading it back returns stale memory (tt-metal PR #18833). Current TTNN rejects "
+        "unequal chunk shapes ('Shard shape mismatch'); JAX rejects any non-divisible dim.",
+        fix="Pad the dimension to a multiple of its shard count, or shard it over a mesh axis "
+        "whose size divides it. If the uneven split is intended, give each device a buffer "
+        "sized from its own shard (no buffer, or a zero-size spec, for empty devices) and copy "
+        "into the destination by reference.",
+        example="meshdiag simulate-copy --mesh t3k --shape 1,7,32,32 --mapper shard:1\n"
+        "  MD105 dimension 1 (size 7) does not divide into its 8 shards: under 'chunk' chunks "
+        "are 1 long, giving 7 chunks (1,1,1,1,1,1,1): device 7 holds nothing\n"
+        "Use instead: --shape 1,8,32,32 (padded), or per-device specs with device 7 empty.",
+    ),
+    check_module,
+)

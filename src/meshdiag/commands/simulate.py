@@ -1,0 +1,100 @@
+"""`meshdiag simulate-copy`: mapper → allocate → copy → read back on a mesh."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("simulate-copy")
+    def simulate_copy_cmd(
+        mesh: MeshOpt = None,
+        shape: Annotated[
+            str, typer.Option("--shape", "-s", help="Source tensor shape, e.g. 1,7,32,32.")
+        ] = "",
+        mapper: Annotated[
+            str,
+            typer.Option(
+                "--mapper",
+                help="replicate | shard:D | shard2d:R,C[@RxC] | placements:R,S1[@RxC] | any "
+                "GSPMD / Shardy / PartitionSpec sharding.",
+            ),
+        ] = "replicate",
+        split: SplitOpt = None,
+        era: Annotated[
+            str,
+            typer.Option(
+                "--ttnn-era", help="TTNN validation to reproduce: current, 2025-05, 2025-03, 2024."
+            ),
+        ] = "current",
+        dest: Annotated[
+            str,
+            typer.Option(
+                "--dest", help="Destination specs: fresh | uniform:SHAPE | per-device:FILE."
+            ),
+        ] = "fresh",
+        write: Annotated[
+            str,
+            typer.Option(
+                "--write",
+                help="by-reference (destination specs become the written devices) | by-value "
+                "(destination keeps its specs: the PR #18833 bug).",
+            ),
+        ] = "by-reference",
+        compose: Annotated[
+            str | None,
+            typer.Option(
+                "--compose",
+                help="Read-back composer: concat:D | concat2d:R,C[@RxC] | first | tiles "
+                "(default: the mapper's inverse).",
+            ),
+        ] = None,
+        stale: Annotated[
+            str,
+            typer.Option(
+                "--stale", help="Initial buffer contents: sentinel (NaN) | previous (-1, -2, ...)."
+            ),
+        ] = "sentinel",
+        symbolic: Annotated[
+            bool,
+            typer.Option("--symbolic", help="Compute regions only, never materialise the data."),
+        ] = False,
+        fmt: FormatOpt = "text",
+    ) -> None:
+        """Simulate a host-to-device copy of a sharded tensor and its read-back; flag stale
+        devices (MD106) and uneven shards (MD105)."""
+        import json
+        import sys
+
+        from ..errors import MeshdiagError
+        from ..formats.ttnn import parse_shape
+        from ..simulate import simulate_copy
+
+        check_format(fmt)
+        if mesh is None:
+            raise MeshdiagError("simulate-copy needs --mesh (e.g. --mesh t3k or --mesh 1x8)")
+        if not shape:
+            raise MeshdiagError("simulate-copy needs --shape (e.g. --shape 1,7,32,32)")
+        sim = simulate_copy(
+            load_mesh(mesh),
+            parse_shape(shape, "--shape"),
+            mapper,
+            split=split,
+            dest=dest,
+            write=write,
+            compose=compose,
+            stale=stale,
+            era=era,
+            symbolic=True if symbolic else None,
+        )
+        if fmt == "json":
+            json.dump(sim.to_json(), sys.stdout, indent=1)
+            sys.stdout.write("\n")
+            return
+        from ..render.simulate_text import render_text
+
+        render_text(sim)
