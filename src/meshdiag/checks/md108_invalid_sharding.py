@@ -61,8 +61,12 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             )
     declared = {d.name for d in module.meshes}
     count = _device_count(module, ctx)
+    judged: dict[tuple, list[str]] = {}  # shardings repeat thousands of times: judge once
     for v in module.values:
-        for m in _value_problems(v, declared, mesh_msgs, count):
+        key = (v.sharding, v.mesh_name)
+        if key not in judged:
+            judged[key] = _value_problems(v, declared, mesh_msgs, count)
+        for m in judged[key]:
             out.append(
                 RULE.finding(
                     f"{v.name}'s sharding {v.text}: {m}.",
