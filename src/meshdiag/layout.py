@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -191,11 +193,10 @@ def layout(
 
         sharding = parse_sharding(sharding, mesh=mesh)
     if isinstance(sharding, NamedSharding):
-        if sharding.mesh is None and mesh is not None:
-            sharding = sharding.with_mesh(mesh)
         from .export import named_to_hlo
 
-        sharding = named_to_hlo(sharding)
+        mesh = sharding.mesh or mesh  # the devices are the named sharding's mesh
+        sharding = named_to_hlo(sharding, mesh)
     if not isinstance(sharding, HloSharding):
         raise MeshdiagError(f"cannot lay out {type(sharding).__name__}; expected a sharding")
     if num_devices is None and mesh is not None:
@@ -481,3 +482,14 @@ def uneven_report(lay: Layout, *, only_uneven: bool = True) -> list[UnevenDim]:
             )
         )
     return out
+
+
+# `meshdiag.layout(...)` is the library entry point, but importing this submodule binds the
+# name `meshdiag.layout` to the module itself (the import system sets the parent's attribute
+# after loading). Making the module callable keeps `meshdiag.layout(...)` working either way.
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Layout:
+        return layout(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 #: explanation of the notation, for legends
-NOTATION = "a-b = a..b, a-b:s = step s"
+NOTATION = "0-3 = devices 0..3, 0-6:2 = step 2"
 
 
 def device_runs(ids: Iterable[int]) -> list[tuple[int, int, int]]:

@@ -39,8 +39,9 @@ EMPTY_FILL = "#eeeeee"
 
 #: facets drawn before switching to a 2-D projection
 MAX_FACETS = 8
-#: narrowest readable cell (JAX's min_width)
+#: narrowest readable cell (JAX's min_width) and the floor for cells with short labels
 MIN_CELL_WIDTH = 9
+MIN_LABEL_WIDTH = 5
 
 
 @dataclass(frozen=True)
@@ -272,9 +273,7 @@ def header_lines(lay: Layout, sharding_text: str | None, plan: GridPlan | None) 
         f"{n} device{'s' if n != 1 else ''}"
     )
     lines = [head]
-    lines.append(
-        f"legend: devices ({NOTATION}), [start:stop]; a+pad b = b padding; ∅ = no elements"
-    )
+    lines.append(f"key: {NOTATION}; a+pad b = b padding; ∅ = no elements")
     for note in lay.notes:
         lines.append(note)
     padded = lay.padded
@@ -418,7 +417,7 @@ class LayoutPicture:
             ncols = len(facet.cells[0])
             texts = [[cell_lines(lay, t, dims=dims) for t in row] for row in facet.cells]
             natural = [
-                max(MIN_CELL_WIDTH, *(len(s) + 2 for row in texts for s in row[j]))
+                max(MIN_LABEL_WIDTH, *(len(s) + 2 for row in texts for s in row[j]))
                 for j in range(ncols)
             ]
             room = width - (ncols + 1)  # borders
@@ -433,7 +432,7 @@ class LayoutPicture:
                     return None
                 if sum(natural) > room:
                     return None
-            target = min(room, max(sum(natural), 60 if lay.rank >= 2 else sum(natural)))
+            target = min(room, max(sum(natural), 60))
             widths = distribute(facet.col_weights, natural, target)
             if sum(widths) > room:
                 widths = natural

@@ -1,0 +1,215 @@
+"""Layout pictures: device-list compression, grid planning, terminal grid, SVG and HTML."""
+
+from __future__ import annotations
+
+import random
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from meshdiag.layout import layout
+from meshdiag.render.devices import compress_devices, device_runs, expand_devices
+from meshdiag.render.export import to_html, to_svg
+from meshdiag.render.grid import choose_dims, plan_grid, render_text, tiles_of
+from meshdiag.sharding import HloSharding
+from meshdiag.tiles import TileAssignment
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def tiled(dims, reshape=None, perm=None, *, rep=False):
+    return HloSharding.tiled(TileAssignment.iota(dims, reshape, perm), replicate_on_last=rep)
+
+
+def grid_rows(text: str) -> list[list[str]]:
+    """Cell texts of each boxed row line: `│ a │ b │` → ['a', 'b'] (blank cells dropped)."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if any(cells):
+                rows.append(cells)
+    return rows
+
+
+# -- device lists -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ids,text",
+    [([0, 4], "0,4"), (range(256), "0-255"), ([0, 1], "0,1"), ([0, 1, 2], "0-2"),
+     (range(0, 256, 2), "0-254:2"), ([3, 1, 2, 9], "1-3,9"), ([5], "5"), ([], "")],
+)  # fmt: skip
+def test_compress_devices(ids, text):
+    assert compress_devices(ids) == text
+
+
+def test_compress_roundtrip_and_elision():
+    rng = random.Random(3)
+    for _ in range(200):
+        ids = rng.sample(range(300), rng.randrange(1, 60))
+        text = compress_devices(ids)
+        assert expand_devices(text) == sorted(ids)
+        short = compress_devices(ids, max_chars=20)
+        assert len(short) <= 20 or "…" not in short
+        if "…" in short:
+            kept = expand_devices(short.split("…")[0].rstrip(","))
+            left = int(re.search(r"\+(\d+)", short).group(1))
+            assert len(kept) + left == len(ids)
+    assert device_runs([0, 1, 2, 3, 8, 9, 10, 11]) == [(0, 3, 1), (8, 11, 1)]
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def test_choose_dims_folds_and_facets():
+    assert choose_dims((), ()) == ((), (), (), False)
+    assert choose_dims((8,), (4,)) == ((), (0,), (), False)
+    assert choose_dims((8, 8), (1, 4)) == ((0,), (1,), (), False)
+    assert choose_dims((1, 7, 32, 32), (1, 8, 1, 1)) == ((), (1,), (), False)
+    assert choose_dims((4, 4, 4), (2, 2, 2)) == ((1,), (2,), (0,), False)
+    # too many facets: a projection with the leading dims flattened into rows
+    assert choose_dims((64, 64, 128, 8), (16, 16, 32, 1)) == ((0, 1), (2,), (), True)
+
+
+def test_tiles_group_devices():
+    tiles = tiles_of(layout(tiled((1, 4, 2), (2, 4), (1, 0), rep=True), (32, 32)))
+    assert {t.index: t.devices for t in tiles.values()} == {(0, j): (j, j + 4) for j in range(4)}
+
+
+# -- terminal grid --------------------------------------------------------------------------
+
+
+def test_seed_pictures_draw_the_right_devices():
+    bad = render_text(layout(tiled((1, 4, 2), rep=True), (32, 32)), "bad")
+    good = render_text(layout(tiled((1, 4, 2), (2, 4), (1, 0), rep=True), (32, 32)), "good")
+    assert grid_rows(bad) == [
+        ["0,1", "2,3", "4,5", "6,7"],
+        ["[0:32, 0:8]", "[0:32, 8:16]", "[0:32, 16:24]", "[0:32, 24:32]"],
+    ]
+    assert grid_rows(good)[0] == ["0,4", "1,5", "2,6", "3,7"]
+    assert good.splitlines()[0].startswith("good  shape 32×32  split xla  8 devices")
+
+
+def test_2d_grid_rows_and_proportional_widths():
+    text = render_text(layout(tiled((2, 4)), (8, 8)), "g")
+    rows = grid_rows(text)
+    assert rows[0] == ["0", "1", "2", "3"] and rows[2] == ["4", "5", "6", "7"]
+    assert rows[1][0] == "[0:4, 0:2]"
+    # 10 split 4 ways under xla: last column narrower than the others
+    uneven = render_text(layout(tiled((4,)), (10,)), "u")
+    top = next(line for line in uneven.splitlines() if line.startswith("┌"))
+    widths = [len(w) for w in top.strip("┌┐").split("┬")]
+    assert widths[3] < widths[0]
+
+
+def test_rank0_picture():
+    text = render_text(layout(HloSharding.replicated(), (), num_devices=256), "{replicated}")
+    assert grid_rows(text) == [["0-255"], ["scalar"]]
+    assert "shape ()" in text
+
+
+def test_rank3_facets():
+    text = render_text(layout(tiled((2, 2, 2)), (4, 4, 4)), "r3")
+    assert "dim0=0/2 [0:2]" in text and "dim0=1/2 [2:4]" in text
+    rows = grid_rows(text)
+    assert rows[0] == ["0", "1"] and rows[4] == ["4", "5"]
+    assert "cell ranges: dim1, dim2" in text
+
+
+def test_rank4_projection_when_many_facets():
+    lay = layout(tiled((3, 3, 2, 2)), (6, 6, 4, 4))
+    plan = plan_grid(lay)
+    assert plan.projected and plan.row_dims == (0, 1, 2) and plan.col_dims == (3,)
+    text = render_text(lay, "p", width=120, max_cells=64)
+    assert "projection: rows = dim0 (3 tiles) × dim1 (3 tiles) × dim2 (2 tiles)" in text
+    rows = grid_rows(text)
+    assert len(rows) == 36  # 18 rows × (devices line + ranges line)
+    assert rows[0] == ["0", "1"] and rows[1] == ["[0:2, 0:2, 0:2, 0:2]", "[0:2, 0:2, 0:2, 2:4]"]
+    # a few facets stay facets
+    assert not plan_grid(layout(tiled((3, 4, 2, 1)), (6, 8, 4, 5))).projected
+
+
+def test_uneven_and_empty_markings():
+    text = render_text(layout(tiled((4,)), (5,)), "u")
+    rows = grid_rows(text)
+    assert rows[1] == ["[0:2]", "[2:4]", "[4:5]", "[5:5]"]
+    assert rows[2][2] == "1+pad 1" and rows[2][3].startswith("∅ empty")
+    assert "padded buffers (2, split xla): devices 2,3" in text
+    assert "empty shards (no elements): devices 3" in text
+
+    chunk = render_text(layout(tiled((1, 8, 1, 1)), (1, 7, 32, 32), split="chunk"), "c")
+    assert "∅ no data" in chunk and "no data (past the last chunk): devices 7" in chunk
+    arr = render_text(layout(tiled((4,)), (10,), split="array-split"), "a")
+    assert "short 2<3" in arr
+
+
+def test_8192_devices_fall_back_to_an_elided_table():
+    lay = layout(tiled((16, 16, 32, 1), (16, 16, 32), (2, 0, 1)), (64, 64, 128, 7))
+    text = render_text(lay, "big", max_cells=64)
+    lines = text.splitlines()
+    assert len(lines) < 100
+    assert "8192 tiles" in text and "8128 tiles omitted" in text
+    assert "(0,0,0,0)" in text and "(15,15,31,0)" in text
+
+
+def test_replicated_thousands_of_devices_is_one_cell():
+    text = render_text(layout(HloSharding.replicated(), (8, 8), num_devices=4096), "rep")
+    assert grid_rows(text)[0] == ["0-4095"]
+
+
+def test_color_output_has_fills():
+    text = render_text(layout(tiled((2, 2)), (4, 4)), "c", color=True)
+    assert "\x1b[" in text and "48;2;" in text  # truecolor backgrounds
+
+
+# -- SVG / HTML -----------------------------------------------------------------------------
+
+
+def _tile_rects(svg: str):
+    root = ET.fromstring(svg)
+    return [e for e in root.iter(f"{SVG_NS}rect") if "tile" in e.get("class", "").split()]
+
+
+@pytest.mark.parametrize(
+    "sharding,shape,split,n_tiles",
+    [
+        (tiled((1, 4, 2), (2, 4), (1, 0), rep=True), (32, 32), "xla", 4),
+        (tiled((4,)), (5,), "xla", 4),
+        (tiled((1, 8, 1, 1)), (1, 7, 32, 32), "chunk", 8),
+        (tiled((2, 2, 2)), (4, 4, 4), "xla", 8),
+        (tiled((3, 4, 2, 1)), (6, 8, 4, 5), "xla", 24),
+        (tiled((3, 3, 2, 2)), (6, 6, 4, 4), "xla", 36),
+        (HloSharding.replicated(), (), "xla", 1),
+    ],
+)
+def test_svg_is_valid_with_one_rect_per_tile(sharding, shape, split, n_tiles):
+    lay = layout(sharding, shape, split=split)
+    svg = to_svg(lay, "s <&> t")
+    rects = _tile_rects(svg)
+    assert len(rects) == n_tiles
+    assert all(float(r.get("width")) > 0 and float(r.get("height")) > 0 for r in rects)
+    for r in rects:
+        assert r.find(f"{SVG_NS}title") is not None  # tooltip with devices and ranges
+
+
+def test_svg_proportional_rectangles_and_empty_hatching():
+    lay = layout(tiled((4,)), (10,))
+    rects = _tile_rects(to_svg(lay))
+    widths = [float(r.get("width")) for r in rects]
+    assert widths[0] == pytest.approx(3 * widths[3], rel=0.01)
+    empty = _tile_rects(to_svg(layout(tiled((4,)), (5,))))
+    assert "empty" in empty[3].get("class") and empty[3].get("fill") == "url(#hatch)"
+    assert empty[2].get("stroke-dasharray")  # padded tile outlined dashed
+    fills = {r.get("fill") for r in _tile_rects(to_svg(layout(tiled((2, 4)), (8, 8))))}
+    assert len(fills) == 8  # distinct fills per replica group
+
+
+def test_html_is_self_contained():
+    lay = layout(tiled((1, 4, 2), rep=True), (32, 32))
+    page = to_html(lay, "{devices=[1,4,2]<=[8] last_tile_dim_replicate}")
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "<table>" in page
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # no external refs
+    assert page.count('<tr><td class="swatch"') == 4
+    assert "&lt;=[8]" in page  # escaped
