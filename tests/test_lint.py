@@ -15,10 +15,10 @@ from meshdiag.findings import Finding
 from meshdiag.lint import runner
 from meshdiag.lint.suppress import (
     apply_comments,
+    comment_lines,
     fingerprint,
     load_baseline,
     parse_comment,
-    read_lines,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,15 +287,23 @@ def test_suppression_hash_comment_several_codes(tmp_path):
     assert [f.code for f in kept] == ["MD103"] and n == 2
 
 
-def test_read_lines_is_lazy_and_streams(tmp_path):
-    # a gzip file cut off after its first block: the lines before the cut are readable, and
-    # reading stops at the last line needed, before the truncated end is ever reached
-    body = "".join(f"line {i}\n" for i in range(1, 200001)).encode()
-    whole = gzip.compress(body)
+def test_comment_lines_stops_after_last_needed_line(tmp_path):
+    # a gzip file cut off half way: comments before the cut are found, and the scan stops at
+    # the last line needed, before it would reach the truncated end
+    lines = [f"  %{i} = stablehlo.add %a, %a\n" for i in range(200000)]
+    lines[1] = "  // meshdiag: ignore[MD103]\n"
+    lines[4] = "  %x = foo  # meshdiag: ignore\n"
+    lines[150000] = "  // meshdiag: ignore[MD101]\n"
+    whole = gzip.compress("".join(lines).encode())
     p = tmp_path / "big.mlir.gz"
     p.write_bytes(whole[: len(whole) // 2])
-    assert read_lines(str(p), {2, 5}) == {2: "line 2\n", 5: "line 5\n"}
-    assert read_lines(str(p), set()) == {}
+    assert comment_lines(str(p), 10) == {2: {"MD103"}, 5: {"ALL"}}
+    assert comment_lines(str(p), 1) == {}
+    # the whole file, plain, without a trailing newline
+    q = tmp_path / "big.mlir"
+    q.write_text("".join(lines).rstrip("\n") + "  // meshdiag: ignore[MD104]")
+    got = comment_lines(str(q), 10**9)
+    assert got == {2: {"MD103"}, 5: {"ALL"}, 150001: {"MD101"}, 200000: {"MD104"}}
 
 
 # -- baseline ----------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Comments (`// meshdiag: ignore[MD103]` in MLIR, `# meshdiag: ignore[MD103, MD104]` in HLO or
 TOML, bare `// meshdiag: ignore` for every code) silence a finding on their own line or on the
-line after. Only the lines around findings are read, streaming, and reading stops after the
-last line needed — a clean multi-gigabyte dump is never read a second time.
+line after. The `meshdiag:` keyword is lower-case; codes are not case-sensitive. A file with
+no findings is not read again; otherwise a byte-level pass (grep speed, no line splitting)
+finds the comment lines up to the last finding's line and stops there.
 
 A baseline records the findings a project already has, keyed by path + code + a fingerprint
 of the message with line and column numbers taken out, so findings do not come back when
@@ -27,14 +28,12 @@ from ..errors import MeshdiagError
 from ..findings import Finding
 
 ALL = "ALL"
-_COMMENT_RE = re.compile(
-    r"(?://|#)[ \t]*meshdiag:[ \t]*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE
-)
+_COMMENT_RE = re.compile(r"(?://|#)[ \t]*meshdiag:[ \t]*ignore\b(?:\[(?P<codes>[^\]]*)\])?")
 
 
 def parse_comment(line: str) -> frozenset[str] | None:
     """Codes a line's suppression comment names (`{"ALL"}` for a bare ignore), or None."""
-    if "meshdiag" not in line.lower():  # cheap test first: most lines have no comment
+    if "meshdiag" not in line:  # cheap test first: most lines have no comment
         return None
     m = _COMMENT_RE.search(line)
     if m is None:
@@ -49,42 +48,64 @@ def _covers(codes: frozenset[str], code: str) -> bool:
     return ALL in codes or any(code.startswith(c) for c in codes)
 
 
-def open_text(path: str):
-    """Open a file for reading text, gunzipping transparently (by magic bytes)."""
+_MARKER = b"meshdiag"
+_BLOCK = 1 << 20
+
+
+def _open_binary(path: str):
+    """Open for reading bytes, gunzipping transparently (by magic bytes)."""
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
-def read_lines(path: str, wanted: Iterable[int]) -> dict[int, str]:
-    """The text of the 1-based lines in `wanted`, streaming and stopping after the last."""
-    wanted = set(w for w in wanted if w and w > 0)
-    if not wanted:
-        return {}
-    last = max(wanted)
-    out: dict[int, str] = {}
+def comment_lines(path: str, last_line: int) -> dict[int, frozenset[str]]:
+    """Suppression comments on lines 1..last_line: {line: codes}.
+
+    Reads byte blocks and lets `bytes.find`/`bytes.count` look for the `meshdiag` marker and
+    count newlines (memory speed, like grep); only lines holding the marker are decoded.
+    Stops after `last_line`. An unreadable or truncated file yields what was read (the scan
+    has already reported it as MD001)."""
+    found: dict[int, frozenset[str]] = {}
+    line = 1  # number of the first line in `chunk`
+    carry = b""
     try:
-        with open_text(path) as fh:
-            for number, text in enumerate(fh, 1):
-                if number in wanted:
-                    out[number] = text
-                if number >= last:
+        with _open_binary(path) as fh:
+            while line <= last_line:
+                block = fh.read(_BLOCK)
+                data = carry + block
+                if not block:  # the last line has no newline
+                    chunk, carry = data, b""
+                else:
+                    cut = data.rfind(b"\n") + 1
+                    chunk, carry = data[:cut], data[cut:]
+                pos = chunk.find(_MARKER)
+                while pos >= 0:
+                    start = chunk.rfind(b"\n", 0, pos) + 1
+                    end = chunk.find(b"\n", pos)
+                    end = len(chunk) if end < 0 else end
+                    number = line + chunk.count(b"\n", 0, start)
+                    if number > last_line:
+                        break
+                    codes = parse_comment(chunk[start:end].decode("utf-8", "replace"))
+                    if codes is not None:
+                        found[number] = codes
+                    pos = chunk.find(_MARKER, end)
+                line += chunk.count(b"\n")
+                if not block:
                     break
     except (OSError, EOFError, zlib.error):
-        pass  # unreadable or truncated: the scan already reported it (MD001); keep what we read
-    return out
+        pass
+    return found
 
 
 def apply_comments(findings: list[Finding], path: str) -> tuple[list[Finding], int]:
     """Drop findings silenced by a comment on their line or the line before.
-    Returns (kept findings, number suppressed)."""
-    lines = {f.line for f in findings if f.line} | {f.line - 1 for f in findings if f.line}
-    if not lines:
+    Returns (kept findings, number suppressed). Reads nothing when there are no findings."""
+    last = max((f.line or 0 for f in findings), default=0)
+    if last <= 0:
         return findings, 0
-    text = read_lines(path, lines)
-    comments = {n: c for n, t in text.items() if (c := parse_comment(t)) is not None}
+    comments = comment_lines(path, last)
     if not comments:
         return findings, 0
     kept = []
