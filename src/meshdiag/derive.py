@@ -769,15 +769,24 @@ def _ordered_factorisations(n: int) -> Iterator[tuple[int, ...]]:
                 yield (f, *rest)
 
 
+def _axis_mesh(shape: tuple[int, ...]) -> Mesh:
+    return Mesh(tuple((f"axis_{i}", sz) for i, sz in enumerate(shape or (1,))))
+
+
 def meshes_fitting(s: HloSharding, max_results: int = 32) -> list[Mesh]:
     """Every iota mesh (axes `axis_0..`) on which s is a plain spec, fewest axes first.
 
     On a one-axis mesh the sharding becomes sub-axis pieces in position order; a mesh fits
     exactly when its axis boundaries include every piece boundary (each piece is a product of
     consecutive axes), so candidates are the ordered factorisations of each piece. Each
-    candidate is checked with `plain_spec`. Non-tiled shardings give none.
+    candidate is checked with `plain_spec`. A tile assignment that only replicates fits every
+    mesh of its size; other non-tiled shardings (no device count) give none.
     """
+    count = s.tile.num_devices if s.kind == "tiled" and s.tile is not None else None
     s = xla_normal_form(s)
+    if s.kind == "replicated" and count is not None:  # a tile assignment that replicates
+        shapes = sorted(_ordered_factorisations(count), key=lambda sh: (len(sh), sh))
+        return [_axis_mesh(sh) for sh in shapes[:max_results]]
     if s.kind != "tiled" or s.tile is None:
         return []
     n = s.tile.num_devices
@@ -802,7 +811,7 @@ def meshes_fitting(s: HloSharding, max_results: int = 32) -> list[Mesh]:
     shapes.sort(key=lambda sh: (len(sh), sh))
     out: list[Mesh] = []
     for shape in shapes:
-        mesh = Mesh(tuple((f"axis_{i}", sz) for i, sz in enumerate(shape or (1,))))
+        mesh = _axis_mesh(shape)
         if plain_spec(s, mesh) is not None:
             out.append(mesh)
             if len(out) >= max_results:
