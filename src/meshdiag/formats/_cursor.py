@@ -114,36 +114,32 @@ class Cursor:
         t, start = self.text, self.pos
         if not t.startswith(quote, start):
             raise self.error("string" if quote == '"' else "a quoted string")
-        out: list[str] = []
+        out = bytearray()  # `\XX` escapes are bytes of UTF-8 text
         p = start + 1
+        simple = {'"': '"', "'": "'", "\\": "\\", "n": "\n", "t": "\t"}
         while True:
             if p >= len(t) or t[p] == "\n":
                 raise self.error("the end of the string (closing quote)", start)
             c = t[p]
             if c == quote:
                 self.pos = p + 1
-                return "".join(out)
+                try:
+                    return out.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise self.error("a string of valid UTF-8", start) from None
             if c == "\\":
                 nxt = t[p + 1 : p + 2]
-                if nxt in ('"', "'", "\\"):
-                    out.append(nxt)
-                    p += 2
-                    continue
-                if nxt == "n":
-                    out.append("\n")
-                    p += 2
-                    continue
-                if nxt == "t":
-                    out.append("\t")
-                    p += 2
-                    continue
                 hx = t[p + 1 : p + 3]
                 if hex_escapes and len(hx) == 2 and all(h in "0123456789abcdefABCDEF" for h in hx):
-                    out.append(chr(int(hx, 16)))
+                    out.append(int(hx, 16))
                     p += 3
                     continue
+                if nxt in simple:
+                    out += simple[nxt].encode()
+                    p += 2
+                    continue
                 raise self.error("a valid escape sequence", p)
-            out.append(c)
+            out += c.encode("utf-8", "surrogatepass")
             p += 1
 
 
