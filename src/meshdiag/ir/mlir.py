@@ -138,8 +138,14 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     if "sharding" not in line:
         return
     rparen = match_end(line, lparen)
-    if rparen < 0:
-        b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
+    if rparen < 0:  # garbled or truncated: read each `%argN:` piece up to the next one
+        starts = [m.start() for m in re.finditer(r"%[\w.$\-]+\s*:", line)] + [len(line)]
+        before = len(b.report.findings)
+        for a, e in zip(starts, starts[1:], strict=False):
+            name = re.match(r"%[\w.$\-]+", line[a:]).group(0)  # type: ignore[union-attr]
+            _annotations(b, line, lineno, a, e, [name], "arg")
+        if len(b.report.findings) == before:
+            b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     for a, e in split_top(line, lparen + 1, rparen - 1):
         piece = line[a:e]
@@ -289,19 +295,12 @@ def _annotations(
             continue
         astart = m.end() - 1 if tok.endswith("=<") else m.start()
         aend = match_end(line, m.end() - 1)
-        if aend < 0 or aend > end:
-            b.value(
-                names[0],
-                lineno,
-                astart + 1,
-                line[astart:end].strip(),
-                "sdy",
-                annot.Parsed(
-                    None, None, "expected '>' closing the sharding (the line ends first)", 0
-                ),
-                kind=kind,
-                op=opname,
-            )
+        if aend < 0 or aend > end:  # not closed on this line: let the parser say where
+            text = line[astart:end].rstrip()
+            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+            if p.error is None:
+                p = annot.Parsed(None, None, "expected '>' closing the sharding", len(text))
+            b.value(names[0], lineno, astart + 1, text, "sdy", p, kind=kind, op=opname)
             continue
         text = line[astart:aend]
         if tok.startswith("#sdy.sharding_per_value"):

@@ -1,0 +1,122 @@
+"""`meshdiag inspect`: the JSON contract, text output, exit codes, stdin."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshdiag.cli import main
+from meshdiag.inspect import inspect_paths
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SEED = str(FIXTURES / "seed" / "distorted_mesh.mlir")
+
+
+def run(args, capsys, stdin: bytes | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def test_json_contract_on_the_seed(capsys):
+    code, out, _ = run(
+        ["inspect", SEED, "--format", "json", "--layouts", "--mesh", "batch=2,model=4"], capsys
+    )
+    assert code == 0  # findings do not change inspect's exit code
+    doc = json.loads(out)
+    assert doc["version"] == 1
+    (f,) = doc["files"]
+    assert f["path"] == SEED
+    before, after = f["modules"]
+    assert before["name"] == "ReplicateShardedData.6" and before["line"] == 2
+    assert before["section"] == "IR Dump Before AnalyzeMeshPass (analyze-mesh)"
+    assert before["partitioned"] is False
+    (mesh,) = before["meshes"]
+    assert mesh["name"] == "mesh" and mesh["line"] == 3
+    assert mesh["axes"] == [["_axis_0", 4], ["_axis_1", 2]]
+    assert mesh["device_ids"] == list(range(8))
+    arg0 = before["values"][0]
+    assert {k: arg0[k] for k in ("name", "line", "shape", "local_shape", "mesh", "gspmd")} == {
+        "name": "%arg0",
+        "line": 4,
+        "shape": [32, 32],
+        "local_shape": None,
+        "mesh": "mesh",
+        "gspmd": "{devices=[1,4,2]<=[8] last_tile_dim_replicate}",
+    }
+    assert arg0["sharding"] == '#sdy.sharding<@mesh, [{}, {"_axis_0"}]>'
+    devs = arg0["devices"]
+    assert [d["device"] for d in devs] == list(range(8))
+    assert devs[3] == {
+        "device": 3,
+        "slices": [[0, 32], [8, 16]],
+        "shard_shape": [32, 8],
+        "buffer_shape": [32, 8],
+        "empty": False,
+    }
+    assert before["diagnostics"][0]["message"] == "Mesh is not valid"
+    assert after["section"] == "IR Dump After AnalyzeMeshPass Failed (analyze-mesh)"
+    for fd in doc["findings"]:
+        assert set(fd) == {"code", "name", "severity", "path", "line", "column", "message", "fix"}
+    # the same document from the library
+    lib = inspect_paths([SEED], layouts=True, mesh=None)
+    assert lib["files"][0]["modules"][0]["values"][0]["devices"] == devs
+
+
+def test_library_streams_findings_for_every_file(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text('func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[2"}) {\n')
+    doc = inspect_paths([str(bad), SEED])
+    assert [f["path"] for f in doc["files"]] == [str(bad), SEED]
+    md001 = [f for f in doc["findings"] if f["code"] == "MD001"]
+    assert md001 and md001[0]["path"] == str(bad) and md001[0]["line"] == 1
+    assert doc["files"][0]["modules"][0]["values"][0]["gspmd"] is None
+
+
+def test_partitioned_module_has_local_shapes_and_no_layout(capsys):
+    path = str(FIXTURES / "jax" / "mlp_compiled.hlo.txt")
+    code, out, _ = run(["inspect", path, "-f", "json", "--layouts"], capsys)
+    assert code == 0
+    (m,) = json.loads(out)["files"][0]["modules"]
+    assert m["partitioned"] is True and m["num_partitions"] == 8
+    p0 = next(v for v in m["values"] if v["name"] == "%param")
+    assert p0["shape"] is None and p0["local_shape"] == [8, 32] and p0["devices"] is None
+
+
+def test_text_output(capsys):
+    code, out, _ = run(["inspect", SEED, "--quiet"], capsys)
+    assert code == 0
+    assert "ReplicateShardedData.6" in out
+    assert "IR Dump Before AnalyzeMeshPass (analyze-mesh)" in out
+    assert "_axis_0=4,_axis_1=2" in out and "Mesh is not valid" in out
+    assert '#sdy.sharding<@mesh, [{}, {"_axis_0"}]>' in out
+    assert "{devices=[1,4,2]<=[8] last_tile_dim_replicate}" in out
+
+
+def test_stdin(capsys, monkeypatch):
+    data = (FIXTURES / "jax" / "mlp_gspmd.mlir").read_bytes()
+    code, out, _ = run(["inspect", "-", "-f", "json"], capsys, stdin=data, monkeypatch=monkeypatch)
+    assert code == 0
+    (f,) = json.loads(out)["files"]
+    assert f["path"] == "<stdin>" and len(f["modules"][0]["values"]) == 3
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", SEED, "--format", "yaml"],
+        ["inspect", SEED, "--split", "sideways"],
+        ["inspect", SEED, "--no-such-option"],
+        ["inspect"],
+    ],
+)
+def test_usage_errors_exit_2(args, capsys):
+    code, _, _ = run(args, capsys)
+    assert code == 2
