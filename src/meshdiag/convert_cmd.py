@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from .errors import MeshdiagError
 from .formats.detect import parse_sharding, to_hlo
@@ -20,7 +21,10 @@ def _named_on_mesh(s: HloSharding | NamedSharding, mesh: Mesh | None) -> tuple[N
         named = hlo_to_named(s, mesh)
         if named is None:
             raise MeshdiagError(f"the sharding is not expressible on mesh {mesh.short()}")
-        return named.with_mesh(mesh), f"on mesh {mesh.short()}"
+        # refer to the mesh by name, as a module would (`sdy.mesh @mesh = ...` is printed too)
+        return replace(named, mesh=mesh, mesh_ref=named.mesh_ref or "mesh"), (
+            f"on mesh {mesh.short()}"
+        )
     derived = derive_mesh([s])
     if derived is None:  # replicated / maximal: no axes needed
         return import_sharding(s, Mesh(())), "on an empty mesh"
