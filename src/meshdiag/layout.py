@@ -332,26 +332,31 @@ def _tiled(
         )
 
     # coordinates of every position of the assignment array, then scattered to device rows
+    # per position of the assignment array (row-major), then scattered to device rows at once
     coords = np.stack(np.unravel_index(np.arange(count), tile.dims), axis=1).astype(np.int64)
     data = coords[:, :rank]
-    starts = np.zeros((n, rank), dtype=np.int64)
-    stops = np.zeros((n, rank), dtype=np.int64)
-    buffers = np.zeros((n, rank), dtype=np.int64)
-    present = np.zeros(n, dtype=bool)
-    present[arr] = True
+    pos_starts = np.empty((count, rank), dtype=np.int64)
+    pos_stops = np.empty((count, rank), dtype=np.int64)
+    pos_bufs = np.empty((count, rank), dtype=np.int64)
     dim_present = np.ones(count, dtype=bool)
     for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
         s = split_dim(shape[d], tile.dims[d], split, dim=d)
         idx = data[:, d]
-        starts[arr, d] = s.starts[idx]
-        stops[arr, d] = s.stops[idx]
-        buffers[arr, d] = s.buffers[idx]
-        dim_present &= s.present[idx]
-    present[arr[~dim_present]] = False  # `chunk`: past the last chunk along some dim
+        pos_starts[:, d] = s.starts[idx]
+        pos_stops[:, d] = s.stops[idx]
+        pos_bufs[:, d] = s.buffers[idx]
+        if not s.present.all():
+            dim_present &= s.present[idx]
+    starts = np.zeros((n, rank), dtype=np.int64)
+    stops = np.zeros((n, rank), dtype=np.int64)
+    buffers = np.zeros((n, rank), dtype=np.int64)
+    present = np.zeros(n, dtype=bool)
+    keep_pos = dim_present  # `chunk`: positions past the last chunk along some dim hold nothing
+    starts[arr[keep_pos]] = pos_starts[keep_pos]
+    stops[arr[keep_pos]] = pos_stops[keep_pos]
+    buffers[arr[keep_pos]] = pos_bufs[keep_pos]
+    present[arr[keep_pos]] = True
     absent = ~present
-    starts[absent] = 0
-    stops[absent] = 0
-    buffers[absent] = 0
     tile_index = np.full((n, rank), -1, dtype=np.int64)
     tile_index[arr] = data  # kept for `chunk`-absent devices: renderers show their tile
 
