@@ -208,6 +208,8 @@ def test_exclude_from_config(capsys, work):
     )
     rc, out, _ = run(capsys, ".")
     assert rc == 0 and "checked 0 files" in out
+    rc, out, _ = run(capsys, ".", "--exclude", "skip", "-f", "json")  # replaces the config's
+    assert rc == 1 and {f["path"] for f in json.loads(out)["findings"]} == {"dump.mlir"}
 
 
 # -- mesh config files -------------------------------------------------------------------------

@@ -228,8 +228,10 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
 
     pfi = table_per_file_ignores(values.get("per-file-ignores", {}), codes, base, origin)
     pfi += parse_per_file_ignores(cli.per_file_ignores, codes, cwd)
-    exclude = [PathGlob(g, base) for g in values.get("exclude", ())]
-    exclude += [PathGlob(g, cwd) for g in cli.exclude]
+    if cli.exclude:  # the command line replaces the file's list (globs anchored at the cwd)
+        exclude = [PathGlob(g, cwd) for g in cli.exclude]
+    else:
+        exclude = [PathGlob(g, base) for g in values.get("exclude", ())]
 
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
