@@ -236,3 +236,35 @@ def test_per_file_ignores_bad_entries(tmp_path, bad):
 )
 def test_globs(tmp_path, pattern, rel, hit):
     assert PathGlob(pattern, str(tmp_path)).matches(os.path.join(tmp_path, rel)) is hit
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'mesh = "batch=2,model=4"\n',
+        "[mesh]\naxes = { batch = 2, model = 4 }\n",
+        'mesh = "plan/mesh.toml"\n',  # a mesh file, relative to the config's directory
+    ],
+)
+def test_mesh_from_config(tmp_path, text):
+    write(tmp_path / "plan" / "mesh.toml", "[mesh]\naxes = { batch = 2, model = 4 }\n")
+    write(tmp_path / "meshdiag.toml", 'target = "tt-mlir"\n' + text)  # before any table
+    (tmp_path / "sub").mkdir()
+    s = resolve_settings(CliOptions(), CODES, cwd=str(tmp_path / "sub"))
+    assert s.mesh.shape == (2, 4) and s.mesh.names == ("batch", "model")
+    assert s.target == "tt-mlir"
+    # the command line wins
+    s = resolve_settings(CliOptions(mesh="4x2"), CODES, cwd=str(tmp_path / "sub"))
+    assert s.mesh.shape == (4, 2)
+
+
+def test_bad_mesh_or_target_in_config(tmp_path):
+    write(tmp_path / "meshdiag.toml", 'mesh = "batch=two"\n')
+    with pytest.raises(MeshdiagError, match="meshdiag.toml"):
+        resolve_settings(CliOptions(), CODES, cwd=str(tmp_path))
+    write(tmp_path / "meshdiag.toml", 'target = "tt-nonsense"\n')
+    with pytest.raises(MeshdiagError):
+        resolve_settings(CliOptions(), CODES, cwd=str(tmp_path))
+    write(tmp_path / "meshdiag.toml", "mesh = 8\n")
+    with pytest.raises(MeshdiagError, match="'mesh'"):
+        resolve_settings(CliOptions(), CODES, cwd=str(tmp_path))

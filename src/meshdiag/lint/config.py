@@ -32,9 +32,9 @@ CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one direct
 FAIL_ON = ("error", "warning", "info")
 SPLITS = ("xla", "chunk", "array-split", "even")
 
-_STRING_KEYS = ("mesh", "target", "split", "fail-on")
+_STRING_KEYS = ("target", "split", "fail-on")
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude")
-KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "per-file-ignores"))
+KEYS = frozenset(("mesh", *_STRING_KEYS, *_LIST_KEYS, "per-file-ignores"))
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,10 @@ def _validate(table: dict, where: str) -> dict:
             raise MeshdiagError(
                 f"unknown key {key!r} in {where}; known keys: {', '.join(sorted(KEYS))}"
             )
-        if key in _STRING_KEYS:
+        if key == "mesh":  # mesh text, a mesh file, or a table like a mesh file's [mesh]
+            if not isinstance(value, (str, dict)):
+                raise MeshdiagError(f"'mesh' in {where} must be a string or a table")
+        elif key in _STRING_KEYS:
             if not isinstance(value, str):
                 raise MeshdiagError(f"{key!r} in {where} must be a string")
         elif key in _LIST_KEYS:
@@ -235,6 +238,10 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
 
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
+    elif isinstance(values.get("mesh"), dict):
+        import json
+
+        mesh = _parse_mesh(json.dumps({"mesh": values["mesh"]}), origin)
     elif "mesh" in values:
         mesh = _parse_mesh(_resolve_mesh_text(values["mesh"], base), origin)
     else:
