@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .errors import MeshdiagError
@@ -31,15 +32,22 @@ class Inspected:
 
 
 def run_checks(
-    report: FileReport, mesh: Mesh | None, target: str | None, split: str
+    report: FileReport,
+    mesh: Mesh | None,
+    target: str | None,
+    split: str,
+    checks: dict | None = None,
 ) -> list[Finding]:
-    """Every registered module check over every module of `report`, plus its MD001s."""
+    """Every registered module check (or `checks`) over every module of `report`, plus its
+    MD001s."""
     from .checks.context import CheckContext
-    from .checks.registry import module_checks
 
+    if checks is None:
+        from .checks.registry import module_checks
+
+        checks = module_checks()
     ctx = CheckContext(report.path, mesh=mesh, target=target, split=split)
     out = list(report.findings)
-    checks = module_checks()
     for module in report.modules:
         for fn in checks.values():
             try:
@@ -57,10 +65,12 @@ def iter_inspect(
     target: str | None = None,
     split: str = "xla",
 ) -> Iterator[Inspected]:
+    from .checks.registry import module_checks
     from .ir.scan import scan_paths
 
+    checks = module_checks()  # once: loading the registry walks the checks package
     for report in scan_paths(paths):
-        yield Inspected(report, run_checks(report, mesh, target, split))
+        yield Inspected(report, run_checks(report, mesh, target, split, checks))
 
 
 def inspect_paths(
@@ -133,10 +143,16 @@ def module_json(
 def gspmd_text(v: Value) -> str | None:
     if v.hlo is None:
         return None
+    return _print_gspmd(v.hlo)
+
+
+@lru_cache(maxsize=4096)
+def _print_gspmd(h) -> str | None:
+    """The V2 text of a tiled sharding; printed once per distinct sharding."""
     from .formats.gspmd import print_gspmd
 
     try:
-        return print_gspmd(v.hlo)
+        return print_gspmd(h)
     except MeshdiagError:
         return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from . import annot
+from . import annot, linecache
 from .builder import Builder
 from .model import Diagnostic
 from .text import brace_end, hlo_shapes, match_end, string_end, unescape
@@ -25,6 +25,8 @@ def is_header(line: str) -> bool:
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
+    if linecache.replay(b, line, lineno):
+        return
     if line.startswith("HloModule "):
         m = HLO_MODULE.match(line)
         mod = b.start_module(m.group(1) if m else None, lineno, "hlo")
@@ -49,7 +51,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
             b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, 1, loc))
         return
     if "sharding=" in line:
-        _instruction(b, line, lineno)
+        linecache.run(_instruction, b, line, lineno)
 
 
 def _meshes(b: Builder, line: str, lineno: int) -> None:

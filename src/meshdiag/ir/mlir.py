@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from . import annot
+from . import annot, linecache
 from .builder import Builder, ManualRegion
 from .model import Diagnostic, MeshDecl
 from .text import match_end, op_result_types, split_top, string_end, tensor_shape, unescape
@@ -41,6 +41,8 @@ XLA_MESHES = re.compile(r'\bxla\.sdy\.meshes = "')
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
+    if linecache.replay(b, line, lineno):  # a line seen before (most lines of a pass dump)
+        return
     s = line.lstrip()
     indent = len(line) - len(s)
     if s.startswith("// -----"):
@@ -78,10 +80,13 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         return
     fm = FUNC.search(line)
     if fm:
-        _func(b, line, lineno, fm.end() - 1)
+        linecache.run(_func, b, line, lineno, fm.end() - 1)
         return
     if "sharding" in line or "reshard" in line:
-        _op(b, line, lineno)
+        if "sdy.manual_computation(" in line or "sdy.named_computation" in line:
+            _op(b, line, lineno)  # opens a region: changes the builder's state
+        else:
+            linecache.run(_op, b, line, lineno)
 
 
 # -- meshes --------------------------------------------------------------------------------
@@ -140,11 +145,10 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     rparen = match_end(line, lparen)
     if rparen < 0:  # garbled or truncated: read each `%argN:` piece up to the next one
         starts = [m.start() for m in re.finditer(r"%[\w.$\-]+\s*:", line)] + [len(line)]
-        before = len(b.report.findings)
         for a, e in zip(starts, starts[1:], strict=False):
             name = re.match(r"%[\w.$\-]+", line[a:]).group(0)  # type: ignore[union-attr]
             _annotations(b, line, lineno, a, e, [name], "arg")
-        if len(b.report.findings) == before:
+        if ANNOT.search(line) is None:  # nothing to pin the problem on: report the signature
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     for a, e in split_top(line, lparen + 1, rparen - 1):

@@ -1,0 +1,98 @@
+"""Benchmark `meshdiag inspect` on a big real XLA dump directory, in one run, against:
+
+- the physical limit: `grep -rc sharding DIR` over the same files;
+- jaxlib's MLIR parser (`Module.parse`) on the MLIR part (the `shardy/` files);
+- memory: peak RSS of the inspect process (goal < 400 MB, constant in the dump size).
+
+    .venv/bin/python bench/make_big_dump.py        # once: bench/out/dump, >= 500 MB
+    .venv/bin/python bench/bench_inspect.py [DIR]
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MESHDIAG = [str(ROOT / ".venv" / "bin" / "meshdiag")]
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        subprocess.run(cmd, stdout=null, check=False)
+    return time.perf_counter() - t
+
+
+def size_of(files: list[Path]) -> int:
+    return sum(p.stat().st_size for p in files)
+
+
+def mlir_files(d: Path) -> list[Path]:
+    return sorted(p for p in d.rglob("*.mlir") if p.is_file())
+
+
+def jaxlib_parse(files: list[Path]) -> float:
+    """Seconds jaxlib's MLIR parser takes to parse `files` (text already in memory)."""
+    from jax._src.interpreters import mlir
+
+    texts = [p.read_text() for p in files]
+    t = time.perf_counter()
+    with mlir.make_ir_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        for text in texts:
+            mlir.ir.Module.parse(text)
+    return time.perf_counter() - t
+
+
+def meshdiag_scan(files: list[Path]) -> float:
+    """Seconds the meshdiag scanner takes over the same files, in process."""
+    from meshdiag.ir.scan import scan_paths
+
+    t = time.perf_counter()
+    for _ in scan_paths(str(p) for p in files):
+        pass
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    d = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "out" / "dump"
+    if not d.is_dir():
+        sys.exit(f"no dump at {d}; run bench/make_big_dump.py first")
+    files = [p for p in d.rglob("*") if p.is_file()]
+    total = size_of(files)
+    print(f"dump: {d}  {total / 1e6:.0f} MB, {len(files)} files")
+
+    # warm the page cache so both sides read from memory
+    timed(["grep", "-rc", "sharding", str(d)])
+
+    # inspect first: RUSAGE_CHILDREN's peak is then the inspect process's own
+    t_inspect = timed([*MESHDIAG, "inspect", str(d), "--format", "json", "--quiet"])
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    t_grep = timed(["grep", "-rc", "sharding", str(d)])
+    print(
+        f"meshdiag inspect --format json: {t_inspect:6.2f} s  ({total / 1e6 / t_inspect:.0f} MB/s)"
+    )
+    print(f"grep -rc sharding:              {t_grep:6.2f} s  ({total / 1e6 / t_grep:.0f} MB/s)")
+    print(f"  ratio inspect / grep: {t_inspect / t_grep:.1f}x (goal <= 8x)")
+    print(f"  peak RSS of inspect: {rss_mb:.0f} MB (goal < 400 MB)")
+
+    mfiles = mlir_files(d)
+    n = min(len(mfiles), 2000)
+    sample = mfiles[:n]
+    msize = size_of(sample)
+    t_jax = jaxlib_parse(sample)
+    t_ours = meshdiag_scan(sample)
+    print(f"MLIR part: {n} files, {msize / 1e6:.1f} MB")
+    print(f"  jaxlib Module.parse: {t_jax:6.2f} s")
+    print(f"  meshdiag scan:       {t_ours:6.2f} s")
+    print(f"  speed-up vs jaxlib: {t_jax / t_ours:.1f}x (goal >= 10x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Replay what a line produced the last time the same line was read.
+
+Pass dumps print the same module again and again (every pass that changes nothing), so most
+annotated lines repeat verbatim. A line handler runs against a `Recorder`; the recorded
+values and problems are replayed into the real builder at each occurrence, with the line
+number of that occurrence. The cache is bounded by the characters it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .annot import MeshKey, Parsed
+
+#: lines longer than this are handled directly, never cached
+MAX_LINE = 16384
+#: total characters of cached lines before the cache is emptied
+MAX_CHARS = 16 << 20
+
+
+@dataclass
+class _Report:
+    findings: list = field(default_factory=list)
+
+
+class Recorder:
+    """Looks like a Builder to line handlers that only add values and problems."""
+
+    def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...]) -> None:
+        self.mesh_key = mesh_key
+        self.manual_axes = manual_axes
+        self.values: list[tuple[tuple, dict]] = []
+        self.problems: list[tuple[str, int | None]] = []  # (message, column)
+        self.report = _Report(self.problems)  # handlers compare len(report.findings)
+
+    def value(self, name, line, column, text, notation, parsed: Parsed, **kw) -> None:
+        # the parse error is replayed by Builder.value itself
+        self.values.append(((name, column, text, notation, parsed), kw))
+
+    def problem(self, message: str, line: int | None, column: int | None = None) -> None:
+        self.problems.append((message, column))
+
+
+_cache: dict[tuple, Recorder] = {}
+_chars = 0
+
+
+def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
+    """`handler(b, line, lineno, *args)`, through the cache.
+
+    Only handlers whose result depends on nothing but the line, the module's meshes and the
+    enclosing manual axes may run through here (the key holds exactly those).
+    """
+    global _chars
+    if len(line) > MAX_LINE:
+        handler(b, line, lineno, *args)
+        return
+    key = (line, b.mesh_key, b.manual_axes)
+    rec = _cache.get(key)
+    if rec is None:
+        rec = Recorder(b.mesh_key, b.manual_axes)
+        handler(rec, line, 0, *args)
+        if _chars > MAX_CHARS:
+            _cache.clear()
+            _chars = 0
+        _cache[key] = rec
+        _chars += len(line)
+    _replay(rec, b, lineno)
+
+
+def replay(b, line: str, lineno: int) -> bool:
+    """Replay a cached line into `b`; False when the line is not cached."""
+    if not _cache:
+        return False
+    rec = _cache.get((line, b.mesh_key, b.manual_axes))
+    if rec is None:
+        return False
+    _replay(rec, b, lineno)
+    return True
+
+
+def _replay(rec: Recorder, b, lineno: int) -> None:
+    for message, column in rec.problems:
+        b.problem(message, lineno, column)
+    for (name, column, text, notation, parsed), kw in rec.values:
+        b.value(name, lineno, column, text, notation, parsed, **kw)
+
+
+def clear() -> None:
+    global _chars
+    _cache.clear()
+    _chars = 0
