@@ -117,9 +117,14 @@ def run_layout(
     lay = layout(hlo, shape, split=split, num_devices=num_devices)
     gspmd = print_gspmd(hlo)
     label = gspmd if text.strip() == gspmd else f"{text.strip()} = {gspmd}"
+    from ..checks.md105_uneven_shard import uneven_findings
+
+    findings = uneven_findings(hlo, shape, split, where={})
 
     if fmt == "json":
-        sys.stdout.write(json.dumps(lay.to_json(gspmd)) + "\n")
+        doc = lay.to_json(gspmd)
+        doc["findings"] = [f.to_json() for f in findings]
+        sys.stdout.write(json.dumps(doc) + "\n")
     else:
         from rich.console import Console
 
@@ -131,6 +136,10 @@ def run_layout(
                 lay, label, max_cells=max_cells, use_color=console.color_system is not None
             )
         )
+        for f in findings:
+            console.print(f"{f.code} {f.name} ({f.severity}): {f.message}")
+            if f.fix:
+                console.print(f"  fix: {f.fix}")
     for path, kind in ((svg, "svg"), (html, "html")):
         if path is None:
             continue
