@@ -1,7 +1,8 @@
 """Run the checks over files: one function per file (`lint_file`), fanned out over worker
 processes, merged in the same order a serial run gives.
 
-Per file: scan the IR (streaming) or read a mesh config → run the enabled module checks →
+Per file: scan the IR (streaming) or read a mesh config → run the enabled module checks
+(`meshdiag.inspect.run_checks`, so lint and inspect report the same findings) →
 drop per-file-ignored codes → drop comment-suppressed findings (reading only the lines around
 findings). The baseline and the exit threshold are applied by the caller over the whole run.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import MeshdiagError
 from ..findings import Finding
@@ -119,38 +120,25 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
 # -- one file --------------------------------------------------------------------------------
 
 
-def _run_checks(modules: Iterable, codes: Sequence[str], ctx) -> Iterator[Finding]:
-    from ..checks.registry import get_rule, module_checks
+def _checks(codes: Iterable[str]) -> dict:
+    """The module checks of `codes` (codes without a module check, like MD001, have none)."""
+    from ..checks.registry import module_checks
 
-    checks = module_checks()
-    for module in modules:
-        for code in codes:
-            fn = checks.get(code)
-            if fn is None:
-                continue
-            try:
-                yield from fn(module, ctx)
-            except MeshdiagError as e:  # a check could not read this module: say so
-                rule = get_rule("MD001")
-                yield rule.finding(
-                    f"{code} could not check this module: {e}",
-                    path=ctx.path,
-                    line=module.line,
-                    column=1,
-                    module=module.name,
-                )
+    registered = module_checks()
+    return {c: registered[c] for c in codes if c in registered}
 
 
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
     """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
     and the settings, so it runs in worker processes."""
-    from ..checks.context import CheckContext
+    from ..inspect import run_checks
+    from ..ir.model import FileReport
 
     shown = display_path(path)
     off = ignored_for(path, settings.per_file_ignores)
     codes = sorted(c for c in settings.codes if c not in off)
-    ctx = CheckContext(path=shown, mesh=settings.mesh, target=settings.target, split=settings.split)
-    findings: list[Finding] = []
+    where = (settings.mesh, settings.target, settings.split)
+    findings: list[Finding]
     if path.endswith(MESH_SUFFIXES):  # configs, never IR
         mf = read_mesh_file(path) if os.path.basename(path) not in CONFIG_NAMES else None
         if mf is None:
@@ -158,18 +146,18 @@ def lint_file(path: str, settings: LintSettings) -> list[Finding]:
         if mf.mesh is None:
             from ..checks.registry import get_rule
 
-            findings.append(
+            findings = [
                 get_rule("MD001").finding(mf.error, path=shown, line=mf.line, column=mf.column)
-            )
+            ]
         else:
+            report = FileReport(shown, modules=[as_module(mf)])
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
-            findings.extend(_run_checks([as_module(mf)], mesh_codes, ctx))
+            findings = run_checks(report, *where, checks=_checks(mesh_codes))
     else:
         from ..ir.scan import scan_path
 
-        report = scan_path(path)
-        findings.extend(report.findings)
-        findings.extend(_run_checks(report.modules, codes, ctx))
+        # the same checks, the same way, as `meshdiag inspect` (only the enabled ones)
+        findings = run_checks(scan_path(path), *where, checks=_checks(codes))
     enabled = set(codes)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
