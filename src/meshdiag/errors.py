@@ -15,6 +15,11 @@ class LimitError(MeshdiagError):
     """An input exceeds a configured resource limit; refused before any work is done."""
 
 
+#: control characters shown as their Unicode control pictures (one character each, so the
+#: snippet keeps its columns): an error message stays one line whatever the input holds
+_VISIBLE = {c: 0x2400 + c for c in range(32)} | {0x7F: 0x2421}
+
+
 def _snippet(text: str, pos: int, width: int = 40) -> str:
     """The start of `text` up to a little past `pos`, elided, for error messages."""
     end = min(len(text), max(pos + 8, 16), width)
@@ -49,7 +54,8 @@ class ParseError(MeshdiagError):
         what = f"expected {self.expected}"
         if self.found is not None:
             what += f", found {self.found}"
-        return f"{what} at column {self.column} in '{_snippet(self.text, self.pos)}'"
+        msg = f"{what} at column {self.column} in '{_snippet(self.text, self.pos)}'"
+        return msg.translate(_VISIBLE)
 
     def __str__(self) -> str:  # message may be re-located after construction
         return self._format()

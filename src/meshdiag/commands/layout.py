@@ -73,7 +73,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
         parts.pop()
     dims = []
     for p in parts:
-        if not p.isdigit():
+        if not (p.isascii() and p.isdigit()):  # int() refuses '²'
             raise MeshdiagError(
                 f"--shape {text!r} is not a list of sizes (expected e.g. 32,32 or (1,7,32,32); "
                 f"{p!r} is not a non-negative integer)"

@@ -85,7 +85,7 @@ class Cursor:
         if signed and q < len(t) and t[q] == "-":
             q += 1
         start_digits = q
-        while q < len(t) and t[q].isdigit():
+        while q < len(t) and "0" <= t[q] <= "9":  # ASCII only: int() refuses '²'
             q += 1
         if q == start_digits:
             raise self.error(what)

@@ -784,7 +784,7 @@ def _print(s: HloSharding, v1: bool, with_metadata: bool, out: list[str]) -> Non
     if s.shard_group is not None:
         out.append(f" {s.shard_group[0]} {s.shard_group[1]}")
     if with_metadata and s.metadata:
-        if len(s.metadata) == 1:
+        if len(s.metadata) == 1 and not s.metadata[0].startswith("{"):  # else it reads as a list
             out.append(f" metadata={{{s.metadata[0]}}}")
         else:
             out.append(" metadata={" + ", ".join(f"{{{m}}}" for m in s.metadata) + "}")

@@ -17,8 +17,15 @@ from ..mesh import PRESETS, Mesh, preset
 
 __all__ = ["mesh_from_axes", "parse_mesh"]
 
-_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(-?\d+)\s*")
-_SHAPE = re.compile(r"\s*-?\d+\s*(?:[x×*]\s*-?\d+\s*)*", re.IGNORECASE)
+_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(-?[0-9]+)\s*")
+_SHAPE = re.compile(r"\s*-?[0-9]+\s*(?:[x×*]\s*-?[0-9]+\s*)*", re.IGNORECASE)
+
+
+def _size(digits: str) -> int:
+    """An axis size from its digits, refusing numbers past int64 before converting them."""
+    if len(digits.lstrip("-")) > 19:
+        raise LimitError(f"mesh axis size {digits[:20]}... is too large")
+    return int(digits)
 
 
 def mesh_from_axes(
@@ -79,7 +86,7 @@ def parse_mesh(text: str) -> Mesh:
     if p is not None:
         return p
     if _SHAPE.fullmatch(t):
-        sizes = [int(x) for x in re.split(r"[x×*]", t.replace(" ", ""), flags=re.IGNORECASE)]
+        sizes = [_size(x) for x in re.split(r"[x×*]", t.replace(" ", ""), flags=re.IGNORECASE)]
         return mesh_from_axes([(f"axis_{i}", s) for i, s in enumerate(sizes)])
     parts = [p for p in re.split(r"[,;]", t)]
     axes: list[tuple[str, int]] = []
@@ -95,7 +102,7 @@ def parse_mesh(text: str) -> Mesh:
                 text,
                 max(col, 0),
             )
-        axes.append((m.group(1), int(m.group(2))))
+        axes.append((m.group(1), _size(m.group(2))))
         offset += len(part) + 1
         if len(axes) > MAX_RANK:
             return mesh_from_axes(axes)  # raises the limit error

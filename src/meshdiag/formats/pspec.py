@@ -26,9 +26,9 @@ def _literal(cur: Cursor, depth: int) -> object:
     c = cur.peek()
     if c in ("'", '"'):
         return cur.quoted()
-    if c == "-" or c.isdigit():
+    if c == "-" or "0" <= c <= "9":
         return cur.integer("a number")
-    if c in "([":
+    if c and c in "([":  # ("" at the end of the text is in every string)
         close = ")" if c == "(" else "]"
         cur.pos += 1
         items: list[object] = []
@@ -142,7 +142,7 @@ def _entry(e: object, text: str) -> tuple[str, ...] | None:
 def _resolve(name: str, mesh: Mesh) -> str:
     if mesh.has_axis(name):
         return name
-    if name.lstrip("-").isdigit() and 0 <= int(name) < len(mesh.axes):
+    if name.isascii() and name.lstrip("-").isdigit() and 0 <= int(name) < len(mesh.axes):
         return mesh.names[int(name)]  # torch_xla refers to mesh axes by index
     raise MeshdiagError(f"PartitionSpec axis '{name}' is not an axis of the mesh ({mesh.short()})")
 

@@ -87,7 +87,7 @@ def parse_shape(text: str, what: str = "shape") -> tuple[int, ...]:
     pos = 0
     for part in body.split(sep):
         stripped = part.strip()
-        if not stripped.isdigit():
+        if not (stripped.isascii() and stripped.isdigit()):  # int() refuses '²'
             col = offset + pos + (len(part) - len(part.lstrip()))
             raise ParseError(
                 f"a non-negative integer in the {what}", text, col, found=repr(stripped)

@@ -71,6 +71,9 @@ def scan_file(path: str, text_stream: BinaryIO) -> FileReport:
     except (OSError, EOFError, zlib.error) as e:
         b.problem(f"cannot read {path}: {e}", None)
         return b.finish()
+    if not head:  # said, so every input is accounted for
+        b.note(f"empty file skipped: {Path(path).name}")
+        return b.finish()
     if b"\0" in head or path.endswith(BINARY_EXT):
         b.note(f"binary file skipped: {Path(path).name}")
         return b.finish()

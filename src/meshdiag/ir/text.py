@@ -150,7 +150,7 @@ def hlo_shapes(t: str) -> list[tuple[tuple[int, ...] | None, str]]:
         dims: list[int] | None = []
         for d in dims_text.split(","):
             d = d.strip()
-            if d.isdigit():
+            if d.isascii() and d.isdigit():  # int() refuses '²'
                 dims.append(int(d))  # type: ignore[union-attr]
             else:  # `<=8` bounded dynamic, `?`
                 dims = None

@@ -1,0 +1,234 @@
+"""What each fuzz harness checks, as plain functions of one input (no atheris needed).
+
+The harnesses (`fuzz_*.py`) feed fuzzer bytes here; `tests/test_fuzz_regressions.py` replays
+the inputs that once crashed through the same functions. A function returns normally when
+meshdiag behaved: it parsed the input (and what it parsed prints and reads back the same), or it
+refused it with a `MeshdiagError` (a `ParseError` pointing inside the text). Anything else — a
+bare Python exception, a failed round trip, a column off the text — propagates, and the fuzzer
+records it as a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+
+from meshdiag.errors import MeshdiagError, ParseError
+
+#: inputs longer than this are cut: the parsers' own length limit is tested elsewhere, and
+#: short inputs keep the fuzzer fast
+MAX_INPUT = 4096
+
+
+@contextlib.contextmanager
+def keep_on_crash(data: bytes):
+    """Save the input before a crash propagates (libFuzzer does not always get to write its
+    artifact when a Python exception ends the process): `$MESHDIAG_FUZZ_CRASHES/<hash>`."""
+    try:
+        yield
+    except BaseException:
+        out = os.environ.get("MESHDIAG_FUZZ_CRASHES")
+        if out:
+            os.makedirs(out, exist_ok=True)
+            name = "crash-" + hashlib.sha1(data).hexdigest()
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(data)
+        raise
+
+
+def decode(data: bytes) -> str:
+    return data[:MAX_INPUT].decode("utf-8", errors="replace")
+
+
+def _check_error(err: MeshdiagError, text: str) -> None:
+    if isinstance(err, ParseError):
+        if not 1 <= err.column <= len(err.text) + 1:
+            raise AssertionError(f"ParseError column {err.column} outside its text: {err}")
+    msg = str(err)
+    if not msg or "\n" in msg.strip():
+        raise AssertionError(f"error message is not one line: {msg!r}")
+
+
+def _guard(fn, text: str):
+    """`fn(text)`, or None when it raised a clean meshdiag error."""
+    try:
+        return fn(text)
+    except MeshdiagError as err:
+        _check_error(err, text)
+        return None
+
+
+# -- GSPMD (V1/V2/V3) and notation detection ------------------------------------------------
+
+
+def check_gspmd(text: str) -> None:
+    from meshdiag.formats.detect import parse_sharding
+    from meshdiag.formats.gspmd import parse_gspmd, print_gspmd, validate_hlo
+
+    s = _guard(
+        parse_gspmd.__wrapped__ if hasattr(parse_gspmd, "__wrapped__") else parse_gspmd, text
+    )
+    if s is not None:
+        printed = print_gspmd(s, metadata=True)
+        again = parse_gspmd(printed)
+        if again != s:
+            raise AssertionError(f"round trip changed {text!r}: {printed!r} -> {again!r}")
+        if print_gspmd(again, metadata=True) != printed:
+            raise AssertionError(f"canonical text not stable for {text!r}: {printed!r}")
+        v1 = print_gspmd(s, form="v1", metadata=True)
+        if parse_gspmd(v1) != s:
+            raise AssertionError(f"V1 form reads back different for {text!r}: {v1!r}")
+        validate_hlo(s)
+        if s.named is not None:
+            from meshdiag.formats.gspmd_v3 import print_v3
+
+            _guard(lambda _: print_v3(s.named), text)
+    _guard(parse_sharding, text)
+
+
+# -- Shardy -----------------------------------------------------------------------------------
+
+
+def check_shardy(text: str) -> None:
+    from meshdiag.formats.shardy import (
+        parse_mesh_attr,
+        parse_sdy_sharding,
+        parse_sharding_per_value,
+        print_mesh_attr,
+        print_sdy_sharding,
+        print_sharding_per_value,
+        verify_mesh,
+        verify_named,
+    )
+
+    s = _guard(parse_sdy_sharding, text)
+    if s is not None:
+        printed = print_sdy_sharding(s)
+        again = parse_sdy_sharding(printed)
+        if again != s:
+            raise AssertionError(f"round trip changed {text!r}: {printed!r}")
+        if print_sdy_sharding(again) != printed:
+            raise AssertionError(f"canonical text not stable for {text!r}")
+        if s.mesh is not None:
+            verify_named(s, s.mesh)
+            _guard(lambda _: _to_hlo(s), text)
+    m = _guard(parse_mesh_attr, text)
+    if m is not None:
+        printed = print_mesh_attr(m)
+        if parse_mesh_attr(printed) != m or print_mesh_attr(parse_mesh_attr(printed)) != printed:
+            raise AssertionError(f"mesh round trip changed {text!r}: {printed!r}")
+    verify_mesh(text)
+    vs = _guard(parse_sharding_per_value, text)
+    if vs is not None:
+        printed = print_sharding_per_value(list(vs))
+        if list(parse_sharding_per_value(printed)) != list(vs):
+            raise AssertionError(f"per-value round trip changed {text!r}: {printed!r}")
+
+
+def _to_hlo(s):
+    from meshdiag.export import named_to_hlo
+
+    return named_to_hlo(s)
+
+
+# -- mesh text and PartitionSpecs -----------------------------------------------------------
+
+
+def check_mesh(text: str) -> None:
+    from meshdiag.formats.meshtext import parse_mesh
+    from meshdiag.formats.pspec import named_to_pspec, parse_pspec, pspec_to_named
+
+    # parse_mesh reads a file when the text looks like a path; the fuzzer must not go there
+    if "/" in text or text.strip().lower().endswith((".toml", ".json")):
+        text = text.replace("/", "|")
+        if text.strip().lower().endswith((".toml", ".json")):
+            text += "!"
+    mesh = _guard(parse_mesh, text)
+    if mesh is not None and mesh.axes and not mesh.is_maximal:
+        from meshdiag.formats.shardy import parse_mesh_attr, print_mesh_attr
+
+        if parse_mesh_attr(print_mesh_attr(mesh)) != mesh:
+            raise AssertionError(f"mesh {text!r} does not survive the Shardy form")
+    spec = _guard(parse_pspec, text)
+    if spec is not None:
+        names = sorted({n for e in spec if e for n in e})
+        target = mesh if mesh is not None else None
+        if target is None and names and all(n.isidentifier() for n in names):
+            target = _guard(parse_mesh, ",".join(f"{n}=2" for n in names[:8]))
+        if target is not None:
+            named = _guard(lambda _: pspec_to_named(spec, target), text)
+            if named is not None:
+                printed = named_to_pspec(named)
+                if printed is not None:
+                    back = pspec_to_named(parse_pspec(printed), target)
+                    if back != named:
+                        raise AssertionError(f"PartitionSpec {text!r} -> {printed!r} differs")
+
+
+# -- the IR scanner ---------------------------------------------------------------------------
+
+
+def check_scan(data: bytes) -> None:
+    """Scan the bytes as a dump file, run every module check, and build the inspect JSON."""
+    import json
+
+    from meshdiag.inspect import file_json, run_checks
+    from meshdiag.ir.scan import scan_file
+    from meshdiag.mesh import Mesh
+
+    data = data[: MAX_INPUT * 4]
+    runs = (
+        ("fuzz.mlir", None, None, "xla"),
+        (
+            "module.after_spmd-partitioning.txt",
+            Mesh((("batch", 2), ("model", 4))),
+            "tt-mlir",
+            "chunk",
+        ),
+    )
+    for name, mesh, target, split in runs:
+        try:
+            report = scan_file(name, io.BytesIO(data))
+            run_checks(report, mesh, target, split)
+            json.dumps(file_json(report, mesh=mesh, split=split, layouts=True))
+        except MeshdiagError as err:
+            _check_error(err, "")
+
+
+def preload() -> None:
+    """Import every meshdiag module the checks reach (harnesses call this while atheris
+    instruments imports, so coverage guides the fuzzer through meshdiag's code)."""
+    import importlib
+
+    for name in (
+        "meshdiag.errors",
+        "meshdiag.limits",
+        "meshdiag.mesh",
+        "meshdiag.tiles",
+        "meshdiag.sharding",
+        "meshdiag.formats._cursor",
+        "meshdiag.formats.gspmd",
+        "meshdiag.formats.gspmd_v3",
+        "meshdiag.formats.shardy",
+        "meshdiag.formats.pspec",
+        "meshdiag.formats.meshtext",
+        "meshdiag.formats.detect",
+        "meshdiag.export",
+        "meshdiag.derive",
+        "meshdiag.layout",
+        "meshdiag.ir.text",
+        "meshdiag.ir.lines",
+        "meshdiag.ir.annot",
+        "meshdiag.ir.builder",
+        "meshdiag.ir.mlir",
+        "meshdiag.ir.hlo",
+        "meshdiag.ir.scan",
+        "meshdiag.inspect",
+        "meshdiag.checks.registry",
+    ):
+        importlib.import_module(name)
+    from meshdiag.checks.registry import module_checks
+
+    module_checks()  # loads the check modules
