@@ -9,10 +9,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .mesh import Mesh
 
 JSON_VERSION = 1
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,6 +73,83 @@ def iter_inspect(
     checks = module_checks()  # once: loading the registry walks the checks package
     for report in scan_paths(paths):
         yield Inspected(report, run_checks(report, mesh, target, split, checks))
+
+
+# -- many files in worker processes -----------------------------------------------------------
+
+#: below this many files a pool's start-up (importing meshdiag in each worker) costs more than
+#: it saves
+MIN_PARALLEL_FILES = 64
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def mp_context():
+    """A start method safe with JAX or other threads running in the parent: forking a
+    multithreaded process can deadlock the child (JAX warns once its runtime is up). Fork —
+    cheapest, workers inherit everything imported — only while this process has one thread;
+    else forkserver (spawn where there is none)."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and _single_threaded():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _single_threaded() -> bool:
+    """No other OS thread in this process (native ones included, e.g. XLA's thread pools)."""
+    import threading
+
+    if threading.active_count() > 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: only Python threads are visible
+        return "jax" not in sys.modules
+
+
+def map_files(
+    fn: Callable[[str], T],
+    files: Sequence[str],
+    jobs: int | None,
+    initializer: Callable | None = None,
+    initargs: tuple = (),
+) -> Iterator[T]:
+    """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it.
+
+    `fn`, `initializer` and `initargs` must be picklable (module-level functions). Serial runs
+    call `initializer` in this process first, so `fn` sees the same state either way.
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
+    jobs = min(jobs, len(files))
+    if jobs <= 1 or len(files) < MIN_PARALLEL_FILES or "-" in files:
+        if initializer is not None:
+            initializer(*initargs)
+        for path in files:
+            yield fn(path)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # small chunks keep the output flowing in order; enough of them to amortise the IPC
+    chunk = max(1, min(64, len(files) // (jobs * 16)))
+    try:
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=mp_context(), initializer=initializer, initargs=initargs
+        ) as pool:
+            yield from pool.map(fn, files, chunksize=chunk)
+    except BrokenProcessPool:
+        raise MeshdiagError(
+            "a worker process died (out of memory or killed); rerun with --jobs 1"
+        ) from None
 
 
 def inspect_paths(
@@ -141,14 +220,26 @@ def module_json(
 
 
 def gspmd_text(v: Value) -> str | None:
-    if v.hlo is None:
+    h = v.hlo
+    if h is None:
         return None
-    return _print_gspmd(v.hlo)
+    # keyed by identity (the parse caches hand out one object per distinct text): hashing a
+    # sharding means hashing its tile assignment
+    hit = _GSPMD.get(id(h))
+    if hit is not None and hit[0] is h:
+        return hit[1]
+    text = _print_gspmd(h)
+    if len(_GSPMD) >= 4096:
+        _GSPMD.clear()
+    _GSPMD[id(h)] = (h, text)  # holds `h`, so its id is not reused while cached
+    return text
 
 
-@lru_cache(maxsize=4096)
+_GSPMD: dict[int, tuple[object, str | None]] = {}
+
+
 def _print_gspmd(h) -> str | None:
-    """The V2 text of a tiled sharding; printed once per distinct sharding."""
+    """The V2 text of a tiled sharding."""
     from .formats.gspmd import print_gspmd
 
     try:

@@ -164,8 +164,13 @@ class TileAssignment:
 
     def __hash__(self) -> int:
         # equal assignments must hash equal across forms: hash the dims and a prefix of devices
-        a = self.array().reshape(-1)
-        return hash((self.dims, tuple(int(x) for x in a[:16])))
+        # (computed once: shardings are dict keys in every per-distinct-sharding memo)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            a = self.array().reshape(-1)
+            h = hash((self.dims, tuple(int(x) for x in a[:16])))
+            object.__setattr__(self, "_hash", h)
+        return h
 
 
 def _checked_count(dims: tuple[int, ...]) -> int:

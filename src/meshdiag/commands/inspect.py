@@ -26,6 +26,10 @@ def inspect(
         bool, typer.Option("--layouts", help="Add per-device slices of every value (JSON).")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", help="Worker processes [default: all cores]; 1 = serial."),
+    ] = None,
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
 
@@ -39,58 +43,120 @@ def inspect(
     check_format(fmt)
     split_rule = check_rule(split or "xla")
     global_mesh = load_mesh(mesh)
-    from ..inspect import iter_inspect
+    from ..inspect import map_files
+    from ..ir.scan import expand_paths
 
-    items = iter_inspect(paths, mesh=global_mesh, target=target, split=split_rule)
+    files = list(expand_paths(paths))
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
     try:
         if fmt == "json":
-            _write_json(items, global_mesh, split_rule, layouts, progress)
+            state = (global_mesh, target, split_rule, layouts, None)
+            results = map_files(_json_one, files, jobs, _init, (state,))
+            _write_json(results, progress)
         else:
-            _write_text(items, global_mesh, split_rule, progress)
+            from rich.console import Console
+
+            console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+            # workers render with the same width and colours as this console
+            look = {
+                "width": console.width,
+                "color_system": console.color_system,
+                "force_terminal": console.is_terminal,
+            }
+            state = (global_mesh, target, split_rule, False, look)
+            results = map_files(_text_one, files, jobs, _init, (state,))
+            _write_text(results, console, progress)
     finally:
         if progress is not None:
             progress.stop()
 
 
-def _write_json(items, mesh, split, layouts, progress) -> None:
-    """Stream the document: each file's JSON goes out as soon as it is scanned."""
+# -- per file, in a worker process (or in this one for --jobs 1) ---------------------------
+
+_STATE: dict = {}
+
+
+def _init(state: tuple) -> None:
+    from ..checks.registry import module_checks
+
+    mesh, target, split, layouts, look = state
+    _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
+    _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
+
+
+def _inspected(path: str):
+    from ..inspect import Inspected, run_checks
+    from ..ir.scan import scan_path
+
+    st = _STATE
+    report = scan_path(path)
+    return Inspected(
+        report, run_checks(report, st["mesh"], st["target"], st["split"], st["checks"])
+    )
+
+
+def _json_one(path: str) -> tuple[str, str, list[str]]:
+    """(path, the file's JSON, each finding's JSON): text crosses the process boundary, not
+    objects, and the parent only concatenates."""
     import json
-    import sys
 
-    from ..inspect import JSON_VERSION, file_json
+    from ..inspect import file_json
 
-    out = sys.stdout
-    out.write(f'{{"version": {JSON_VERSION}, "files": [')
-    findings = []
-    for i, item in enumerate(items):
-        if progress is not None:
-            progress.advance(item.report.path)
-        if i:
-            out.write(", ")
-        out.write(json.dumps(file_json(item.report, mesh=mesh, split=split, layouts=layouts)))
-        findings.extend(f.to_json() for f in item.findings)
-    out.write('], "findings": ')
-    out.write(json.dumps(findings))
-    out.write("}\n")
+    st = _STATE
+    item = _inspected(path)
+    doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=st["layouts"])
+    return path, json.dumps(doc), [json.dumps(f.to_json()) for f in item.findings]
 
 
-def _write_text(items, mesh, split, progress) -> None:
-    import sys
+def _text_one(path: str) -> tuple[str, str, int]:
+    """(path, the file's rendered summary, number of findings)."""
+    import io
 
     from rich.console import Console
 
     from ..render.inspect_text import file_summary
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
-    n_files = n_findings = 0
-    for item in items:
+    st = _STATE
+    item = _inspected(path)
+    buf = io.StringIO()
+    console = Console(file=buf, highlight=False, soft_wrap=False, **st["look"])
+    console.print(file_summary(item, mesh=st["mesh"], split=st["split"]))
+    console.print()
+    return path, buf.getvalue(), len(item.findings)
+
+
+def _write_json(results, progress) -> None:
+    """Stream the document: each file's JSON goes out as soon as it is ready, in order.
+
+    `json.dumps` of a list is its items' dumps joined by ", ": the same bytes as one dumps.
+    """
+    import sys
+
+    from ..inspect import JSON_VERSION
+
+    out = sys.stdout
+    out.write(f'{{"version": {JSON_VERSION}, "files": [')
+    findings: list[str] = []
+    for i, (path, text, found) in enumerate(results):
         if progress is not None:
-            progress.advance(item.report.path)
+            progress.advance(path)
+        if i:
+            out.write(", ")
+        out.write(text)
+        findings.extend(found)
+    out.write('], "findings": [')
+    out.write(", ".join(findings))
+    out.write("]}\n")
+
+
+def _write_text(results, console, progress) -> None:
+    n_files = n_findings = 0
+    for path, text, found in results:
+        if progress is not None:
+            progress.advance(path)
         n_files += 1
-        n_findings += len(item.findings)
-        console.print(file_summary(item, mesh=mesh, split=split))
-        console.print()
+        n_findings += found
+        console.file.write(text)
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
 
 

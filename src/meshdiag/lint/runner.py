@@ -120,12 +120,17 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
 # -- one file --------------------------------------------------------------------------------
 
 
+_REGISTERED: dict | None = None
+
+
 def _checks(codes: Iterable[str]) -> dict:
     """The module checks of `codes` (codes without a module check, like MD001, have none)."""
-    from ..checks.registry import module_checks
+    global _REGISTERED
+    if _REGISTERED is None:  # once per process: loading the registry walks the package
+        from ..checks.registry import module_checks
 
-    registered = module_checks()
-    return {c: registered[c] for c in codes if c in registered}
+        _REGISTERED = module_checks()
+    return {c: _REGISTERED[c] for c in codes if c in _REGISTERED}
 
 
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
@@ -171,18 +176,20 @@ def lint_file(path: str, settings: LintSettings) -> list[Finding]:
 # -- many files ------------------------------------------------------------------------------
 
 _SETTINGS: LintSettings | None = None
+_LINT_FILE = None  # the parent's `lint_file`, as it was when the pool started
 
 
-def _init_worker(settings: LintSettings) -> None:
-    global _SETTINGS
+def _init_worker(settings: LintSettings, fn=None) -> None:
+    global _SETTINGS, _LINT_FILE
     _SETTINGS = settings
+    _LINT_FILE = fn
 
 
 def _work(path: str) -> tuple[str, list[Finding] | str]:
     """Runs in a worker: findings, or one line saying what went wrong (never a traceback
     across the process boundary)."""
     try:
-        return "ok", lint_file(path, _SETTINGS)
+        return "ok", (_LINT_FILE or lint_file)(path, _SETTINGS)
     except MeshdiagError as e:
         return "error", str(e)
     except Exception as e:  # a bug in a check or the scanner
@@ -226,15 +233,20 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # fork: workers inherit the imported checks; spawn elsewhere
-    methods = multiprocessing.get_all_start_methods()
-    mp = multiprocessing.get_context("fork" if "fork" in methods else None)
+    from ..inspect import mp_context
+
+    # fork only while this process is single-threaded (forking JAX's thread pools can
+    # deadlock a worker), else forkserver/spawn. Workers run the `lint_file` this module
+    # has now; one that cannot be pickled (replaced by a local function) reaches them only
+    # by fork.
+    fn = lint_file
+    mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
     # biggest files first so one large dump does not finish last on a single core
     order = sorted(files, key=_size, reverse=True)
     findings: list[Finding] = []
     try:
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=(settings,)
+            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=(settings, fn)
         ) as pool:
             chunk = max(1, len(order) // (jobs * 8))
             for path, (kind, value) in zip(
@@ -249,6 +261,16 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
             "a lint worker process died (out of memory or killed); rerun with --jobs 1"
         ) from None
     return findings
+
+
+def _picklable(fn) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(fn)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def _size(path: str) -> int:
