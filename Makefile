@@ -19,6 +19,12 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest
 
+# atheris stays out of the test dependencies: installed here only, for the fuzz runs
+FUZZ_TIME ?= 60
+fuzz: $(STAMP)
+	$(BIN)/pip install -q atheris
+	$(BIN)/python fuzz/run.py -t $(FUZZ_TIME)
+
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 

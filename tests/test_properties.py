@@ -38,7 +38,7 @@ from meshdiag.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
 from meshdiag.tiles import TileAssignment
 
 FAST = settings(
-    max_examples=150,
+    max_examples=80,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -362,7 +362,7 @@ def _parse_mesh_safely(text: str):
 
 
 @settings(
-    max_examples=400,
+    max_examples=120,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -378,7 +378,7 @@ def test_mutations_of_every_notation_fail_cleanly(data: st.DataObject) -> None:
         assert_clean(lambda t: parse_sharding(t, Mesh((("a", 2), ("b", 4)))), bad)
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
+@settings(max_examples=200, derandomize=True, deadline=None)
 @given(st.text(max_size=80) | st.binary(max_size=80).map(lambda b: b.decode("utf-8", "replace")))
 def test_garbage_fails_cleanly_everywhere(text: str) -> None:
     for parse in (*set(PARSERS.values()) - {parse_mesh}, _parse_mesh_safely, parse_sharding):

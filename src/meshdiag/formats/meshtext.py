@@ -23,6 +23,7 @@ _SHAPE = re.compile(r"\s*-?[0-9]+\s*(?:[x×*]\s*-?[0-9]+\s*)*", re.IGNORECASE)
 
 def _size(digits: str) -> int:
     """An axis size from its digits, refusing numbers past int64 before converting them."""
+    digits = digits.strip()  # `\s` in the patterns also matches separators like '\x1c'
     if len(digits.lstrip("-")) > 19:
         raise LimitError(f"mesh axis size {digits[:20]}... is too large")
     return int(digits)
@@ -183,6 +184,8 @@ def _mesh_from_mapping(data: dict, what: str) -> Mesh:
         axes = list(zip((str(n) for n in names), shape, strict=False))
     else:
         raise MeshdiagError(f"{what} has no 'axes' (e.g. axes = {{batch = 2, model = 4}})")
+    if len(axes) > MAX_RANK:  # before any per-axis work: a 300k-axis file is refused at once
+        return mesh_from_axes(axes, ids, what=what)
     names = [a for a, _ in axes]
     dup = next((a for a in names if names.count(a) > 1), None)
     if dup is not None:

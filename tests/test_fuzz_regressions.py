@@ -1,0 +1,184 @@
+"""Inputs that once crashed meshdiag (found by the atheris harnesses in fuzz/ and the property
+tests), replayed through the harnesses' own checks and pinned to the behaviour of the fix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from meshdiag.errors import LimitError, MeshdiagError, ParseError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_targets():
+    spec = importlib.util.spec_from_file_location("fuzz_targets", ROOT / "fuzz" / "targets.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # our own harness module, not input
+    return mod
+
+
+targets = _load_targets()
+
+#: (harness, input bytes as the fuzzer gave them)
+CRASHES = [
+    # ParseError messages carried the input's newlines: not one line
+    ("gspmd", b"\xff\xfe\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"),
+    ("shardy", b'<["a\n"=2]'),
+    # a single metadata entry starting with '{' printed as `metadata={{a}e}`: reads as a list
+    ("gspmd", b"{replicated metadata={{{a}e}}}"),
+    # str.isdigit() accepts '\xc2\xb9' (superscript one), int() does not
+    ("mesh", "\u00b9".encode()),
+    ("mesh", "P(\u00b2)".encode()),
+    ("gspmd", "{maximal device=\u00b3}".encode()),
+    # mesh sizes: 10,000 digits hit int()'s digit limit; '\x1c' matched \s but was not stripped
+    ("mesh", b"x=" + b"9" * 10_000),
+    ("mesh", b"9" * 10_000 + b"x2"),
+    ("mesh", b"4\x1cx2"),
+    # HLO shapes with non-ASCII digits crashed the whole scan
+    (
+        "scan",
+        "HloModule m\nENTRY %e {\n  %p = f32[8,\u00b2] parameter(0), sharding={replicated}\n}\n".encode(),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("harness", "data"), CRASHES, ids=[f"{h}-{i}" for i, (h, _) in enumerate(CRASHES)]
+)
+def test_crash_inputs_now_pass_their_harness(harness: str, data: bytes) -> None:
+    if harness == "scan":
+        targets.check_scan(data)
+    else:
+        getattr(targets, f"check_{harness}")(targets.decode(data))
+
+
+def test_corpus_seeds_pass_their_harness() -> None:
+    for d in sorted((ROOT / "fuzz" / "corpus").iterdir()):
+        for f in sorted(d.iterdir()):
+            data = f.read_bytes()
+            if d.name == "scan":
+                targets.check_scan(data)
+            else:
+                getattr(targets, f"check_{d.name}")(targets.decode(data))
+
+
+def test_parse_errors_are_one_line_and_keep_their_column() -> None:
+    from meshdiag.formats.gspmd import parse_gspmd
+
+    with pytest.raises(ParseError) as info:
+        parse_gspmd("{devices=[2,\n2]0,1,\t2,3 \x00bogus}")
+    msg = str(info.value)
+    assert "\n" not in msg and "\t" not in msg and "\x00" not in msg
+    assert "\u240a" in msg  # the newline is shown as a control picture, column kept
+    col = info.value.column
+    assert col == len("{devices=[2,\n2]0,1,\t2,3 ") + 1  # at the NUL
+    snippet = msg.split(" in '", 1)[1]
+    assert snippet[col - 1] == "\u2400"  # one picture per character: columns still line up
+
+
+def test_metadata_entry_starting_with_a_brace_round_trips() -> None:
+    from meshdiag.formats.gspmd import parse_gspmd, print_gspmd
+
+    s = parse_gspmd("{replicated metadata={{{a}e}}}")
+    assert s.metadata == ("{a}e",)
+    printed = print_gspmd(s, metadata=True)
+    assert printed == "{replicated metadata={{{a}e}}}"
+    assert parse_gspmd(printed).metadata == ("{a}e",)
+    # the ordinary single entry still prints XLA's way
+    plain = parse_gspmd('{replicated metadata={op_name="a"}}')
+    assert print_gspmd(plain, metadata=True) == '{replicated metadata={op_name="a"}}'
+
+
+@pytest.mark.parametrize("digit", ["\u00b2", "\u0663", "\u09e8", "\uff12"])
+def test_only_ascii_digits_are_numbers(digit: str) -> None:
+    from meshdiag.formats.gspmd import parse_gspmd
+    from meshdiag.formats.meshtext import parse_mesh
+    from meshdiag.formats.pspec import parse_pspec
+    from meshdiag.formats.shardy import parse_mesh_attr
+    from meshdiag.formats.ttnn import parse_shape
+
+    for fn, text in [
+        (parse_pspec, f"P({digit})"),
+        (parse_gspmd, f"{{maximal device={digit}}}"),
+        (parse_mesh_attr, f'<["x"={digit}]>'),
+        (parse_mesh, f"x={digit}"),
+        (parse_mesh, f"{digit}x2"),
+        (parse_shape, f"1,{digit}"),
+    ]:
+        with pytest.raises(MeshdiagError):
+            fn(text)
+
+
+def test_unclosed_python_literal_names_what_is_missing() -> None:
+    from meshdiag.formats.pspec import parse_pspec
+
+    for text in ("(", "P(", "[None,"):
+        with pytest.raises(ParseError, match="Python literal") as info:
+            parse_pspec(text)
+        assert "nesting" not in str(info.value)
+        assert info.value.column == len(text) + 1
+
+
+def test_huge_mesh_sizes_are_refused_before_conversion() -> None:
+    from meshdiag.formats.meshtext import parse_mesh
+
+    start = time.monotonic()
+    for text in ("x=" + "9" * 100_000, "9" * 100_000 + "x2", "2x" + "9" * 25):
+        with pytest.raises(LimitError, match="too large"):
+            parse_mesh(text)
+    assert time.monotonic() - start < 1
+
+
+def test_mesh_file_with_300k_axes_is_refused_at_once(tmp_path: Path) -> None:
+    from meshdiag.formats.meshtext import parse_mesh
+
+    f = tmp_path / "mesh.json"
+    f.write_text(json.dumps({"axes": {f"a{i}": 1 for i in range(300_000)}}))
+    start = time.monotonic()
+    with pytest.raises(LimitError, match="300000 axes"):
+        parse_mesh(str(f))
+    assert time.monotonic() - start < 3  # the duplicate check used to be quadratic
+
+
+def test_a_bad_hlo_shape_does_not_end_the_scan() -> None:
+    from meshdiag.ir.scan import scan_file
+
+    text = (
+        "HloModule m\nENTRY %e {\n"
+        "  %p = f32[8,\u00b2] parameter(0), sharding={replicated}\n"
+        "  %q = f32[8,8] parameter(1), sharding={devices=[2,1]0,1}\n}\n"
+    )
+    report = scan_file("m.hlo.txt", io.BytesIO(text.encode()))
+    values = {v.name: v for m in report.modules for v in m.values}
+    assert values["%q"].shape == (8, 8)
+    assert values["%p"].shape is None  # unknown, not a crash
+
+
+def test_layout_shape_with_non_ascii_digit_is_a_clean_error() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "meshdiag", "layout", "{replicated}", "--shape", "2,\u00b2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("meshdiag: error: --shape") and "internal" not in proc.stderr
+
+
+def test_empty_file_is_reported_as_skipped() -> None:
+    from meshdiag.ir.scan import scan_file
+
+    report = scan_file("empty.mlir", io.BytesIO(b""))
+    assert [(f.code, f.severity) for f in report.findings] == [("MD001", "info")]
+    assert "empty" in report.findings[0].message
