@@ -24,6 +24,44 @@ class ManualRegion:
     ins: list[Value] = field(default_factory=list)
 
 
+_new_value = object.__new__
+
+
+def make_value(
+    name: str,
+    line: int,
+    column: int,
+    text: str,
+    notation: Notation,
+    parsed: Parsed,
+    kind: str = "op",
+    op: str | None = None,
+    shape: tuple[int, ...] | None = None,
+    dtype: str | None = None,
+) -> Value:
+    """A Value as read from its line, before the builder's state (manual regions) applies."""
+    mesh_name = None
+    s = parsed.sharding
+    if s is not None and getattr(s, "mesh_ref", None):
+        mesh_name = s.mesh_ref  # type: ignore[union-attr]
+    elif text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
+        mesh_name = text.split("@", 1)[1].split(",", 1)[0].strip()
+    return Value(
+        name=name,
+        line=line,
+        column=column,
+        text=text,
+        notation=notation,
+        kind=kind,
+        op=op,
+        shape=shape,
+        dtype=dtype,
+        mesh_name=mesh_name,
+        sharding=parsed.sharding,
+        hlo=parsed.hlo,
+    )
+
+
 class Builder:
     def __init__(self, path: str, *, partitioned_hint: bool = False) -> None:
         self.report = FileReport(path)
@@ -115,34 +153,26 @@ class Builder:
         dtype: str | None = None,
     ) -> Value:
         m = self.ensure_module(line)
-        local = None
+        v = make_value(name, line, column, text, notation, parsed, kind, op, shape, dtype)
         if self.manual and kind not in ("manual_in", "manual_out"):
-            local, shape = shape, None
-        mesh_name = None
-        s = parsed.sharding
-        if s is not None and getattr(s, "mesh_ref", None):
-            mesh_name = s.mesh_ref  # type: ignore[union-attr]
-        elif text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
-            mesh_name = text.split("@", 1)[1].split(",", 1)[0].strip()
-        v = Value(
-            name=name,
-            line=line,
-            column=column,
-            text=text,
-            notation=notation,
-            kind=kind,
-            op=op,
-            shape=shape,
-            local_shape=local,
-            dtype=dtype,
-            mesh_name=mesh_name,
-            sharding=parsed.sharding,
-            hlo=parsed.hlo,
-        )
+            v.local_shape, v.shape = v.shape, None
         m.values.append(v)
         if parsed.error is not None:
             self.problem(parsed.error, line, column + parsed.offset)
         return v
+
+    def replay_value(self, proto: Value, error: tuple[str, int] | None, line: int) -> None:
+        """`value()` again for a value recorded from the same line text (`linecache`): a copy
+        of `proto` at `line`, without recomputing anything that depends on the text only."""
+        m = self.module if self.module is not None else self.ensure_module(line)
+        v = _new_value(Value)
+        v.__dict__.update(proto.__dict__)
+        v.line = line
+        if self.manual and v.kind not in ("manual_in", "manual_out"):
+            v.local_shape, v.shape = v.shape, None
+        m.values.append(v)
+        if error is not None:
+            self.problem(error[0], line, v.column + error[1])
 
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
         mod = self.module.name if self.module else None

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .annot import MeshKey, Parsed
+from .builder import make_value
+from .model import Value
 
 #: lines longer than this are handled directly, never cached
 MAX_LINE = 16384
@@ -30,13 +32,16 @@ class Recorder:
     def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...]) -> None:
         self.mesh_key = mesh_key
         self.manual_axes = manual_axes
-        self.values: list[tuple[tuple, dict]] = []
+        #: (value as read from the line, its parse error and offset) in emission order
+        self.values: list[tuple[Value, tuple[str, int] | None]] = []
         self.problems: list[tuple[str, int | None]] = []  # (message, column)
         self.report = _Report(self.problems)  # handlers compare len(report.findings)
 
     def value(self, name, line, column, text, notation, parsed: Parsed, **kw) -> None:
-        # the parse error is replayed by Builder.value itself
-        self.values.append(((name, column, text, notation, parsed), kw))
+        # the parse error is replayed by Builder.replay_value itself
+        proto = make_value(name, 0, column, text, notation, parsed, **kw)
+        err = (parsed.error, parsed.offset) if parsed.error is not None else None
+        self.values.append((proto, err))
 
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
         self.problems.append((message, column))
@@ -83,8 +88,9 @@ def replay(b, line: str, lineno: int) -> bool:
 def _replay(rec: Recorder, b, lineno: int) -> None:
     for message, column in rec.problems:
         b.problem(message, lineno, column)
-    for (name, column, text, notation, parsed), kw in rec.values:
-        b.value(name, lineno, column, text, notation, parsed, **kw)
+    add = b.replay_value
+    for proto, err in rec.values:
+        add(proto, err, lineno)
 
 
 def clear() -> None:
