@@ -110,7 +110,9 @@ def parse_mesh(text: str) -> Mesh:
     names = [a for a, _ in axes]
     dup = next((a for a in names if names.count(a) > 1), None)
     if dup is not None:
-        raise MeshdiagError(f"mesh axis {dup!r} appears more than once in '{text.strip()}'")
+        raise MeshdiagError(
+            f"mesh axis {dup!r} appears more than once in {text.strip()!r}"
+        )  # repr: one line
     return mesh_from_axes(axes)
 
 
