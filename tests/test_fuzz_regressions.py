@@ -44,6 +44,9 @@ CRASHES = [
     ("mesh", b"x=" + b"9" * 10_000),
     ("mesh", b"9" * 10_000 + b"x2"),
     ("mesh", b"4\x1cx2"),
+    # a list as a dict key in a torch_xla-style mesh dict: TypeError, unhashable
+    ("mesh", b"{'mesh': ('data', '),[\"dta\", None]: array([]){'m"),
+    ("mesh", b"{[1]: 2}"),
     # the duplicate-axis message quoted the raw text, newlines and all
     ("mesh", b"b=2\n,b=2,l=5"),
     # HLO shapes with non-ASCII digits crashed the whole scan

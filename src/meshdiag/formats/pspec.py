@@ -45,9 +45,16 @@ def _literal(cur: Cursor, depth: int) -> object:
         cur.pos += 1
         d: dict[object, object] = {}
         while not cur.accept("}"):
+            key_pos = cur.ws().pos
             k = _literal(cur, depth + 1)
             cur.expect(":", "':'")
-            d[k] = _literal(cur, depth + 1)  # type: ignore[index]
+            v = _literal(cur, depth + 1)
+            try:
+                d[k] = v  # type: ignore[index]
+            except TypeError:  # a list as a key: unhashable, as in Python
+                raise ParseError(
+                    "a dict key that is None, a number, a string or a tuple", cur.text, key_pos
+                ) from None
             if not cur.accept(",") and not cur.startswith("}"):
                 raise cur.error("',' or '}'")
         return d
