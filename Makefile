@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/meshdiag inspect fixtures/seed/distorted_mesh.mlir --mesh batch=2,model=4 --target tt-mlir
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench fuzz
 	$(BIN)/python -m pytest
 
 # atheris stays out of the test dependencies: installed here only, for the fuzz runs

@@ -31,7 +31,8 @@ def run_target(target: str, seconds: int, out: str, extra: list[str]) -> bool:
     os.makedirs(artifacts, exist_ok=True)
     cmd = [
         sys.executable,
-        os.path.join(HERE, f"fuzz_{target}.py"),
+        os.path.join(HERE, "harness.py"),
+        target,
         f"-max_total_time={seconds}",
         "-max_len=4096",
         "-timeout=10",
