@@ -44,7 +44,7 @@ def main() -> None:
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.jax_devices}"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-    from meshdiag.layout import _layout_cached, layout
+    from meshdiag.layout_engine import _layout_cached, layout
     from meshdiag.sharding import HloSharding
     from meshdiag.tiles import TileAssignment
 

@@ -217,7 +217,7 @@ def preload() -> None:
         "meshdiag.formats.detect",
         "meshdiag.export",
         "meshdiag.derive",
-        "meshdiag.layout",
+        "meshdiag.layout_engine",
         "meshdiag.ir.text",
         "meshdiag.ir.lines",
         "meshdiag.ir.annot",

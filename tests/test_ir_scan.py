@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from meshdiag.ir.scan import scan_file, scan_path, scan_paths
-from meshdiag.layout import layout
+from meshdiag.layout_engine import layout
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "seed" / "distorted_mesh.mlir"

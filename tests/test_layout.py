@@ -14,7 +14,7 @@ import meshdiag
 from meshdiag.cli import main
 from meshdiag.commands.layout import parse_shape
 from meshdiag.errors import MeshdiagError
-from meshdiag.layout import layout, uneven_report
+from meshdiag.layout_engine import layout, uneven_report
 from meshdiag.mesh import Mesh
 from meshdiag.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
 from meshdiag.tiles import TileAssignment

@@ -22,7 +22,7 @@ from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
-from meshdiag.layout import layout
+from meshdiag.layout_engine import layout
 from meshdiag.sharding import HloSharding
 from meshdiag.tiles import TileAssignment
 

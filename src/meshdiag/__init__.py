@@ -20,7 +20,7 @@ _LAZY = {
     "ParseError": ("meshdiag.errors", "ParseError"),
     "parse_mesh": ("meshdiag.formats.meshtext", "parse_mesh"),
     "parse_sharding": ("meshdiag.formats.detect", "parse_sharding"),
-    "layout": ("meshdiag.layout", "layout"),
+    "layout": ("meshdiag.layout_engine", "layout"),
 }
 
 

@@ -275,7 +275,7 @@ def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
     """The per-device Layout of `v` (None without a global shape or tiled form)."""
     if v.hlo is None or v.shape is None:
         return None
-    from .layout import layout
+    from .layout_engine import layout
 
     n = num_devices(v, m, mesh)
     if v.hlo.num_devices is not None and n is not None and v.hlo.num_devices > n:

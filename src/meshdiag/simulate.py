@@ -10,7 +10,7 @@ The four steps follow TTNN (reference notes ttnn_uneven.md §1–§2, §6):
    sends the i-th populated cell to the i-th device in row-major order (`get_remap_fn`).
    `chunk` can give fewer chunks than devices: trailing devices get nothing. `--ttnn-era` adds the
    validation of that era (`Shard shape mismatch`, `ND sharding requires ...`). Compiler notations
-   (GSPMD/Shardy/PartitionSpec) are placed with `meshdiag.layout.layout`.
+   (GSPMD/Shardy/PartitionSpec) are placed with `meshdiag.layout_engine.layout`.
 2. **Allocate** the destination: `fresh` (each device's spec = the shard it will receive, no
    buffer where it receives none), `uniform:SHAPE` (TTNN's `allocate_tensor_on_mesh`: the same
    spec on every device) or per-device shapes. Buffers start stale: NaN (`sentinel`) or a
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .findings import Finding
-    from .layout import Layout
+    from .layout_engine import Layout
     from .mesh import Mesh
 
 JSON_VERSION = 1
@@ -422,7 +422,7 @@ def _compiler_placement(mesh: Mesh, shape: Shape, text: str, split: str) -> _Pla
 
     from .checks.md105_uneven_shard import uneven_findings
     from .formats.detect import parse_sharding
-    from .layout import layout
+    from .layout_engine import layout
 
     lay = layout(parse_sharding(text, mesh=mesh), shape, split=split, mesh=mesh)
     if lay.kind in ("manual", "unknown", "unreduced") or lay.partial or lay.manual:

@@ -99,7 +99,7 @@ def run_layout(
     from ..errors import MeshdiagError
     from ..formats.detect import parse_sharding, to_hlo
     from ..formats.gspmd import print_gspmd
-    from ..layout import layout
+    from ..layout_engine import layout
     from ..limits import check_annotation_length
     from ..splits import check_rule
 

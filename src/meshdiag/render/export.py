@@ -25,7 +25,7 @@ from .grid import (
 )
 
 if TYPE_CHECKING:
-    from ..layout import Layout
+    from ..layout_engine import Layout
 
 _FONT = "font-family:ui-monospace,Menlo,Consolas,monospace"
 _CHAR_W = 0.62  # em width of a monospace glyph, for deciding whether a label fits

@@ -24,7 +24,7 @@ from .devices import NOTATION, compress_devices
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from ..layout import Layout
+    from ..layout_engine import Layout
 
 Status = Literal["ok", "short", "empty", "absent"]
 

@@ -1,4 +1,4 @@
-"""Sharding + shape + split rule → which slice of the tensor every device holds.
+"""The layout engine: sharding + global shape + split rule → what every device holds.
 
 For a tiled sharding the tile assignment array `A` (shape `data_dims + subgroup_dims`) says
 device `A[i0..ir-1, s...]` holds tile `(i0..ir-1)`; tile `i` along a dim of `n` elements split
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import sys
-import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -487,14 +485,3 @@ def uneven_report(lay: Layout, *, only_uneven: bool = True) -> list[UnevenDim]:
             )
         )
     return out
-
-
-# `meshdiag.layout(...)` is the library entry point, but importing this submodule binds the
-# name `meshdiag.layout` to the module itself (the import system sets the parent's attribute
-# after loading). Making the module callable keeps `meshdiag.layout(...)` working either way.
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> Layout:
-        return layout(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
