@@ -1,0 +1,36 @@
+"""Run every benchmark in sequence (`make bench`); each prints its own figures and ratios.
+
+    .venv/bin/python bench/run_all.py [--quick]
+
+--quick skips the big-dump benchmarks (inspect, lint), which need bench/out/dump (about
+500 MB, made on first use by bench/make_big_dump.py, several minutes).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+QUICK = ("bench_layout.py", "bench_simulate.py")
+BIG = ("bench_inspect.py", "bench_lint.py")
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    if not quick and not (HERE / "out" / "dump").is_dir():
+        print("== making bench/out/dump (once)", flush=True)
+        subprocess.run([sys.executable, str(HERE / "make_big_dump.py")], check=True)
+    failed = []
+    for name in QUICK + (() if quick else BIG):
+        print(f"\n== {name}", flush=True)
+        if subprocess.run([sys.executable, str(HERE / name)]).returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
