@@ -46,3 +46,12 @@ def load_mesh(text: str | None):
     from ..formats.meshtext import parse_mesh
 
     return parse_mesh(text)
+
+
+def mesh_findings(mesh, target: str | None) -> list:
+    """MD103/MD104 for the --mesh on the --target (empty without either)."""
+    if mesh is None or not target:
+        return []
+    from ..checks.mesh_target import mesh_target_findings
+
+    return mesh_target_findings(mesh, target)

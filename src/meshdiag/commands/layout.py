@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
+from .common import FormatOpt, MeshOpt, SplitOpt, TargetOpt, check_format, load_mesh, mesh_findings
 
 
 def register(app: typer.Typer) -> None:
@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         mesh: MeshOpt = None,
+        target: TargetOpt = None,
         split: SplitOpt = None,
         fmt: FormatOpt = "text",
         svg: Annotated[
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
             sharding,
             shape_text=shape,
             mesh_text=mesh,
+            target=target,
             split=split or "xla",
             fmt=fmt,
             svg=svg,
@@ -88,6 +90,7 @@ def run_layout(
     shape_text: str,
     mesh_text: str | None,
     split: str,
+    target: str | None = None,
     fmt: str,
     svg: str | None,
     html: str | None,
@@ -119,7 +122,7 @@ def run_layout(
     label = gspmd if text.strip() == gspmd else f"{text.strip()} = {gspmd}"
     from ..checks.md105_uneven_shard import uneven_findings
 
-    findings = uneven_findings(hlo, shape, split, where={})
+    findings = mesh_findings(mesh, target) + uneven_findings(hlo, shape, split, where={})
 
     if fmt == "json":
         doc = lay.to_json(gspmd)

@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
+from .common import FormatOpt, MeshOpt, SplitOpt, TargetOpt, check_format, load_mesh, mesh_findings
 
 
 def register(app: typer.Typer) -> None:
     @app.command("simulate-copy")
     def simulate_copy_cmd(
         mesh: MeshOpt = None,
+        target: TargetOpt = None,
         shape: Annotated[
             str, typer.Option("--shape", "-s", help="Source tensor shape, e.g. 1,7,32,32.")
         ] = "",
@@ -79,8 +80,9 @@ def register(app: typer.Typer) -> None:
             raise MeshdiagError("simulate-copy needs --mesh (e.g. --mesh t3k or --mesh 1x8)")
         if not shape:
             raise MeshdiagError("simulate-copy needs --shape (e.g. --shape 1,7,32,32)")
+        mesh_obj = load_mesh(mesh)
         sim = simulate_copy(
-            load_mesh(mesh),
+            mesh_obj,
             parse_shape(shape, "--shape"),
             mapper,
             split=split,
@@ -91,6 +93,11 @@ def register(app: typer.Typer) -> None:
             era=era,
             symbolic=True if symbolic else None,
         )
+        extra = mesh_findings(mesh_obj, target)
+        if extra:  # the mesh itself on the --target: MD103/MD104 before the copy's findings
+            import dataclasses
+
+            sim = dataclasses.replace(sim, findings=tuple(extra) + sim.findings)
         if fmt == "json":
             json.dump(sim.to_json(), sys.stdout, indent=1)
             sys.stdout.write("\n")

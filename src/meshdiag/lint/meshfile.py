@@ -14,6 +14,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from ..checks.mesh_target import MESH_ONLY_CODES
 from ..errors import MeshdiagError
 
 MESH_SUFFIXES = (".toml", ".json")
@@ -21,7 +22,7 @@ CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")
 #: mesh files are small; anything bigger is not a mesh config
 MAX_MESH_FILE_BYTES = 1 << 20
 #: the rules that apply to a mesh on its own (no module, no values)
-MESH_FILE_CODES = ("MD103", "MD104")
+MESH_FILE_CODES = MESH_ONLY_CODES
 _HINT_RE = re.compile(r"""^\s*(\[\s*mesh\s*\]|"?axes"?\s*[=:]|"mesh"\s*:)""", re.MULTILINE)
 
 
@@ -79,14 +80,6 @@ def read_mesh_file(path: str) -> MeshFile | None:
 
 def as_module(mf: MeshFile):
     """The mesh file as a one-mesh module, so the module checks can run over it."""
-    from ..ir.model import MeshDecl, ModuleReport
+    from ..checks.mesh_target import mesh_as_module
 
-    decl = MeshDecl(
-        name="mesh",
-        mesh=mf.mesh,
-        line=mf.line,
-        column=mf.column,
-        text=str(mf.mesh),
-        source="inline",
-    )
-    return ModuleReport(name=None, line=mf.line, meshes=[decl])
+    return mesh_as_module(mf.mesh, mf.line, mf.column)

@@ -1,0 +1,38 @@
+"""The checks that apply to a mesh on its own (MD103 unsupported-mesh, MD104
+device-count-mismatch): for `--mesh` with `--target` in `layout` and `simulate-copy`, and for
+mesh config files in `lint`. The mesh is presented to the module checks as a one-mesh module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..ir.model import ModuleReport
+    from ..mesh import Mesh
+
+#: the rules that judge a mesh without any module or value around it
+MESH_ONLY_CODES = ("MD103", "MD104")
+
+
+def mesh_as_module(mesh: Mesh | None, line: int = 1, column: int = 1) -> ModuleReport:
+    from ..ir.model import MeshDecl, ModuleReport
+
+    decl = MeshDecl("mesh", mesh, line, column, text=str(mesh), source="inline")
+    return ModuleReport(name=None, line=line, meshes=[decl])
+
+
+def mesh_target_findings(mesh: Mesh, target: str | None, *, path: str = "--mesh") -> list[Finding]:
+    """MD103/MD104 for `mesh` on `target` (none without a target)."""
+    if not target:
+        return []
+    from ..targets import get_target
+    from .context import CheckContext
+    from .registry import module_checks
+
+    get_target(target)  # an unknown target is a usage error, before any check runs
+    checks = module_checks()
+    module = mesh_as_module(mesh)
+    ctx = CheckContext(path, mesh=None, target=target)
+    return [f for code in MESH_ONLY_CODES for f in checks[code](module, ctx)]
