@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 
 from .errors import MeshdiagError
 from .mesh import Mesh
+from .normalize import group_subgroup_dims, normal_form
 from .sharding import AxisRef, DimSharding, HloSharding, NamedSharding
 from .tiles import TileAssignment
 
 if TYPE_CHECKING:
     import numpy as np
-
-#: XLA's order of subgroup types after `HloSharding::Subgroup` (kOrderedTypes)
-_KIND_ORDER = {"manual": 0, "unreduced": 1, "replicated": 2}
 
 
 class NotFactorisable(MeshdiagError):
@@ -181,63 +179,14 @@ def _sub_dims(tile: TileAssignment) -> list[SubDim] | None:
 # -- XLA's normal form of a tiled sharding ------------------------------------------------
 
 
-def _grouped(
-    arr: np.ndarray, rank: int, kinds: tuple[str, ...]
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Subgroup dims sorted by XLA's type order, same types merged, size-1 ones dropped."""
-    sub_shape = arr.shape[rank:]
-    order = sorted(range(len(kinds)), key=lambda k: _KIND_ORDER.get(kinds[k], 3))
-    arr = arr.transpose(tuple(range(rank)) + tuple(rank + k for k in order))
-    new_kinds: list[str] = []
-    new_sizes: list[int] = []
-    for k in order:
-        if new_kinds and new_kinds[-1] == kinds[k]:
-            new_sizes[-1] *= sub_shape[k]
-        else:
-            new_kinds.append(kinds[k])
-            new_sizes.append(sub_shape[k])
-    keep = [i for i, s in enumerate(new_sizes) if s != 1]
-    arr = arr.reshape(arr.shape[:rank] + tuple(new_sizes))
-    arr = arr.reshape(arr.shape[:rank] + tuple(new_sizes[i] for i in keep))
-    return arr, tuple(new_kinds[i] for i in keep)
-
-
 def xla_normal_form(s: HloSharding) -> HloSharding:
-    """`s` as XLA holds it after parsing (`HloSharding::Subgroup`/`PartialTile`/`FromProto`).
-
-    Subgroup dims sorted manual < unreduced < replicated, merged, size-1 ones dropped; a lone
-    replicated subgroup becomes `last_tile_dim_replicate` with each group's devices sorted; all
-    data dims 1 with one subgroup type becomes that type; a single device becomes replicated.
-    Iota assignments stay iota when an iota form exists, explicit ones stay explicit.
-    """
-    import numpy as np
-
+    """`s` as XLA holds it (`meshdiag.normalize.normal_form`), except that a tiling over one
+    device counts as replicated here, as `FromProto` and the mesh import treat it."""
     if s.kind == "tuple":
         return HloSharding.tuple_of([xla_normal_form(e) for e in s.elements])
-    if s.kind != "tiled" or s.tile is None:
-        return s
-    tile = s.tile
-    if tile.num_devices == 1:
+    if s.kind == "tiled" and s.tile is not None and s.tile.num_devices == 1:
         return HloSharding.replicated()
-    rank = s.data_rank or 0
-    kinds = s.subgroup_kinds()
-    arr, new_kinds = _grouped(tile.array(), rank, kinds)
-    if all(d == 1 for d in arr.shape[:rank]) and len(new_kinds) == 1:
-        return HloSharding(new_kinds[0])  # type: ignore[arg-type]
-    if new_kinds == ("replicated",):
-        arr = np.sort(arr, axis=-1)
-    changed = arr.shape != tile.dims or not np.array_equal(
-        arr.reshape(-1), tile.array().reshape(-1)
-    )
-    if changed:
-        new_tile = TileAssignment.from_array(arr)
-        if tile.is_iota:
-            new_tile = iota_form_of(new_tile) or new_tile
-    else:
-        new_tile = tile
-    if new_kinds == ("replicated",):
-        return HloSharding.tiled(new_tile, replicate_on_last=True)
-    return HloSharding.tiled(new_tile, subgroup_types=new_kinds)
+    return normal_form(s)
 
 
 def _analysis_tile(s: HloSharding, lenient: bool) -> TileAssignment | None:
@@ -505,7 +454,7 @@ def _positions_of(s: HloSharding, mesh: Mesh) -> tuple[np.ndarray, int, tuple[st
     if (pos < 0).any():
         return None
     rank = s.data_rank or 0
-    pos, kinds = _grouped(pos, rank, s.subgroup_kinds())
+    pos, kinds = group_subgroup_dims(pos, s.subgroup_kinds())
     if kinds and kinds[-1] == "replicated":
         pos = np.sort(pos, axis=-1)
     return pos, rank, kinds
@@ -573,8 +522,7 @@ def named_positions(
         arr = arr.transpose(perm)
     shape = [math.prod(sizes[k] for k in grp) for grp in order]
     arr = arr.reshape(shape)
-    rank = len(dim_axes)
-    arr, kinds = _grouped(arr, rank, ("manual", "unreduced", "replicated"))
+    arr, kinds = group_subgroup_dims(arr, ("manual", "unreduced", "replicated"))
     if kinds and kinds[-1] == "replicated":
         arr = np.sort(arr, axis=-1)
     return arr, kinds

@@ -2,8 +2,8 @@
 
 `named_to_hlo` follows `convertToHloSharding` (xla/service/spmd/shardy/stablehlo_round_trip/
 export_shardings.cc), extended the way XLA's V3 → V2 conversion extends it (unreduced and
-sub-axis manual axes), and `subgroup` follows `HloSharding::Subgroup` / `PartialTile`, so the
-result compares and prints like XLA's. Example: mesh `batch=2,model=4`, `[{}, {"model"}]` →
+sub-axis manual axes), and the result goes through XLA's `HloSharding::Subgroup`
+(`meshdiag.normalize`), so it compares and prints like XLA's. Example: mesh `batch=2,model=4`, `[{}, {"model"}]` →
 `{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}`.
 """
 
@@ -13,10 +13,12 @@ import math
 
 from .errors import MeshdiagError
 from .mesh import Mesh
-from .sharding import SUBGROUP_ORDER, AxisRef, HloSharding, NamedSharding
+from .normalize import subgroup
+from .sharding import AxisRef, HloSharding, NamedSharding
 from .tiles import TileAssignment
 
-__all__ = ["named_to_hlo", "normalize_hlo", "ordered_axis_refs", "subgroup"]
+#: `subgroup` is re-exported for callers that build a tile and its types themselves
+__all__ = ["named_to_hlo", "ordered_axis_refs", "subgroup"]
 
 
 def ordered_axis_refs(s: NamedSharding, mesh: Mesh) -> list[AxisRef]:
@@ -138,92 +140,6 @@ def named_to_hlo(
 
         arr = np.asarray(m.ids, dtype=np.int64).reshape(reshape).transpose(perm)
         tile = TileAssignment.from_devices(tile_dims, arr.reshape(-1).tolist())
-    return subgroup(tile, tuple(types))
-
-
-# -- XLA's HloSharding normalisation -------------------------------------------------------
-
-
-def subgroup(tile: TileAssignment, types: tuple[str, ...]) -> HloSharding:
-    """`HloSharding::Subgroup`: the canonical sharding for a tile whose last `len(types)` dims
-    are subgroups. Drops size-1 subgroup dims, merges and sorts the types (manual < unreduced <
-    replicated), turns pure replication into `{replicated}` / `last_tile_dim_replicate` (with
-    sorted replica groups) and pure manual into `{manual}`."""
-    if not types:
-        if tile.num_devices == 1:  # one device: what XLA's V3→V2 and JAX give
-            return HloSharding.replicated()
-        return HloSharding.tiled(tile)
-    data_rank = tile.rank - len(types)
-    data = tile.dims[:data_rank]
-    if len(set(types)) == 1 and math.prod(data) == 1:
-        if types[0] in ("manual", "replicated", "unreduced"):
-            return HloSharding(types[0])  # type: ignore[arg-type]
-    keep = [i for i, t in enumerate(types) if tile.dims[data_rank + i] != 1]
-    kinds = [types[i] for i in keep]
-    order = sorted(set(kinds), key=SUBGROUP_ORDER.index)
-    if len(keep) != len(types) or kinds != order:
-        groups = [[data_rank + i for i in keep if types[i] == k] for k in order]
-        perm = list(range(data_rank)) + [d for g in groups for d in g]
-        dropped = [data_rank + i for i in range(len(types)) if i not in keep]
-        new_dims = list(data) + [math.prod(tile.dims[d] for d in g) for g in groups]
-        tile = _transpose_reshape(tile, perm + dropped, new_dims)
-        kinds = order
-    return _create(tile, tuple(kinds))
-
-
-def _transpose_reshape(
-    tile: TileAssignment, perm: list[int], new_dims: list[int]
-) -> TileAssignment:
-    if perm == sorted(perm) and tile.is_iota:  # only size-1 dims move: a pure reshape
-        return TileAssignment.iota(new_dims, tile.reshape, tile.perm)
-    arr = tile.array().transpose(perm).reshape(new_dims)
-    return TileAssignment.from_devices(new_dims, arr.reshape(-1).tolist())
-
-
-def _create(tile: TileAssignment, kinds: tuple[str, ...]) -> HloSharding:
-    if kinds == ("replicated",):
-        return _partial_tile(tile)
-    if kinds == ("manual",) and tile.num_devices == tile.dims[-1]:
-        return HloSharding("manual")
-    if kinds and kinds[-1] == "replicated":
-        p = _partial_tile(tile)
-        if not p.is_tiled:
-            return p
-        return HloSharding.tiled(p.tile, subgroup_types=kinds)  # type: ignore[arg-type]
-    return HloSharding.tiled(tile, subgroup_types=kinds)
-
-
-def _partial_tile(tile: TileAssignment) -> HloSharding:
-    """`HloSharding::PartialTile`: last dim is a replica group, whose devices XLA sorts."""
-    if tile.rank == 1 or tile.dims[-1] == tile.num_devices:
+    if not types and tile.num_devices == 1:  # one device: what XLA's V3→V2 and JAX give
         return HloSharding.replicated()
-    if tile.dims[-1] == 1:
-        return subgroup(
-            TileAssignment.iota(tile.dims[:-1], tile.reshape, tile.perm)
-            if tile.is_iota
-            else TileAssignment.from_devices(tile.dims[:-1], tile.devices()),
-            (),
-        )
-    arr = tile.array().reshape(-1, tile.dims[-1])
-    import numpy as np
-
-    if bool((np.diff(arr, axis=1) > 0).all()):
-        return HloSharding.tiled(tile, replicate_on_last=True)
-    srt = np.sort(arr, axis=1)
-    return HloSharding.tiled(
-        TileAssignment.from_devices(tile.dims, srt.reshape(-1).tolist()), replicate_on_last=True
-    )
-
-
-def normalize_hlo(h: HloSharding) -> HloSharding:
-    """Re-canonicalise a tiled sharding as XLA's constructors would (tuples element-wise)."""
-    if h.is_tuple:
-        from dataclasses import replace
-
-        return replace(h, elements=tuple(normalize_hlo(e) for e in h.elements))
-    if not h.is_tiled or h.tile is None:
-        return h
-    from dataclasses import replace
-
-    out = subgroup(h.tile, h.subgroup_kinds())
-    return replace(out, shard_group=h.shard_group, metadata=h.metadata, named=h.named)
+    return subgroup(tile, tuple(types))
