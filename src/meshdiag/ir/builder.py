@@ -73,6 +73,8 @@ class Builder:
         self.mesh_key: MeshKey = ()
         self.manual: list[ManualRegion] = []
         self.partitioned_hint = partitioned_hint  # from the dump file name
+        #: raw bytes of the line being handled (the line cache's key), set by the scanner
+        self.raw: bytes | None = None
 
     # -- structure ---------------------------------------------------------------------
     def start_module(self, name: str | None, line: int, dialect: str = "mlir") -> ModuleReport:
@@ -188,4 +190,6 @@ class Builder:
 
     @property
     def manual_axes(self) -> tuple[str, ...]:
+        if not self.manual:  # asked for every cached line: the common case is fast
+            return ()
         return tuple(a for r in self.manual for a in r.manual_axes)

@@ -25,8 +25,6 @@ def is_header(line: str) -> bool:
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
-    if linecache.replay(b, line, lineno):
-        return
     if line.startswith("HloModule "):
         m = HLO_MODULE.match(line)
         mod = b.start_module(m.group(1) if m else None, lineno, "hlo")

@@ -61,7 +61,10 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     if len(line) > MAX_LINE:
         handler(b, line, lineno, *args)
         return
-    key = (line, b.mesh_key, b.manual_axes)
+    # keyed by the raw bytes of the line when the scanner gave them (it replays before
+    # decoding), else by the text
+    raw = getattr(b, "raw", None)
+    key = (raw if raw is not None else line, b.mesh_key, b.manual_axes)
     rec = _cache.get(key)
     if rec is None:
         rec = Recorder(b.mesh_key, b.manual_axes)
@@ -74,8 +77,9 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     _replay(rec, b, lineno)
 
 
-def replay(b, line: str, lineno: int) -> bool:
-    """Replay a cached line into `b`; False when the line is not cached."""
+def replay(b, line: str | bytes, lineno: int) -> bool:
+    """Replay a cached line (its raw bytes, as the scanner reads it) into `b`; False when
+    the line is not cached."""
     if not _cache:
         return False
     rec = _cache.get((line, b.mesh_key, b.manual_axes))

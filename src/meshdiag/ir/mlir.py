@@ -41,8 +41,6 @@ XLA_MESHES = re.compile(r'\bxla\.sdy\.meshes = "')
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
-    if linecache.replay(b, line, lineno):  # a line seen before (most lines of a pass dump)
-        return
     s = line.lstrip()
     indent = len(line) - len(s)
     if s.startswith("// -----"):

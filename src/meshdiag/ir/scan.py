@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from . import hlo, mlir
+from . import hlo, linecache, mlir
 from .builder import Builder
-from .lines import interesting_lines
+from .lines import candidate_lines, decode_line
 from .model import FileReport
 
 SNIFF = 8192
@@ -78,7 +78,20 @@ def scan_file(path: str, text_stream: BinaryIO) -> FileReport:
         b.note(f"binary file skipped: {Path(path).name}")
         return b.finish()
     try:
-        for lineno, line in interesting_lines(text_stream, b.problem, prefix=head):
+        problem = b.problem
+        replay = linecache.replay
+        for lineno, raw in candidate_lines(text_stream, problem, prefix=head):
+            # a line seen before (most lines of a pass dump) is replayed without decoding it;
+            # a non-ASCII one is decoded first, so its UTF-8 problems are reported each time
+            if raw.isascii():
+                if replay(b, raw, lineno):
+                    continue
+                line = raw.decode("ascii")
+            else:
+                line = decode_line(raw, lineno, problem)
+                if replay(b, raw, lineno):
+                    continue
+            b.raw = raw
             if line.startswith("HloModule "):
                 hlo.handle(b, line, lineno)
             elif b.module is not None and b.module.dialect == "hlo":
