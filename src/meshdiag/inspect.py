@@ -201,9 +201,15 @@ def mesh_json(d: MeshDecl) -> dict:
 
 
 def module_json(
-    m: ModuleReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+    m: ModuleReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+    values: bool = True,
 ) -> dict:
-    return {
+    """A module's JSON; without `values` the "values" key (always last) is left out."""
+    d = {
         "name": m.name,
         "line": m.line,
         "section": m.section,
@@ -215,8 +221,58 @@ def module_json(
             {"severity": d.severity, "message": d.message, "line": d.line, "location": d.location}
             for d in m.diagnostics
         ],
-        "values": [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values],
     }
+    if values:
+        d["values"] = [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values]
+    return d
+
+
+def file_json_text(report: FileReport) -> str:
+    """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
+    value's JSON is its name, line and column plus a fragment shared by every value with the
+    same sharding, shapes and kind (they repeat thousands of times). No `--layouts`."""
+    import json
+
+    dumps = json.dumps
+    mods = []
+    for m in report.modules:
+        d = module_json(m, values=False)
+        head = dumps(d)
+        vals = ", ".join(_value_texts(m.values))
+        mods.append(f'{head[:-1]}, "values": [{vals}]}}')
+    return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
+
+
+#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype, mesh):
+#: (the tiled sharding it was printed from, the text); the tiled form is compared by
+#: identity, as the same text can have another tiled form in a module with other meshes
+_REST: dict[tuple, tuple[object, str]] = {}
+_NAMES: dict[str, str] = {}
+
+
+def _value_texts(values: list[Value]) -> Iterator[str]:
+    import json
+
+    dumps = json.dumps
+    rest_cache = _REST
+    names = _NAMES
+    for v in values:
+        key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
+        hit = rest_cache.get(key)
+        if hit is None or hit[0] is not v.hlo:
+            d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
+            del d["name"], d["line"], d["column"]
+            hit = (v.hlo, dumps(d)[1:])
+            if len(rest_cache) >= 8192:
+                rest_cache.clear()
+            rest_cache[key] = hit
+        name = names.get(v.name)
+        if name is None:
+            name = dumps(v.name)
+            if len(names) >= 65536:
+                names.clear()
+            names[v.name] = name
+        yield f'{{"name": {name}, "line": {v.line}, "column": {v.column}, {hit[1]}'
 
 
 def gspmd_text(v: Value) -> str | None:

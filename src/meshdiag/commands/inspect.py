@@ -100,12 +100,16 @@ def _json_one(path: str) -> tuple[str, str, list[str]]:
     objects, and the parent only concatenates."""
     import json
 
-    from ..inspect import file_json
+    from ..inspect import file_json, file_json_text
 
     st = _STATE
     item = _inspected(path)
-    doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=st["layouts"])
-    return path, json.dumps(doc), [json.dumps(f.to_json()) for f in item.findings]
+    if st["layouts"]:
+        doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=True)
+        text = json.dumps(doc)
+    else:
+        text = file_json_text(item.report)
+    return path, text, [json.dumps(f.to_json()) for f in item.findings]
 
 
 def _text_one(path: str) -> tuple[str, str, int]:
