@@ -81,6 +81,7 @@ def _init(state: tuple) -> None:
 
     mesh, target, split, layouts, look = state
     _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
+    _STATE["console"] = None  # made by the first file rendered as text
     _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
 
 
@@ -118,15 +119,16 @@ def _text_one(path: str) -> tuple[str, str, int]:
 
     from rich.console import Console
 
-    from ..render.inspect_text import file_summary
+    from ..render.inspect_text import render_file
 
     st = _STATE
     item = _inspected(path)
-    buf = io.StringIO()
-    console = Console(file=buf, highlight=False, soft_wrap=False, **st["look"])
-    console.print(file_summary(item, mesh=st["mesh"], split=st["split"]))
-    console.print()
-    return path, buf.getvalue(), len(item.findings)
+    console = st.get("console")
+    if console is None:  # one per process: rendered parts are reused across files
+        console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, **st["look"])
+        st["console"] = console
+    text = render_file(item, console, mesh=st["mesh"], split=st["split"])
+    return path, text, len(item.findings)
 
 
 def _write_json(results, progress) -> None:

@@ -59,7 +59,7 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
     if m.section:
         yield Text(f"  section: {m.section}", style="cyan")
     for d in m.meshes:
-        yield mesh_grid(d)
+        yield Cached(("mesh", d.name, d.text), mesh_grid(d))
     for dg in m.diagnostics:
         yield Text(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
     yield Text(f"  {len(m.values)} sharded values")
@@ -77,14 +77,31 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
             line.append(f"\n      = {g}", style="dim")
         yield line
         if pictures < MAX_PICTURES:
-            lay = next(
-                (lay for v in vals if (lay := value_layout(v, m, mesh, split)) is not None), None
+            found = next(
+                ((v, lay) for v in vals if (lay := value_layout(v, m, mesh, split)) is not None),
+                None,
             )
-            if lay is not None:
+            if found is not None:
+                from ..inspect import num_devices
                 from .grid import LayoutPicture
 
+                v, lay = found
                 pictures += 1
-                yield LayoutPicture(lay, g or text, max_cells=32)
+                # the picture is a function of what the layout was computed from
+                key = ("picture", v.hlo, v.shape, num_devices(v, m, mesh), split, g or text)
+                yield Cached(key, LayoutPicture(lay, g or text, max_cells=32))
+
+
+class Cached:
+    """A renderable with a key: equal keys render to equal text, so `render_file` renders
+    it once per console (pass dumps repeat the same meshes and layouts in every file)."""
+
+    def __init__(self, key: tuple, renderable) -> None:
+        self.key = key
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        yield self.renderable
 
 
 def finding_lines(findings: list[Finding]) -> Iterator:
@@ -100,6 +117,10 @@ def finding_lines(findings: list[Finding]) -> Iterator:
 
 
 def file_summary(item: Inspected, *, mesh: Mesh | None, split: str) -> Group:
+    return Group(*file_parts(item, mesh=mesh, split=split))
+
+
+def file_parts(item: Inspected, *, mesh: Mesh | None, split: str) -> list:
     r = item.report
     parts: list = [Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")]
     for m in r.modules:
@@ -107,4 +128,42 @@ def file_summary(item: Inspected, *, mesh: Mesh | None, split: str) -> Group:
     if item.findings:
         parts.append(Text(f"{len(item.findings)} finding(s):", style="bold"))
         parts.extend(finding_lines(item.findings))
-    return Group(*parts)
+    return parts
+
+
+#: rendered text by key, for one console (`render_file`)
+_RENDERED: dict = {}
+_RENDERED_FOR: list = [None]
+
+
+def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> str:
+    """What `console.print(file_summary(...)); console.print()` writes, part by part (a group
+    renders as its parts one after the other); repeated parts (meshes, pictures, one-line
+    texts) are rendered once and reused. `console` must write to a buffer of its own."""
+    if _RENDERED_FOR[0] is not console:
+        _RENDERED.clear()
+        _RENDERED_FOR[0] = console
+    cache = _RENDERED
+    out = []
+    for part in file_parts(item, mesh=mesh, split=split):
+        if isinstance(part, Cached):
+            key = part.key
+            part = part.renderable
+        elif isinstance(part, Text) and part.end == "\n":
+            key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
+        else:
+            key = None
+        hit = cache.get(key) if key is not None else None
+        if hit is None:
+            with console.capture() as cap:
+                console.print(part)
+            hit = cap.get()
+            if key is not None:
+                if len(cache) >= 4096:
+                    cache.clear()
+                cache[key] = hit
+        out.append(hit)
+    with console.capture() as cap:
+        console.print()
+    out.append(cap.get())
+    return "".join(out)
