@@ -5,8 +5,8 @@ limit measured in the same run (one `numpy.copyto` of an array of the same size)
 
 Reports the best-of-N wall time of each, their ratio (goal: simulate within 3x of one copy),
 and the simulation's peak traced memory as a multiple of the tensor size (goal: within 3x).
-The simulation materialises the source (arange), 32 device buffers and the read-back tensor,
-so three tensor-sized arrays is its floor.
+The simulation writes the source (arange), copies it into 32 device buffers and copies those
+into the read-back tensor, which reuses the dead source's memory: two tensor-sized arrays.
 """
 
 from __future__ import annotations

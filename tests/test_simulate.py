@@ -411,3 +411,10 @@ def test_md105_module_check_registered_and_fires():
     assert out[0].message.startswith("%arg0: dimension 1 (size 7)")
     mod.partitioned = True
     assert check_module(mod, CheckContext(path="d.mlir")) == []
+
+
+def test_block_arange_equals_numpy_arange_past_float32_exact_integers():
+    from meshdiag.simulate import _arange_f32
+
+    for n in (0, 1, 5, (1 << 16) + 3, (1 << 25) + 12345):  # 2**24 is float32's last exact int
+        np.testing.assert_array_equal(_arange_f32(n), np.arange(n, dtype=np.float32))

@@ -167,9 +167,17 @@ class CopySimulation:
     readback: Readback
     findings: tuple[Finding, ...]
     #: data mode only: the source, each device's flat buffer, the read-back tensor
-    source: np.ndarray | None = field(default=None, repr=False)
     buffers: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     readback_data: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def source(self) -> np.ndarray | None:
+        """The source tensor in data mode (`arange(prod(shape))` as float32), made on demand:
+        the simulation itself gives the source's memory to the read-back once it is copied."""
+        if self.symbolic:
+            return None
+
+        return _arange_f32(math.prod(self.shape)).reshape(self.shape)
 
     def device(self, device_id: int) -> DeviceCopy:
         for d in self.devices:
@@ -843,7 +851,7 @@ def simulate_copy(
         first = last = checksum = None
         if r is not None and math.prod(hi - lo for lo, hi in r) > 0:
             if data is not None:
-                buf = data[1][ids[p]]
+                buf = data[0][ids[p]]
                 cnt = math.prod(hi - lo for lo, hi in r)
                 first, last = float(buf[0]), float(buf[cnt - 1])
             else:
@@ -890,7 +898,7 @@ def simulate_copy(
         findings=tuple(findings),
     )
     if data is not None:
-        sim.source, sim.buffers, sim.readback_data = data
+        sim.buffers, sim.readback_data = data
     return sim
 
 
@@ -902,6 +910,25 @@ def _unravel(p: int, shape: Shape) -> list[int]:
     return out[::-1]
 
 
+def _arange_f32(n: int, block: int = 1 << 16) -> np.ndarray:
+    """`np.arange(n, dtype=float32)`, element for element, at memory speed.
+
+    numpy computes a float arange one multiply per element (slower than a copy); here one
+    block is made and the rest are that block plus a block offset. Offsets are multiples of
+    2**16, exact in float32 for any n we materialise, so each sum rounds once from the exact
+    integer, as numpy's arange does.
+    """
+    import numpy as np
+
+    out = np.empty(n, dtype=np.float32)
+    head = out[: min(n, block)]
+    head[:] = np.arange(head.size, dtype=np.float32)
+    for start in range(block, n, block):
+        stop = min(n, start + block)
+        np.add(head[: stop - start], np.float32(start), out=out[start:stop])
+    return out
+
+
 def _materialise(
     shape: Shape,
     regions: list[Ranges | None],
@@ -911,12 +938,16 @@ def _materialise(
     out_shape: Shape,
     stale: str,
     mesh: Mesh,
-) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
-    """Move the elements: source → device buffers → read-back, at memory speed."""
+) -> tuple[dict[int, np.ndarray], np.ndarray]:
+    """Move the elements: source → device buffers → read-back, at memory speed.
+
+    Once the buffers hold their copies the source is dead, so the read-back reuses its memory
+    when it fits: one fresh tensor-sized allocation less (page faults cost as much as a copy).
+    """
     import numpy as np
 
     ids = mesh.ids
-    source = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    source = _arange_f32(math.prod(shape)).reshape(shape)
     buffers: dict[int, np.ndarray] = {}
     prev = 0  # running offset of the `previous` pattern, in device-id order
     for p in sorted(range(mesh.size), key=lambda q: ids[q]):
@@ -940,7 +971,12 @@ def _materialise(
                 np.negative(tail, out=tail)
         prev += size
         buffers[ids[p]] = buf
-    out = np.empty(out_shape, dtype=np.float32)
+    n_out = math.prod(out_shape)
+    if n_out <= source.size:
+        out = source.reshape(-1)[:n_out].reshape(out_shape)
+    else:
+        out = np.empty(out_shape, dtype=np.float32)
+    del source
     for pos, region in placed:
         if pos is None:
             continue
@@ -950,4 +986,4 @@ def _materialise(
         np.copyto(
             out[tuple(slice(lo, hi) for lo, hi in region)], buf[: math.prod(spec)].reshape(spec)
         )
-    return source, buffers, out
+    return buffers, out
