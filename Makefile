@@ -1,31 +1,41 @@
 # Every target creates .venv on first use; nothing else needs to be installed by hand.
+# `demo` installs the tool alone; `test`, `fuzz` and `bench` add the test oracles (JAX/XLA).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+TOOL := $(VENV)/.installed-tool
+ORACLES := $(VENV)/.installed-test
 
 .PHONY: demo test lint fuzz bench clean
 
-$(STAMP): pyproject.toml
+$(TOOL): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
-	touch $(STAMP)
+	$(BIN)/pip install -q -e .
+	touch $(TOOL)
 
-demo: $(STAMP)
+$(ORACLES): $(TOOL)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(ORACLES)
+
+demo: $(TOOL)
 	$(BIN)/meshdiag inspect fixtures/seed/distorted_mesh.mlir --mesh batch=2,model=4 --target tt-mlir
 
-test: $(STAMP)
+test: $(ORACLES)
 	$(BIN)/ruff check src tests bench fuzz
 	$(BIN)/python -m pytest
 
+lint: $(ORACLES)
+	$(BIN)/ruff check src tests bench fuzz
+	$(BIN)/ruff format --check src tests bench fuzz
+
 # atheris stays out of the test dependencies: installed here only, for the fuzz runs
 FUZZ_TIME ?= 60
-fuzz: $(STAMP)
+fuzz: $(ORACLES)
 	$(BIN)/pip install -q atheris
 	$(BIN)/python fuzz/run.py -t $(FUZZ_TIME)
 
-bench: $(STAMP)
+bench: $(ORACLES)
 	$(BIN)/python bench/run_all.py
 
 clean:
