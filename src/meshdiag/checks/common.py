@@ -167,15 +167,35 @@ def _module_meshes(module: ModuleReport) -> list[ModuleMesh]:
     tiled = gspmd_tiled_values(module)
     if not tiled:
         return []
-    from ..derive import derive_mesh
-
-    try:
-        derived = derive_mesh([s for _, s in tiled])
-    except MeshdiagError:
-        return []  # not factorisable: MD102/MD108 report the sharding itself
+    derived = _derive([s for _, s in tiled])
     if derived is None or not derived.mesh.axes:
         return []
     return [ModuleMesh(derived.mesh, None, _sources(tiled, derived))]
+
+
+#: derive_mesh's answer by the identities of the shardings it was given: pass dumps repeat
+#: one module many times, and the scanner hands out one sharding object per distinct text.
+#: Each entry holds its shardings, so their ids are not reused while it is cached.
+_DERIVED: dict[tuple[int, ...], tuple[list[HloSharding], object]] = {}
+
+
+def _derive(shardings: list[HloSharding]):
+    """`derive_mesh(shardings)`, None where it raises (not factorisable: MD102/MD108 report
+    the sharding itself); memoised by the identities of `shardings`."""
+    key = tuple(map(id, shardings))
+    hit = _DERIVED.get(key)
+    if hit is not None:
+        return hit[1]
+    from ..derive import derive_mesh
+
+    try:
+        derived = derive_mesh(shardings)
+    except MeshdiagError:
+        derived = None
+    if len(_DERIVED) >= 256:
+        _DERIVED.clear()
+    _DERIVED[key] = (shardings, derived)
+    return derived
 
 
 def _sources(tiled: list[tuple[Value, HloSharding]], derived) -> tuple[Value, ...]:
@@ -259,6 +279,32 @@ class SpecMatch:
 def match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
     """Is `s` what a plain spec on `mesh` gives? None when `s` is not comparable: not tiled,
     manual/unreduced subgroups, or a device count other than the mesh's."""
+    return memo(_MATCHES, _match_plain_spec, s, mesh)
+
+
+_MATCHES: dict = {}
+
+
+def memo(cache: dict, fn, *args):
+    """`fn(*args)` through `cache`, for pure functions of shardings and meshes, which repeat
+    thousands of times per run. Looked up by the arguments' identities first (the scanner
+    shares one parsed object per distinct text; hashing a sharding hashes its tile
+    assignment), then by equality; entries hold their arguments, so ids are not reused while
+    cached."""
+    key = tuple(map(id, args))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    hit = cache.get(args)
+    result = fn(*args) if hit is None else hit[1]
+    if len(cache) >= 8192:
+        cache.clear()
+    # the entry under the ids holds these very arguments (an equal hit's may be others)
+    cache[args] = cache[key] = (args, result)
+    return result
+
+
+def _match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
     from ..derive import plain_spec, plain_specs_with_same_tiling
 
     if not s.is_tiled or s.tile is None or s.tile.num_devices != mesh.size:

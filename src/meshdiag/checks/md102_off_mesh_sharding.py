@@ -42,20 +42,13 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .common import (
-        declared_meshes,
-        match_plain_spec,
-        same_mesh,
-        value_hlo,
-        where,
-    )
+    from .common import declared_meshes, memo, same_mesh, value_hlo, where
 
     g = ctx.mesh
     if g is None or not g.axes:
         return []
     on_global = {d.name for d in declared_meshes(module) if same_mesh(d.mesh, g)}  # type: ignore[arg-type]
     out: list[Finding] = []
-    seen: dict[object, tuple[str, str] | None] = {}  # each distinct sharding judged once
     for v in module.values:
         if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):
             continue  # whole axes of the global mesh: a plain spec by construction
@@ -63,10 +56,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         if s is None:
             continue
         for leaf in s.leaves():
-            if leaf not in seen:
-                m = match_plain_spec(leaf, g)
-                seen[leaf] = None if m is None or m.exact is not None else _explain(leaf, g, m)
-            verdict = seen[leaf]
+            verdict = memo(_VERDICTS, _verdict, leaf, g)  # each distinct sharding judged once
             if verdict is not None:
                 message, fix = verdict
                 out.append(
@@ -75,6 +65,17 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
                     )
                 )
     return out
+
+
+_VERDICTS: dict = {}
+
+
+def _verdict(leaf: HloSharding, g: Mesh) -> tuple[str, str] | None:
+    """(message, fix) when `leaf` is not a plain spec on `g`, else None."""
+    from .common import match_plain_spec
+
+    m = match_plain_spec(leaf, g)
+    return None if m is None or m.exact is not None else _explain(leaf, g, m)
 
 
 def _has_sub_axes(v: Value) -> bool:

@@ -141,12 +141,24 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     if module.partitioned:
         return out  # shapes are per-device there
+    # (sharding, shape) pairs repeat thousands of times: judge each once per module, by the
+    # sharding's identity (the values hold it, so its id is not reused meanwhile)
+    seen: dict[tuple, list[Finding]] = {}
     for v in module.values:
-        if v.shape is None or v.hlo is None or not v.hlo.is_tiled:
+        h = v.hlo
+        if v.shape is None or h is None:
             continue
-        where = {"path": ctx.path, "line": v.line, "column": v.column, "module": module.name}
-        for f in uneven_findings(v.hlo, v.shape, ctx.split, where=where):
-            out.append(replace(f, message=f"{v.name}: {f.message}"))
+        key = (id(h), v.shape)
+        found = seen.get(key)
+        if found is None:
+            if not h.is_tiled:
+                found = []
+            else:
+                where = {"path": ctx.path, "line": 0, "column": 0, "module": module.name}
+                found = uneven_findings(h, v.shape, ctx.split, where=where)
+            seen[key] = found
+        for f in found:
+            out.append(replace(f, message=f"{v.name}: {f.message}", line=v.line, column=v.column))
     return out
 
 

@@ -41,12 +41,16 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     from .common import where
 
     out: list[Finding] = []
+    ranks: dict[int, int | None] = {}  # by the sharding's identity: one object per text
     for v in module.values:
         shape = v.shape if v.shape is not None else v.local_shape
-        if shape is None or v.sharding is None:
+        s = v.sharding
+        if shape is None or s is None:
             continue
         rank = len(shape)
-        got = _rank(v)
+        got = ranks.get(id(s), -1)
+        if got == -1:
+            got = ranks[id(s)] = _rank(v)
         if got is None or got == rank:
             continue
         shape_txt = "x".join(map(str, shape)) or "scalar"

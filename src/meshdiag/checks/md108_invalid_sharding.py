@@ -61,12 +61,20 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             )
     declared = {d.name for d in module.meshes}
     count = _device_count(module, ctx)
-    judged: dict[tuple, list[str]] = {}  # shardings repeat thousands of times: judge once
+    # shardings repeat thousands of times: judge each once, looked up by identity (the
+    # scanner shares one object per distinct text; the values hold it, so ids are not
+    # reused meanwhile), else by equality
+    by_id: dict[tuple, list[str]] = {}
+    judged: dict[tuple, list[str]] = {}
     for v in module.values:
-        key = (v.sharding, v.mesh_name)
-        if key not in judged:
-            judged[key] = _value_problems(v, declared, mesh_msgs, count)
-        for m in judged[key]:
+        msgs = by_id.get((id(v.sharding), v.mesh_name))
+        if msgs is None:
+            key = (v.sharding, v.mesh_name)
+            msgs = judged.get(key)
+            if msgs is None:
+                msgs = judged[key] = _value_problems(v, declared, mesh_msgs, count)
+            by_id[(id(v.sharding), v.mesh_name)] = msgs
+        for m in msgs:
             out.append(
                 RULE.finding(
                     f"{v.name}'s sharding {v.text}: {m}.",
