@@ -120,17 +120,24 @@ def map_files(
     jobs: int | None,
     initializer: Callable | None = None,
     initargs: tuple = (),
+    *,
+    min_files: int = MIN_PARALLEL_FILES,
+    context=None,
+    died: str = "a worker process died (out of memory or killed); rerun with --jobs 1",
 ) -> Iterator[T]:
-    """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it.
+    """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it
+    (at least `min_files` files), started by `context` (default `mp_context()`).
 
-    `fn`, `initializer` and `initargs` must be picklable (module-level functions). Serial runs
-    call `initializer` in this process first, so `fn` sees the same state either way.
+    `fn`, `initializer` and `initargs` must be picklable (module-level functions) unless
+    `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
+    same state either way. Closing the iterator early cancels the work not yet started;
+    a dead worker is a MeshdiagError saying `died`.
     """
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
     jobs = min(jobs, len(files))
-    if jobs <= 1 or len(files) < MIN_PARALLEL_FILES or "-" in files:
+    if jobs <= 1 or len(files) < min_files or "-" in files:
         if initializer is not None:
             initializer(*initargs)
         for path in files:
@@ -139,17 +146,31 @@ def map_files(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # small chunks keep the output flowing in order; enough of them to amortise the IPC
+    mp = context or mp_context()
+    if mp.get_start_method() == "fork":
+        _preload()  # imported once here, inherited by every worker
+    # small chunks keep the output flowing in order and the cores evenly loaded to the end;
+    # enough of them to amortise the IPC
     chunk = max(1, min(64, len(files) // (jobs * 16)))
     try:
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp_context(), initializer=initializer, initargs=initargs
+            max_workers=jobs, mp_context=mp, initializer=initializer, initargs=initargs
         ) as pool:
-            yield from pool.map(fn, files, chunksize=chunk)
+            try:
+                yield from pool.map(fn, files, chunksize=chunk)
+            finally:  # also when the caller stops early: no waiting for the rest
+                pool.shutdown(wait=True, cancel_futures=True)
     except BrokenProcessPool:
-        raise MeshdiagError(
-            "a worker process died (out of memory or killed); rerun with --jobs 1"
-        ) from None
+        raise MeshdiagError(died) from None
+
+
+def _preload() -> None:
+    """Import what every worker needs (the scanner, every check) before forking, so the
+    workers do not each import it again."""
+    from .checks.registry import module_checks
+    from .ir import scan  # noqa: F401
+
+    module_checks()
 
 
 def inspect_paths(

@@ -71,9 +71,12 @@ NOT_IR = (
 def display_path(path: str, cwd: str | None = None) -> str:
     """`path` relative to the working directory when it is below it, else as given."""
     cwd = cwd or os.getcwd()
-    absolute = os.path.abspath(path)
-    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
-        return os.path.relpath(absolute, cwd)
+    absolute = os.path.normpath(os.path.join(cwd, path))  # os.path.abspath, cwd read once
+    if absolute == cwd:
+        return "."
+    prefix = cwd.rstrip(os.sep) + os.sep
+    if absolute.startswith(prefix):
+        return absolute[len(prefix) :]  # os.path.relpath of a normalised path below cwd
     return path
 
 
@@ -95,21 +98,25 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
     def excluded(p: str) -> bool:
         return any(g.matches(p) for g in settings.exclude)
 
-    def add(p: str) -> None:
-        key = os.path.realpath(p)
+    def add(p: str, key: str | None = None) -> None:
+        key = key or os.path.realpath(p)
         if key not in seen and not excluded(p):
             seen.add(key)
             out.append(p)
 
+    islink = os.path.islink
     for p in paths:
         if os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(
                     d for d in dirs if d not in SKIP_DIRS and not excluded(os.path.join(root, d))
                 )
+                real_root = os.path.realpath(root)  # once per directory, not per file
                 for name in sorted(files):
                     if _lintable(name):
-                        add(os.path.join(root, name))
+                        path = os.path.join(root, name)
+                        # a plain file's real path is its directory's plus its name
+                        add(path, None if islink(path) else os.path.join(real_root, name))
         elif os.path.exists(p):
             add(p)
         else:
@@ -230,10 +237,8 @@ def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = 
 
 def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
-    from ..inspect import mp_context
+    from ..inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
     # deadlock a worker), else forkserver/spawn. Workers run the `lint_file` this module
@@ -244,22 +249,23 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     # biggest files first so one large dump does not finish last on a single core
     order = sorted(files, key=_size, reverse=True)
     findings: list[Finding] = []
+    results = map_files(
+        _work,
+        order,
+        jobs,
+        _init_worker,
+        (settings, fn),
+        min_files=2,
+        context=mp,
+        died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
+    )
     try:
-        with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=(settings, fn)
-        ) as pool:
-            chunk = max(1, len(order) // (jobs * 8))
-            for path, (kind, value) in zip(
-                order, pool.map(_work, order, chunksize=chunk), strict=True
-            ):
-                if kind != "ok":
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    _raise(path, kind, value)
-                findings.extend(value)
-    except BrokenProcessPool:
-        raise MeshdiagError(
-            "a lint worker process died (out of memory or killed); rerun with --jobs 1"
-        ) from None
+        for path, (kind, value) in zip(order, results, strict=True):
+            if kind != "ok":
+                _raise(path, kind, value)
+            findings.extend(value)
+    finally:
+        results.close()  # stops the pool, cancelling what has not started
     return findings
 
 
