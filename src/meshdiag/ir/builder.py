@@ -168,8 +168,9 @@ class Builder:
         of `proto` at `line`, without recomputing anything that depends on the text only."""
         m = self.module if self.module is not None else self.ensure_module(line)
         v = _new_value(Value)
-        v.__dict__.update(proto.__dict__)
-        v.line = line
+        d = proto.__dict__.copy()  # faster than copying field by field
+        d["line"] = line
+        v.__dict__ = d
         if self.manual and v.kind not in ("manual_in", "manual_out"):
             v.local_shape, v.shape = v.shape, None
         m.values.append(v)

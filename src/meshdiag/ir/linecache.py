@@ -15,6 +15,8 @@ from .annot import MeshKey, Parsed
 from .builder import make_value
 from .model import Value
 
+_new_value = object.__new__
+
 #: lines longer than this are handled directly, never cached
 MAX_LINE = 16384
 #: total characters of cached lines before the cache is emptied
@@ -35,6 +37,7 @@ class Recorder:
         #: (value as read from the line, its parse error and offset) in emission order
         self.values: list[tuple[Value, tuple[str, int] | None]] = []
         self.problems: list[tuple[str, int | None]] = []  # (message, column)
+        self.errors = False  # some value has a parse error (replayed as a problem)
         self.report = _Report(self.problems)  # handlers compare len(report.findings)
 
     def value(self, name, line, column, text, notation, parsed: Parsed, **kw) -> None:
@@ -42,6 +45,7 @@ class Recorder:
         proto = make_value(name, 0, column, text, notation, parsed, **kw)
         err = (parsed.error, parsed.offset) if parsed.error is not None else None
         self.values.append((proto, err))
+        self.errors = self.errors or err is not None
 
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
         self.problems.append((message, column))
@@ -92,9 +96,23 @@ def replay(b, line: str | bytes, lineno: int) -> bool:
 def _replay(rec: Recorder, b, lineno: int) -> None:
     for message, column in rec.problems:
         b.problem(message, lineno, column)
-    add = b.replay_value
-    for proto, err in rec.values:
-        add(proto, err, lineno)
+    values = rec.values
+    if not values:
+        return
+    m = b.module
+    if m is None or b.manual or rec.errors:  # the general path: Builder.replay_value
+        add = b.replay_value
+        for proto, err in values:
+            add(proto, err, lineno)
+        return
+    # the common case, inlined: copies of the recorded values at this line
+    append = m.values.append
+    for proto, _ in values:
+        v = _new_value(Value)
+        d = proto.__dict__.copy()
+        d["line"] = lineno
+        v.__dict__ = d
+        append(v)
 
 
 def clear() -> None:
