@@ -141,25 +141,35 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     if module.partitioned:
         return out  # shapes are per-device there
-    # (sharding, shape) pairs repeat thousands of times: judge each once per module, by the
-    # sharding's identity (the values hold it, so its id is not reused meanwhile)
-    seen: dict[tuple, list[Finding]] = {}
+    # (sharding, shape) pairs repeat thousands of times across modules and files: judge each
+    # once, looked up by the sharding's identity (the scanner shares one object per text)
+    split = ctx.split
     for v in module.values:
         h = v.hlo
         if v.shape is None or h is None:
             continue
-        key = (id(h), v.shape)
-        found = seen.get(key)
-        if found is None:
-            if not h.is_tiled:
-                found = []
-            else:
-                where = {"path": ctx.path, "line": 0, "column": 0, "module": module.name}
-                found = uneven_findings(h, v.shape, ctx.split, where=where)
-            seen[key] = found
-        for f in found:
-            out.append(replace(f, message=f"{v.name}: {f.message}", line=v.line, column=v.column))
+        key = (id(h), v.shape, split)
+        hit = _SEEN.get(key)
+        if hit is None:
+            found = uneven_findings(h, v.shape, split, where={}) if h.is_tiled else []
+            if len(_SEEN) >= 8192:
+                _SEEN.clear()
+            hit = _SEEN[key] = (h, found)  # holds `h`: its id is not reused while cached
+        for f in hit[1]:
+            out.append(
+                replace(
+                    f,
+                    message=f"{v.name}: {f.message}",
+                    path=ctx.path,
+                    line=v.line,
+                    column=v.column,
+                    module=module.name,
+                )
+            )
     return out
+
+
+_SEEN: dict[tuple, tuple[object, list[Finding]]] = {}
 
 
 RULE = register(

@@ -103,8 +103,7 @@ def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
 def _value_problems(
     v: Value, declared: set[str], mesh_msgs: dict[str, list[str]], count: int | None
 ) -> list[str]:
-    from ..formats.gspmd import validate_hlo
-    from ..formats.shardy import verify_named
+    from .common import memo
 
     s = v.sharding
     if isinstance(s, NamedSharding):
@@ -114,13 +113,31 @@ def _value_problems(
                 return [f"unknown mesh: @{ref}"]
             return []
         known = set(mesh_msgs.get(s.mesh_ref or "", []))
-        return [m for m in verify_named(s, s.mesh) if m not in known and "tensor rank" not in m]
+        found = memo(_NAMED, _verify_named, s)
+        return [m for m in found if m not in known and "tensor rank" not in m]
     if isinstance(s, HloSharding):
-        msgs = validate_hlo(s)
-        if count is not None:
-            msgs += _out_of_range(s, count)
-        return msgs
+        return list(memo(_HLO, _hlo_problems, s, count))
     return []
+
+
+#: the verifiers' messages per sharding (and device count), across modules and files
+_NAMED: dict = {}
+_HLO: dict = {}
+
+
+def _verify_named(s: NamedSharding) -> list[str]:
+    from ..formats.shardy import verify_named
+
+    return verify_named(s, s.mesh)
+
+
+def _hlo_problems(s: HloSharding, count: int | None) -> list[str]:
+    from ..formats.gspmd import validate_hlo
+
+    msgs = list(validate_hlo(s))
+    if count is not None:
+        msgs += _out_of_range(s, count)
+    return msgs
 
 
 def _out_of_range(s: HloSharding, count: int) -> list[str]:
