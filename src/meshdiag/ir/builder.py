@@ -26,6 +26,24 @@ class ManualRegion:
 
 _new_value = object.__new__
 
+#: a small int per distinct MeshKey, for the line cache's keys: hashing a MeshKey hashes
+#: its meshes, and tuples do not keep their hash. Numbers are never reused (the table may be
+#: emptied, a key then gets a new number), so a stale number can only miss.
+_TOKENS: dict[MeshKey, int] = {(): 0}
+_next_token = 1
+
+
+def mesh_token(key: MeshKey) -> int:
+    global _next_token
+    token = _TOKENS.get(key)
+    if token is None:
+        if len(_TOKENS) >= 4096:
+            _TOKENS.clear()
+            _TOKENS[()] = 0
+        token = _TOKENS[key] = _next_token
+        _next_token += 1
+    return token
+
 
 def make_value(
     name: str,
@@ -71,6 +89,7 @@ class Builder:
         self.section_line: int | None = None
         self.pending_diags: list[Diagnostic] = []
         self.mesh_key: MeshKey = ()
+        self.mesh_token = 0  # mesh_token(self.mesh_key)
         self.manual: list[ManualRegion] = []
         self.partitioned_hint = partitioned_hint  # from the dump file name
         #: raw bytes of the line being handled (the line cache's key), set by the scanner
@@ -86,6 +105,7 @@ class Builder:
         self.module = m
         self.last = m
         self.mesh_key = ()
+        self.mesh_token = 0
         self.manual = []
         if self.pending_diags:
             m.diagnostics.extend(self.pending_diags)
@@ -139,6 +159,7 @@ class Builder:
             self.mesh_key = tuple((k, v) for k, v in self.mesh_key if k != decl.name) + (
                 (decl.name, decl.mesh),
             )
+            self.mesh_token = mesh_token(self.mesh_key)
 
     def value(
         self,

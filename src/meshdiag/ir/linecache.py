@@ -31,8 +31,9 @@ class _Report:
 class Recorder:
     """Looks like a Builder to line handlers that only add values and problems."""
 
-    def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...]) -> None:
+    def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...], token: int = 0) -> None:
         self.mesh_key = mesh_key
+        self.mesh_token = token
         self.manual_axes = manual_axes
         #: (value as read from the line, its parse error and offset) in emission order
         self.values: list[tuple[Value, tuple[str, int] | None]] = []
@@ -68,10 +69,11 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     # keyed by the raw bytes of the line when the scanner gave them (it replays before
     # decoding), else by the text
     raw = getattr(b, "raw", None)
-    key = (raw if raw is not None else line, b.mesh_key, b.manual_axes)
+    # the meshes by their token (builder.mesh_token): equal MeshKeys, equal tokens
+    key = (raw if raw is not None else line, b.mesh_token, b.manual_axes)
     rec = _cache.get(key)
     if rec is None:
-        rec = Recorder(b.mesh_key, b.manual_axes)
+        rec = Recorder(b.mesh_key, b.manual_axes, b.mesh_token)
         handler(rec, line, 0, *args)
         if _chars > MAX_CHARS:
             _cache.clear()
@@ -86,7 +88,7 @@ def replay(b, line: str | bytes, lineno: int) -> bool:
     the line is not cached."""
     if not _cache:
         return False
-    rec = _cache.get((line, b.mesh_key, b.manual_axes))
+    rec = _cache.get((line, b.mesh_token, b.manual_axes))
     if rec is None:
         return False
     _replay(rec, b, lineno)
