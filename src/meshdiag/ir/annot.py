@@ -36,6 +36,18 @@ def _error(e: MeshdiagError) -> tuple[str, int]:
     return str(e), 0
 
 
+@lru_cache(maxsize=4096)
+def parse_named_mesh(text: str, name: str) -> tuple[Mesh | None, str | None, int]:
+    """`parse_mesh(text)` with the mesh named `name` (frozen, so one object serves every
+    module that declares it)."""
+    mesh, err, off = parse_mesh(text)
+    if mesh is not None:
+        from dataclasses import replace
+
+        mesh = replace(mesh, name=name)
+    return mesh, err, off
+
+
 @lru_cache(maxsize=8192)
 def parse_mesh(text: str) -> tuple[Mesh | None, str | None, int]:
     """(mesh, error, offset) for a mesh attribute `<[...]>` / `#sdy.mesh<...>`."""
@@ -113,5 +125,5 @@ def leaves(p: Parsed) -> list[Parsed]:
 
 
 def cache_clear() -> None:
-    for f in (parse_mesh, parse_named, parse_per_value, parse_hlo_text):
+    for f in (parse_mesh, parse_named_mesh, parse_named, parse_per_value, parse_hlo_text):
         f.cache_clear()

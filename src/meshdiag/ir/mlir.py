@@ -105,11 +105,7 @@ def _mesh_op(b: Builder, line: str, lineno: int) -> None:
 
 
 def _declare(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
-    mesh, err, off = annot.parse_mesh(text)
-    if mesh is not None:
-        from dataclasses import replace
-
-        mesh = replace(mesh, name=name)
+    mesh, err, off = annot.parse_named_mesh(text, name)
     b.mesh(MeshDecl(name, mesh, lineno, col, text, source))  # type: ignore[arg-type]
     if err is not None:
         b.problem(f"mesh @{name}: {err}", lineno, col + off)
