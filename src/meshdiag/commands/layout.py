@@ -60,28 +60,16 @@ def register(app: typer.Typer) -> None:
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """`32,32`, `32x32`, `(1,7,32,32)`, `[4, 8]`, `(4,)`; `()`/`[]` is rank 0."""
-    from ..errors import MeshdiagError
+    """`--shape`: `32,32`, `32x32`, `(1,7,32,32)`, `[4, 8]`, `(4,)`; `()`/`[]` is rank 0."""
+    from ..errors import MeshdiagError, ParseError
+    from ..formats.ttnn import parse_shape as parse_sizes
 
-    t = text.strip()
-    if t[:1] in "([" and t[-1:] in ")]" and len(t) >= 2:
-        if (t[0], t[-1]) not in (("(", ")"), ("[", "]")):
-            raise MeshdiagError(f"--shape {text!r} has mismatched brackets")
-        t = t[1:-1].strip()
-    if not t:
-        return ()
-    parts = [p.strip() for p in t.replace("x", ",").replace("×", ",").split(",")]
-    if parts and parts[-1] == "":  # `(4,)`
-        parts.pop()
-    dims = []
-    for p in parts:
-        if not (p.isascii() and p.isdigit()):  # int() refuses '²'
-            raise MeshdiagError(
-                f"--shape {text!r} is not a list of sizes (expected e.g. 32,32 or (1,7,32,32); "
-                f"{p!r} is not a non-negative integer)"
-            )
-        dims.append(int(p))
-    return tuple(dims)
+    try:
+        return parse_sizes(text, "shape")
+    except ParseError as e:  # name the option first, as the other option errors do
+        raise MeshdiagError(
+            f"--shape {text!r} is not a list of sizes like 32,32 or (1,7,32,32): {e}"
+        ) from None
 
 
 def run_layout(

@@ -73,19 +73,27 @@ class Dest:
 
 
 def parse_shape(text: str, what: str = "shape") -> tuple[int, ...]:
-    """`1,7,32,32`, `(1, 7, 32, 32)`, `[1,7,32,32]` or `1x7x32x32`; `()` is a scalar."""
+    """`1,7,32,32`, `(1, 7, 32, 32)`, `[1,7,32,32]`, `1x7x32x32` or `1×7`; `(4,)` keeps its
+    trailing comma; `()`/`[]` is a scalar."""
     check_annotation_length(text, what)
     body = text.strip()
     offset = len(text) - len(text.lstrip())
-    if body[:1] in "([" and body[-1:] in ")]":
+    if len(body) >= 2 and body[0] in "([" and body[-1] in ")]":
+        close = ")" if body[0] == "(" else "]"
+        if body[-1] != close:
+            raise ParseError(
+                f"'{close}' closing the {what}", text, offset + len(body) - 1, found=repr(body[-1])
+            )
         offset += 1
         body = body[1:-1]
     if not body.strip():
         return ()
-    sep = "x" if "x" in body and "," not in body else ","
+    parts = re.split("[,x×]", body)
+    if len(parts) > 1 and not parts[-1].strip():  # `(4,)`
+        parts.pop()
     out: list[int] = []
     pos = 0
-    for part in body.split(sep):
+    for part in parts:
         stripped = part.strip()
         if not (stripped.isascii() and stripped.isdigit()):  # int() refuses '²'
             col = offset + pos + (len(part) - len(part.lstrip()))
