@@ -41,11 +41,9 @@ def module_label(module: ModuleReport) -> str:
 # -- text ----------------------------------------------------------------------------------
 def sdy_mesh_text(mesh: Mesh, name: str = "mesh") -> str:
     """`sdy.mesh @mesh = <["batch"=2, "model"=4]>` (with `device_ids` when not iota)."""
-    axes = ", ".join(f'"{a}"={s}' for a, s in mesh.axes)
-    ids = f", device_ids=[{', '.join(map(str, mesh.device_ids))}]" if mesh.device_ids else ""
-    if mesh.is_maximal:
-        return f"sdy.mesh @{name} = <[]{ids}>"
-    return f"sdy.mesh @{name} = <[{axes}]{ids}>"
+    from ..formats.shardy import print_mesh_attr
+
+    return f"sdy.mesh @{name} = {print_mesh_attr(mesh)}"
 
 
 def pspec_text(spec: PlainSpec) -> str:
@@ -65,32 +63,6 @@ def pspec_text(spec: PlainSpec) -> str:
 def sdy_dims_text(spec: PlainSpec) -> str:
     """`[{}, {"model"}]`."""
     return "[" + ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}" for axes in spec) + "]"
-
-
-def axis_ref_text(a) -> str:
-    """`"x"` or the sub-axis `"x":(1)2`."""
-    return f'"{a.name}":({a.pre}){a.size}' if a.is_sub else f'"{a.name}"'
-
-
-def named_dims_text(n: NamedSharding) -> str:
-    """`[{}, {"batch", "model":(1)2}]` plus `replicated={...}` / `unreduced={...}`."""
-    dims = []
-    for d in n.dims:
-        body = ", ".join(axis_ref_text(a) for a in d.axes)
-        if d.is_open:
-            body = body + ", ?" if body else "?"
-        dims.append("{" + body + "}" + (f"p{d.priority}" if d.priority is not None else ""))
-    text = "[" + ", ".join(dims) + "]"
-    for key, axes in (("replicated", n.replicated), ("unreduced", n.unreduced)):
-        if axes:
-            text += f", {key}={{{', '.join(axis_ref_text(a) for a in axes)}}}"
-    return text
-
-
-def gspmd_text(s: HloSharding) -> str:
-    from ..formats.gspmd import print_gspmd
-
-    return print_gspmd(s)
 
 
 # -- the module's mesh -------------------------------------------------------------------
@@ -340,6 +312,8 @@ def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
     spec = m.exact or (m.same_tiling[0] if m.same_tiling else None)
     if spec is None:
         return None
+    from ..formats.gspmd import print_gspmd
+
     if v.notation == "sdy":
         return f"{v.name}: <@mesh, {sdy_dims_text(spec)}> ({pspec_text(spec)})"
-    return f"{v.name}: {gspmd_text(plain_spec_hlo(spec, global_mesh))} ({pspec_text(spec)})"
+    return f"{v.name}: {print_gspmd(plain_spec_hlo(spec, global_mesh))} ({pspec_text(spec)})"

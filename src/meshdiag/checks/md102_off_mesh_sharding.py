@@ -93,7 +93,8 @@ def _name(v: Value) -> str:
 
 
 def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
-    from .common import gspmd_text, plain_spec_hlo, pspec_text, sdy_dims_text
+    from ..formats.gspmd import print_gspmd
+    from .common import plain_spec_hlo, pspec_text, sdy_dims_text
 
     parts = [f"is not any plain spec on the global mesh <{g.short()}>"]
     on_global = _on_global(s, g)
@@ -105,7 +106,7 @@ def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
         parts.append(f"it fits the mesh{'es' if len(fits) > 1 else ''} {', '.join(fits)}")
     if m.same_tiling:
         spec = m.same_tiling[0]
-        right = gspmd_text(plain_spec_hlo(spec, g))
+        right = print_gspmd(plain_spec_hlo(spec, g))
         parts.append(f"{pspec_text(spec)} has the same tiling but another device order")
         fix = (
             f"use {pspec_text(spec)} on the global mesh: {right} "
@@ -122,13 +123,13 @@ def _on_global(s: HloSharding, g: Mesh) -> str | None:
     """The sharding as Shardy dims (with sub-axes) on the global mesh, when it has one."""
     from ..derive import hlo_to_named
     from ..errors import MeshdiagError
-    from .common import named_dims_text
+    from ..formats.shardy import print_sdy_dims
 
     try:
         named = hlo_to_named(s, g)
     except MeshdiagError:
         return None
-    return named_dims_text(named) if named is not None and named.whole is None else None
+    return print_sdy_dims(named) if named is not None and named.whole is None else None
 
 
 def _fits(s: HloSharding, limit: int = 4) -> list[str]:

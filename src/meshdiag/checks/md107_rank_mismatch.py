@@ -87,7 +87,7 @@ def _fix(v: Value, rank: int) -> str:
 def _fix_named(s: NamedSharding, rank: int) -> str:
     from dataclasses import replace
 
-    from .common import named_dims_text
+    from ..formats.shardy import print_sdy_dims
 
     dims = list(s.dims)
     if len(dims) < rank:
@@ -100,11 +100,11 @@ def _fix_named(s: NamedSharding, rank: int) -> str:
                 "sharded); reshard the value on its own dims"
             )
         dims = dims[:rank]
-    return f"use {named_dims_text(replace(s, dims=tuple(dims)))}"
+    return f"use {print_sdy_dims(replace(s, dims=tuple(dims)))}"
 
 
 def _fix_tiled(s: HloSharding, rank: int) -> str:
-    from .common import gspmd_text
+    from ..formats.gspmd import print_gspmd
 
     data = list(s.data_dims)
     if len(data) < rank:
@@ -116,7 +116,7 @@ def _fix_tiled(s: HloSharding, rank: int) -> str:
         if total and not s.num_subgroup_dims:
             # the extra dims are most likely a replication group written without its keyword
             fixed = HloSharding.tiled(_reshaped(s, data[:rank] + [total]), replicate_on_last=True)
-            return f"use {gspmd_text(fixed)} (the trailing tile dims as the replication group)"
+            return f"use {print_gspmd(fixed)} (the trailing tile dims as the replication group)"
         return (
             f"the sharding was built for a rank-{len(data)} tensor (a tile dim past {rank - 1} "
             "is not 1); reshard the value on its own dims"
@@ -128,7 +128,7 @@ def _fix_tiled(s: HloSharding, rank: int) -> str:
         replicate_on_last=s.replicate_on_last,
         subgroup_types=s.subgroup_types,
     )
-    return f"use {gspmd_text(new)}"
+    return f"use {print_gspmd(new)}"
 
 
 def _reshaped(s: HloSharding, dims: list[int]) -> TileAssignment:

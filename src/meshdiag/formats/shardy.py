@@ -370,14 +370,19 @@ def print_sdy_sharding(s: NamedSharding, *, stripped: bool = False) -> str:
         mesh = "mesh" + print_mesh_attr(s.mesh)
     else:
         raise MeshdiagError("a Shardy sharding needs a mesh or a mesh name to be printed")
-    parts = [mesh, "[" + ", ".join(_print_dim(d) for d in s.dims) + "]"]
+    body = f"<{mesh}, {print_sdy_dims(s)}>"
+    return body if stripped else "#sdy.sharding" + body
+
+
+def print_sdy_dims(s: NamedSharding) -> str:
+    """The part after the mesh: `[{"a", ?}, {}p1], replicated={..}, unreduced=max{..}`."""
+    parts = ["[" + ", ".join(_print_dim(d) for d in s.dims) + "]"]
     if s.replicated:
         parts.append("replicated={" + ", ".join(map(_print_axis, s.replicated)) + "}")
     if s.unreduced:
         op = s.unreduced_op if s.unreduced_op not in (None, "sum") else ""
         parts.append(f"unreduced={op}{{" + ", ".join(map(_print_axis, s.unreduced)) + "}")
-    body = "<" + ", ".join(parts) + ">"
-    return body if stripped else "#sdy.sharding" + body
+    return ", ".join(parts)
 
 
 def print_sharding_per_value(shardings: list[NamedSharding]) -> str:
