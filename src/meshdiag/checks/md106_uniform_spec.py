@@ -57,9 +57,10 @@ def uniform_spec_findings(
     """MD106 findings for one simulated copy (empty when the destination agrees with it)."""
     out: list[Finding] = []
     specs = per_device_specs_text(devices)
-    by_ref = (
-        "pass the destination by reference so the copy replaces its specs with the written "
-        "devices (current TTNN: copy_host_to_device_tensor(host, Tensor& device))"
+    fix = (
+        f"allocate the destination with per-device specs from the source — {specs} — or pass "
+        "the destination by reference so the copy replaces its specs with the written devices "
+        "(current TTNN: copy_host_to_device_tensor(host, Tensor& device))"
     )
     shapes = (
         f"read-back shape {_shape(readback.shape)}, source {_shape(source_shape)}"
@@ -75,7 +76,6 @@ def uniform_spec_findings(
             f"which the copy never wrote ({'by-value copy kept the allocated specs' if write == 'by-value' else 'specs were not rebuilt from the source'}): "
             f"read-back returns their stale memory as data ({shapes})"
         )
-        fix = f"allocate the destination with per-device specs from the source — {specs} — or {by_ref}"
         out.append(RULE.finding(msg, fix, **where))
     wrong = [d for d in devices if d.mismatched]
     if wrong:
@@ -88,7 +88,6 @@ def uniform_spec_findings(
             f"({detail}): read-back reinterprets those buffers, mixing shard data with stale "
             f"memory ({shapes})"
         )
-        fix = f"allocate the destination with per-device specs from the source — {specs} — or {by_ref}"
         out.append(RULE.finding(msg, fix, **where))
     return out
 
