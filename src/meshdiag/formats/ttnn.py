@@ -144,29 +144,44 @@ def _list(body: str, text: str, start: int, n: int | None, what: str) -> list[tu
     return toks
 
 
+def _head(text: str, what: str) -> tuple[str, str, str, int]:
+    """(stripped text, lower-case head before ':', the ':' or '', offset of the body in `text`)."""
+    check_annotation_length(text, what)
+    t = text.strip()
+    head, colon, _ = t.partition(":")
+    return t, head.strip().lower(), colon, len(text) - len(text.lstrip()) + len(head) + 1
+
+
+def _one_dim(text: str, start: int, head: str) -> int:
+    """`shard:D` / `concat:D`: the one tensor dim after the head."""
+    body = text[start:]
+    if not _INT.fullmatch(body.strip()):
+        raise ParseError(f"a tensor dim after '{head}:'", text, start, found=repr(body))
+    return int(body)
+
+
+def _two_dims(text: str, start: int) -> tuple[Placements, tuple[int, ...] | None]:
+    """`shard2d:R,C[@RxC]` / `concat2d:R,C[@RxC]`: two dims (or none) and the 2-D override."""
+    body, ov = _split_override(text, start)
+    toks = _list(body, text, start, 2, "tensor dims (or none)")
+    dims = tuple(_dim_or_none(tok, text, pos) for tok, pos in toks)
+    if ov is not None and len(ov) != 2:
+        raise ParseError("a 2-D mesh shape (RxC) after '@'", text, start + len(body) + 1)
+    return dims, ov
+
+
 # -- mappers -----------------------------------------------------------------------------------
 
 
 def parse_mapper(text: str) -> TtnnMapper | None:
     """A TTNN mapper, or None when `text` is not TTNN notation (a compiler sharding, then)."""
-    check_annotation_length(text, "mapper")
-    t = text.strip()
-    head, colon, _ = t.partition(":")
-    head = head.strip().lower()
-    start = len(text) - len(text.lstrip()) + len(t.partition(":")[0]) + 1
+    t, head, colon, start = _head(text, "mapper")
     if head == "replicate" and not colon:
         return TtnnMapper("replicate", (None,), None, True, t)
     if head == "shard":
-        body = text[start:]
-        if not _INT.fullmatch(body.strip()):
-            raise ParseError("a tensor dim after 'shard:'", text, start, found=repr(body))
-        return TtnnMapper("shard", (int(body),), None, True, t)
+        return TtnnMapper("shard", (_one_dim(text, start, head),), None, True, t)
     if head == "shard2d":
-        body, ov = _split_override(text, start)
-        toks = _list(body, text, start, 2, "tensor dims (or none)")
-        pl = tuple(_dim_or_none(tok, text, pos) for tok, pos in toks)
-        if ov is not None and len(ov) != 2:
-            raise ParseError("a 2-D mesh shape (RxC) after '@'", text, start + len(body) + 1)
+        pl, ov = _two_dims(text, start)
         return TtnnMapper("shard2d", pl, ov, False, t)
     if head == "placements":
         body, ov = _split_override(text, start)
@@ -189,24 +204,13 @@ def parse_mapper(text: str) -> TtnnMapper | None:
 
 
 def parse_composer(text: str) -> Composer:
-    check_annotation_length(text, "composer")
-    t = text.strip()
-    head, colon, _ = t.partition(":")
-    head = head.strip().lower()
-    start = len(text) - len(text.lstrip()) + len(t.partition(":")[0]) + 1
+    t, head, colon, start = _head(text, "composer")
     if head in ("first", "tiles") and not colon:
         return Composer(head, (None,), None, True, t)  # type: ignore[arg-type]
     if head == "concat":
-        body = text[start:]
-        if not _INT.fullmatch(body.strip()):
-            raise ParseError("a tensor dim after 'concat:'", text, start, found=repr(body))
-        return Composer("concat", (int(body),), None, True, t)
+        return Composer("concat", (_one_dim(text, start, head),), None, True, t)
     if head == "concat2d":
-        body, ov = _split_override(text, start)
-        toks = _list(body, text, start, 2, "tensor dims (or none)")
-        dims = tuple(_dim_or_none(tok, text, pos) for tok, pos in toks)
-        if ov is not None and len(ov) != 2:
-            raise ParseError("a 2-D mesh shape (RxC) after '@'", text, start + len(body) + 1)
+        dims, ov = _two_dims(text, start)
         return Composer("concat2d", dims, ov, False, t)
     raise ParseError(
         "a composer: concat:D, concat2d:R,C[@RxC], first or tiles", text, 0, found=repr(t)
