@@ -121,16 +121,20 @@ class _Scanner:
                 self.pos = end + 1
                 return [int(p) for p in parts]
         out = [self.int(what)]
-        while True:
-            c = self.peek()
-            if c == ",":
-                self.pos += 1
-                out.append(self.int(what))
-            elif c == close:
-                self.pos += 1
-                return out
-            else:
-                raise self.fail(f"',' or '{close}'")
+        while self.more(close, f"',' or '{close}'"):
+            out.append(self.int(what))
+        return out
+
+    def more(self, close: str, what: str) -> bool:
+        """After a list item: consume ',' (True, another item follows) or `close` (False)."""
+        c = self.peek()
+        if c == ",":
+            self.pos += 1
+            return True
+        if c == close:
+            self.pos += 1
+            return False
+        raise self.fail(what)
 
     def balanced(self) -> int:
         """Position just past the '}' closing the brace opened before `pos`.
@@ -470,14 +474,8 @@ def _parse_subgroup_types(sc: _Scanner) -> tuple[str, ...]:
                 found=repr(name) if name else None,
             )
         out.append(_SUBGROUP_NAMES[name])
-        c = sc.peek()
-        if c == ",":
-            sc.pos += 1
-        elif c == "}":
-            sc.pos += 1
+        if not sc.more("}", "',' or '}' in last_tile_dims"):
             return tuple(out)
-        else:
-            raise sc.fail("',' or '}' in last_tile_dims")
 
 
 def _parse_metadata(sc: _Scanner) -> tuple[str, ...]:
@@ -495,14 +493,8 @@ def _parse_metadata(sc: _Scanner) -> tuple[str, ...]:
         end = sc.balanced()
         sc.pos = end
         entries.append(sc.text[start : end - 1].strip())
-        c = sc.peek()
-        if c == ",":
-            sc.pos += 1
-        elif c == "}":
-            sc.pos += 1
+        if not sc.more("}", "',' or '}' in the metadata list"):
             return tuple(entries)
-        else:
-            raise sc.fail("',' or '}' in the metadata list")
 
 
 # -- printing -----------------------------------------------------------------------------
