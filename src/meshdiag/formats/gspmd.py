@@ -237,16 +237,10 @@ def _parse_sharding(sc: _Scanner, depth: int) -> HloSharding:
         element = _parse_sharding(sc, depth + 1)
         # nested tuples are flattened (XLA's parser rejects them; its printer never makes them)
         elements.extend(element.elements if element.is_tuple else (element,))
-        c = sc.peek()
-        if c == ",":
-            sc.pos += 1
-            if sc.peek() != "{":
-                raise sc.fail("'{' to start a tuple element")
-        elif c == "}":
-            sc.pos += 1
+        if not sc.more("}", "',' or '}' in a tuple sharding"):
             return HloSharding.tuple_of(elements)
-        else:
-            raise sc.fail("',' or '}' in a tuple sharding")
+        if sc.peek() != "{":
+            raise sc.fail("'{' to start a tuple element")
 
 
 def _is_v3_start(text: str, pos: int) -> bool:
