@@ -48,15 +48,9 @@ def sdy_mesh_text(mesh: Mesh, name: str = "mesh") -> str:
 
 def pspec_text(spec: PlainSpec) -> str:
     """`(None, 'model')`, `(('x', 'y'), None)`."""
+    from ..formats.pspec import print_pspec_entry
 
-    def one(axes: tuple[str, ...]) -> str:
-        if not axes:
-            return "None"
-        if len(axes) == 1:
-            return repr(axes[0])
-        return "(" + ", ".join(map(repr, axes)) + ")"
-
-    inner = ", ".join(one(a) for a in spec)
+    inner = ", ".join(map(print_pspec_entry, spec))
     return f"({inner},)" if len(spec) == 1 else f"({inner})"
 
 

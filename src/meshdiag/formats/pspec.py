@@ -6,6 +6,8 @@ and torch_xla's `Mesh.__str__` use (no `eval`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import MeshdiagError, ParseError
 from ..limits import MAX_NESTING
 from ..mesh import Mesh
@@ -181,11 +183,14 @@ def named_to_pspec(s: NamedSharding) -> str | None:
     for d in s.dims:
         if d.is_open or d.priority is not None or any(a.is_sub for a in d.axes):
             return None
-        names = [repr(a.name) for a in d.axes]
-        if not names:
-            parts.append("None")
-        elif len(names) == 1:
-            parts.append(names[0])
-        else:
-            parts.append("(" + ", ".join(names) + ")")
+        parts.append(print_pspec_entry([a.name for a in d.axes]))
     return "P(" + ", ".join(parts) + ")"
+
+
+def print_pspec_entry(axes: Sequence[str]) -> str:
+    """One PartitionSpec entry: `None`, `'model'` or `('x', 'y')`."""
+    if not axes:
+        return "None"
+    if len(axes) == 1:
+        return repr(axes[0])
+    return "(" + ", ".join(map(repr, axes)) + ")"
