@@ -75,7 +75,7 @@ def compress_devices(ids: Iterable[int], *, max_chars: int | None = None) -> str
 
 
 def expand_devices(text: str) -> list[int]:
-    """Inverse of `compress_devices` for unelided text (used by tests and the JSON reader)."""
+    """Inverse of `compress_devices` for unelided text (the round-trip tests use it)."""
     out: list[int] = []
     for part in filter(None, text.split(",")):
         step = 1
