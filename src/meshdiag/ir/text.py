@@ -12,6 +12,15 @@ _OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
 _CLOSE = {">", "]", "}", ")"}
 
 
+def _closing_quote(s: str, pos: int, end: int) -> int:
+    """Index of the `"` ending the string whose content starts at `pos` (`\\` escapes skipped);
+    `end` or more when `s[pos:end]` does not close it."""
+    q = pos
+    while q < end and s[q] != '"':
+        q += 2 if s[q] == "\\" else 1
+    return q
+
+
 def match_end(s: str, pos: int, end: int | None = None) -> int:
     """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
     the `->` arrow; -1 when the line ends first."""
@@ -21,10 +30,7 @@ def match_end(s: str, pos: int, end: int | None = None) -> int:
     while p < n:
         c = s[p]
         if c == '"':
-            q = p + 1
-            while q < n and s[q] != '"':
-                q += 2 if s[q] == "\\" else 1
-            p = q + 1
+            p = _closing_quote(s, p + 1, n) + 1
             continue
         if c in _OPEN:
             stack.append(_OPEN[c])
@@ -50,10 +56,7 @@ def brace_end(s: str, pos: int) -> int:
     while p < n:
         c = s[p]
         if c == '"':
-            q = p + 1
-            while q < n and s[q] != '"':
-                q += 2 if s[q] == "\\" else 1
-            p = q + 1
+            p = _closing_quote(s, p + 1, n) + 1
             continue
         if c == "{":
             depth += 1
@@ -74,10 +77,7 @@ def split_top(s: str, start: int, end: int, sep: str = ",") -> list[tuple[int, i
     while p < end:
         c = s[p]
         if c == '"':
-            q = p + 1
-            while q < end and s[q] != '"':
-                q += 2 if s[q] == "\\" else 1
-            p = q + 1
+            p = _closing_quote(s, p + 1, end) + 1
             continue
         if c in _OPEN:
             depth += 1
@@ -95,9 +95,7 @@ def split_top(s: str, start: int, end: int, sep: str = ",") -> list[tuple[int, i
 def string_end(s: str, pos: int) -> int:
     """Index of the closing quote of the string whose content starts at `pos`; -1 if none."""
     n = len(s)
-    q = pos
-    while q < n and s[q] != '"':
-        q += 2 if s[q] == "\\" else 1
+    q = _closing_quote(s, pos, n)
     return q if q < n else -1
 
 
@@ -170,10 +168,7 @@ def op_result_types(line: str, start: int) -> list[str]:
     while p < n:
         c = body[p]
         if c == '"':
-            q = p + 1
-            while q < n and body[q] != '"':
-                q += 2 if body[q] == "\\" else 1
-            p = q + 1
+            p = _closing_quote(body, p + 1, n) + 1
             continue
         if c in _OPEN:
             depth += 1
@@ -190,17 +185,12 @@ def op_result_types(line: str, start: int) -> list[str]:
     if colon < 0:
         return []
     rest = body[arrow if arrow >= 0 else colon :].strip()
-    at = _find_top(rest, " attributes ")
+    at = rest.find(" attributes ")
     if at >= 0:
         rest = rest[:at]
     if rest.startswith("(") and match_end(rest, 0) == len(rest):
         rest = rest[1:-1]
     return [rest[a:b].strip() for a, b in split_top(rest, 0, len(rest))]
-
-
-def _find_top(s: str, word: str) -> int:
-    i = s.find(word)
-    return i
 
 
 def strip_loc(line: str) -> str:
