@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from meshdiag.formats.devicelist import compress_devices, device_runs, expand_devices
 from meshdiag.layout_engine import layout
-from meshdiag.render.devices import compress_devices, device_runs, expand_devices
 from meshdiag.render.export import to_html, to_svg
 from meshdiag.render.grid import choose_dims, plan_grid, render_text, tiles_of
 from meshdiag.sharding import HloSharding

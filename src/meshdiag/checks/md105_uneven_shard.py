@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..render.devices import compress_devices
+from ..formats.devicelist import compress_devices
 from ..splits import split_dim
 from .registry import Rule, register
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..render.devices import compress_devices
+from ..formats.devicelist import compress_devices
 from .registry import Rule, register
 
 if TYPE_CHECKING:

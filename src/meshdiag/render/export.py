@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from .devices import NOTATION, compress_devices
+from ..formats.devicelist import NOTATION, compress_devices
 from .grid import (
     EMPTY_FILL,
     MAX_FACETS,

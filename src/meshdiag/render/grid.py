@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .devices import NOTATION, compress_devices
+from ..formats.devicelist import NOTATION, compress_devices
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult

@@ -103,7 +103,7 @@ def readback_lines(sim: CopySimulation, limit: int = 12) -> list[str]:
     if len(diff) > limit:
         out.append(f"  … {len(diff) - limit} more differing pieces")
     if rb.stale_devices:
-        from .devices import compress_devices
+        from ..formats.devicelist import compress_devices
 
         out.append(f"stale devices: {compress_devices(rb.stale_devices, max_chars=80)}")
     return out
