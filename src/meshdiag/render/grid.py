@@ -378,12 +378,15 @@ class LayoutPicture:
         max_cells: int = 64,
         use_color: bool = True,
         max_facets: int = MAX_FACETS,
+        compact: bool = False,
     ):
         self.layout = lay
         self.sharding_text = sharding_text
         self.max_cells = max(1, max_cells)
         self.use_color = use_color
         self.max_facets = max_facets
+        #: cells as tall as their labels (summaries); otherwise heights follow the slice sizes
+        self.compact = compact
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.text import Text
@@ -438,7 +441,7 @@ class LayoutPicture:
                 widths = natural
             nlines = max(len(c) for row in texts for c in row)
             height_total = min(max(8, nlines * len(facet.cells)), 12 * len(facet.cells))
-            if lay.rank <= 1:
+            if lay.rank <= 1 or self.compact:
                 heights = [nlines] * len(facet.cells)
             else:
                 heights = distribute(facet.row_weights, [nlines] * len(facet.cells), height_total)
