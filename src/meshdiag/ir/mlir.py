@@ -272,24 +272,8 @@ def _annotations(
             if tok.startswith("mhlo"):
                 parsed = annot.leaves(annot.parse_hlo_text(text))
                 _emit(b, names, parsed, types, lineno, cstart + 1, text, "gspmd", kind, opname)
-            elif text.startswith("#sdy.sharding_per_value"):
-                items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
-                if err is not None:
-                    b.value(
-                        names[0],
-                        lineno,
-                        cstart + 1,
-                        text,
-                        "sdy",
-                        annot.Parsed(None, None, err, off),
-                        kind=kind,
-                        op=opname,
-                    )
-                else:
-                    _emit(b, names, items, types, lineno, cstart + 1, text, "sdy", kind, opname)
             else:
-                p = annot.parse_named(text, b.mesh_key, b.manual_axes)
-                _emit(b, names, [p], types, lineno, cstart + 1, text, "sdy", kind, opname)
+                _emit_sdy(b, names, types, lineno, cstart + 1, text, kind, opname)
             continue
         astart = m.end() - 1 if tok.endswith("=<") else m.start()
         aend = match_end(line, m.end() - 1)
@@ -300,25 +284,21 @@ def _annotations(
                 p = annot.Parsed(None, None, "expected '>' closing the sharding", len(text))
             b.value(names[0], lineno, astart + 1, text, "sdy", p, kind=kind, op=opname)
             continue
-        text = line[astart:aend]
-        if tok.startswith("#sdy.sharding_per_value"):
-            items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
-            if err is not None:
-                b.value(
-                    names[0],
-                    lineno,
-                    astart + 1,
-                    text,
-                    "sdy",
-                    annot.Parsed(None, None, err, off),
-                    kind=kind,
-                    op=opname,
-                )
-            else:
-                _emit(b, names, items, types, lineno, astart + 1, text, "sdy", kind, opname)
-        else:
-            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
-            _emit(b, names, [p], types, lineno, astart + 1, text, "sdy", kind, opname)
+        _emit_sdy(b, names, types, lineno, astart + 1, line[astart:aend], kind, opname)
+
+
+def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:
+    """A Shardy annotation (`#sdy.sharding<...>` or `#sdy.sharding_per_value<[...]>`): one
+    value per sharding; a per-value list that does not parse is one value with the error."""
+    if text.startswith("#sdy.sharding_per_value"):
+        items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
+        if err is not None:
+            p = annot.Parsed(None, None, err, off)
+            b.value(names[0], lineno, col, text, "sdy", p, kind=kind, op=opname)
+            return
+    else:
+        items = [annot.parse_named(text, b.mesh_key, b.manual_axes)]
+    _emit(b, names, items, types, lineno, col, text, "sdy", kind, opname)
 
 
 def _emit(b, names, parsed, types, lineno, col, text, notation, kind, opname) -> None:
