@@ -126,6 +126,10 @@ _STYLE = {
 }
 
 
+#: columns a grid cell needs to show its lines uncut
+CELL_WIDTH = 19
+
+
 class SimulationPicture:
     def __init__(self, sim: CopySimulation):
         self.sim = sim
@@ -136,11 +140,12 @@ class SimulationPicture:
 
         sim = self.sim
         yield Text(header_line(sim), style="bold")
-        if len(sim.devices) <= MAX_CELLS:
-            labels, rows = grid_rows(sim)
+        labels, rows = grid_rows(sim) if len(sim.devices) <= MAX_CELLS else ([], [])
+        # a grid cell needs about CELL_WIDTH columns to show its lines without cutting them
+        if rows and len(rows[0]) * CELL_WIDTH + 8 <= options.max_width:
             table = Table(show_header=True, show_lines=True, title="devices (mesh coordinate, id)")
             table.add_column("row", style="dim")
-            for j in range(len(rows[0]) if rows else 0):
+            for j in range(len(rows[0])):
                 table.add_column(str(j))
             for label, row in zip(labels, rows, strict=True):
                 cells = [
@@ -149,14 +154,23 @@ class SimulationPicture:
                 ]
                 table.add_row(label, *cells)
             yield table
-        else:
-            table = Table(title=f"first 32 of {len(sim.devices)} devices (--format json for all)")
+        else:  # too many devices, or a grid wider than the terminal: one device per row
+            shown = sim.devices if rows else sim.devices[:32]
+            title = (
+                "devices, one per row (the mesh grid is wider than the terminal)"
+                if rows
+                else f"first 32 of {len(sim.devices)} devices (--format json for all)"
+            )
+            table = Table(title=title)
             for col in ("device", "coord", "spec", "written"):
                 table.add_column(col)
-            for d in sim.devices[:32]:
+            for d in shown:
                 lines = cell_lines(d, sim.shape)
                 table.add_row(
-                    str(d.device), ",".join(map(str, d.coord)), lines[1], " ".join(lines[2:])
+                    str(d.device),
+                    ",".join(map(str, d.coord)),
+                    lines[1].removeprefix("spec "),
+                    Text(" ".join(lines[2:]), style=_STYLE[cell_status(d)]),
                 )
             yield table
         for i, line in enumerate(readback_lines(sim)):
