@@ -127,7 +127,7 @@ _STYLE = {
 
 
 #: columns a grid cell needs to show its lines uncut
-CELL_WIDTH = 19
+CELL_WIDTH = 17
 
 
 class SimulationPicture:
