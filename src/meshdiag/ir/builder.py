@@ -86,7 +86,6 @@ class Builder:
         self.module: ModuleReport | None = None
         self.last: ModuleReport | None = None  # the module diagnostics attach to
         self.section: str | None = None  # title of the section being read
-        self.section_line: int | None = None
         self.pending_diags: list[Diagnostic] = []
         self.mesh_key: MeshKey = ()
         self.mesh_token = 0  # mesh_token(self.mesh_key)
@@ -118,10 +117,9 @@ class Builder:
             return self.start_module(None, line)
         return self.module
 
-    def start_section(self, title: str, line: int) -> None:
+    def start_section(self, title: str) -> None:
         self._close()
         self.section = title
-        self.section_line = line
 
     def split(self) -> None:
         """`// -----`: the next module is a separate input."""

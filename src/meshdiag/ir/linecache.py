@@ -9,7 +9,6 @@ number of that occurrence. The cache is bounded by the characters it holds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from .annot import MeshKey, Parsed
 from .builder import make_value
@@ -23,11 +22,6 @@ MAX_LINE = 16384
 MAX_CHARS = 16 << 20
 
 
-@dataclass
-class _Report:
-    findings: list = field(default_factory=list)
-
-
 class Recorder:
     """Looks like a Builder to line handlers that only add values and problems."""
 
@@ -39,7 +33,6 @@ class Recorder:
         self.values: list[tuple[Value, tuple[str, int] | None]] = []
         self.problems: list[tuple[str, int | None]] = []  # (message, column)
         self.errors = False  # some value has a parse error (replayed as a problem)
-        self.report = _Report(self.problems)  # handlers compare len(report.findings)
 
     def value(self, name, line, column, text, notation, parsed: Parsed, **kw) -> None:
         # the parse error is replayed by Builder.replay_value itself

@@ -46,7 +46,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if s.startswith("// -----"):
         m = SECTION.match(s)
         if m:
-            b.start_section(m.group(1).rstrip(), lineno)
+            b.start_section(m.group(1).rstrip())
         elif s.rstrip() == "// -----":
             b.split()
         return
