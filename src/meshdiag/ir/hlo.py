@@ -20,10 +20,6 @@ SDY_MESHES = re.compile(r'([\w.$\-]+|"[^"]*") = #sdy\.mesh<')
 OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 
-def is_header(line: str) -> bool:
-    return line.startswith("HloModule ")
-
-
 def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
         m = HLO_MODULE.match(line)

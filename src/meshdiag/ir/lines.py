@@ -11,7 +11,6 @@ never held whole.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -19,13 +18,9 @@ from .. import limits
 
 BLOCK = 1 << 20
 
-#: lines worth a closer look: annotations, headers, diagnostics, region ends of manual bodies
-INTERESTING = re.compile(
-    rb"sharding|reshard|sdy\.mesh|IR Dump|HloModule|module|ENTRY|error:|warning:|// -----|\} : \("
-)
-
-#: the same words as INTERESTING (kept as the definition): `shard` stands for `sharding` and
-#: `reshard`, which are checked at each hit; the rest are rare in dumps
+#: lines worth a closer look (annotations, headers, diagnostics, region ends of manual
+#: bodies) contain one of these words. `shard` stands for `sharding` and `reshard`, which are
+#: checked at each hit; the rest are rare in dumps
 _FREQUENT = b"shard"
 _RARE = (
     b"sdy.mesh",
@@ -80,17 +75,6 @@ def _check_utf8(block: bytes, first_line: int, interesting: set[int], problem: P
             return
 
 
-def interesting_lines(
-    raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
-) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line without newline) for each candidate line of `raw`.
-
-    `prefix` is data already read from `raw` (the binary sniff).
-    """
-    for lineno, line in candidate_lines(raw, problem, prefix=prefix):
-        yield lineno, decode_line(line, lineno, problem)
-
-
 def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
     """A candidate line as text; invalid UTF-8 is reported and replaced."""
     return raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem)
@@ -100,6 +84,8 @@ def candidate_lines(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
 ) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line without its newline or `\\r`) for each candidate line.
+
+    `prefix` is data already read from `raw` (the binary sniff).
 
     Invalid UTF-8 on lines that are not candidates is reported here; candidates report
     their own when decoded (`decode_line`).
@@ -147,7 +133,8 @@ def _skip_long_line(raw: BinaryIO, lineno: int, limit: int, problem: Problem) ->
 
 
 def candidate_starts(buf: bytes) -> list[int]:
-    """Sorted offsets of the lines of `buf` (whole lines) that contain a word of INTERESTING."""
+    """Sorted offsets of the lines of `buf` (whole lines) with `sharding`, `reshard` or a word
+    of `_RARE`."""
     find = buf.find
     starts: list[int] = []
     add = starts.append
