@@ -212,15 +212,10 @@ def _raise(path: str, kind: str, message: str) -> None:
     )
 
 
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = None):
     """Findings for all files (sorted by path, line, column, code), serial or parallel."""
+    from ..inspect import default_jobs
+
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
