@@ -8,7 +8,6 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -116,10 +115,6 @@ def finding_lines(findings: list[Finding]) -> Iterator:
         yield t
 
 
-def file_summary(item: Inspected, *, mesh: Mesh | None, split: str) -> Group:
-    return Group(*file_parts(item, mesh=mesh, split=split))
-
-
 def file_parts(item: Inspected, *, mesh: Mesh | None, split: str) -> list:
     r = item.report
     parts: list = [Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")]
@@ -137,9 +132,9 @@ _RENDERED_FOR: list = [None]
 
 
 def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> str:
-    """What `console.print(file_summary(...)); console.print()` writes, part by part (a group
-    renders as its parts one after the other); repeated parts (meshes, pictures, one-line
-    texts) are rendered once and reused. `console` must write to a buffer of its own."""
+    """What printing `file_parts(...)` one after the other, then a blank line, writes to
+    `console`; repeated parts (meshes, pictures, one-line texts) are rendered once and
+    reused. `console` must write to a buffer of its own."""
     if _RENDERED_FOR[0] is not console:
         _RENDERED.clear()
         _RENDERED_FOR[0] = console
