@@ -264,9 +264,10 @@ def file_json_text(report: FileReport) -> str:
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
 
 
-#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype, mesh):
-#: (the tiled sharding it was printed from, the text); the tiled form is compared by
-#: identity, as the same text can have another tiled form in a module with other meshes
+#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype, notation,
+#: mesh name): (the tiled sharding it was printed from, the text); the tiled form is compared
+#: by identity, as the same text can have another tiled form in a module with other meshes
+#: (`_NAMES`: each value name's JSON string)
 _REST: dict[tuple, tuple[object, str]] = {}
 _NAMES: dict[str, str] = {}
 
@@ -339,7 +340,8 @@ def value_mesh(v: Value, m: ModuleReport, mesh: Mesh | None) -> Mesh | None:
 
 
 def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
-    """Every device of the mesh, else `num_partitions`, else the tile assignment's."""
+    """Every device of the value's mesh, else `num_partitions`; None when neither is known
+    (the layout then takes the tile assignment's devices)."""
     vm = value_mesh(v, m, mesh)
     if vm is not None and not vm.is_maximal:
         return vm.size
