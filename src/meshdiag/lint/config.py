@@ -49,11 +49,12 @@ class FileConfig:
 
     @property
     def label(self) -> str:
-        return f"[tool.meshdiag] in {self.path}" if self._is_pyproject else self.path
+        return _label(self.path)
 
-    @property
-    def _is_pyproject(self) -> bool:
-        return os.path.basename(self.path) == "pyproject.toml"
+
+def _label(path: str) -> str:
+    """How messages name a config file: its meshdiag table in a pyproject.toml, else the file."""
+    return f"[tool.meshdiag] in {path}" if os.path.basename(path) == "pyproject.toml" else path
 
 
 def _read_toml(path: str) -> dict:
@@ -145,8 +146,7 @@ def load_config(path: str) -> FileConfig:
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
-    where = f"[tool.meshdiag] in {path}" if os.path.basename(path) == "pyproject.toml" else path
-    return FileConfig(path, _validate(table, where))
+    return FileConfig(path, _validate(table, _label(path)))
 
 
 # -- merging with the command line ---------------------------------------------------------
