@@ -18,7 +18,6 @@ from ..checks.mesh_target import MESH_ONLY_CODES
 from ..errors import MeshdiagError
 
 MESH_SUFFIXES = (".toml", ".json")
-CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")
 #: mesh files are small; anything bigger is not a mesh config
 MAX_MESH_FILE_BYTES = 1 << 20
 #: the rules that apply to a mesh on its own (no module, no values)

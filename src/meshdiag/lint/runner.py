@@ -15,14 +15,8 @@ from collections.abc import Iterable, Sequence
 
 from ..errors import MeshdiagError
 from ..findings import Finding
-from .config import LintSettings
-from .meshfile import (
-    CONFIG_NAMES,
-    MESH_FILE_CODES,
-    MESH_SUFFIXES,
-    as_module,
-    read_mesh_file,
-)
+from .config import CONFIG_NAMES, LintSettings
+from .meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
 from .select import ignored_for
 from .suppress import apply_comments
 
