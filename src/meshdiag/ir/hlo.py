@@ -7,7 +7,7 @@ import re
 
 from . import annot, linecache
 from .builder import Builder
-from .model import Diagnostic
+from .mlir import declare_mesh, diagnostic
 from .text import brace_end, hlo_shapes, match_end, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
@@ -37,20 +37,13 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         return
     s = line.lstrip()
     if s.startswith(("error:", "warning:")) or ": error:" in line:
-        from .mlir import DIAG
-
-        dm = DIAG.match(s)
-        if dm:
-            loc = f"{dm.group(1)}:{dm.group(2)}:{dm.group(3)}" if dm.group(1) else None
-            b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, 1, loc))
+        diagnostic(b, s, lineno, 1)
         return
     if "sharding=" in line:
         linecache.run(_instruction, b, line, lineno)
 
 
 def _meshes(b: Builder, line: str, lineno: int) -> None:
-    from .mlir import _declare
-
     for m in SDY_MESHES.finditer(line):
         start = m.end() - len("#sdy.mesh<")
         end = match_end(line, m.end() - 1)
@@ -58,7 +51,7 @@ def _meshes(b: Builder, line: str, lineno: int) -> None:
         if end < 0:
             b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
             continue
-        _declare(b, name, line[start:end], lineno, start + 1, "xla.sdy.meshes")
+        declare_mesh(b, name, line[start:end], lineno, start + 1, "xla.sdy.meshes")
 
 
 def _instruction(b: Builder, line: str, lineno: int) -> None:

@@ -53,10 +53,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if s.startswith(("error:", "warning:", "note:", "remark:")) or (
         ": error:" in s or ": warning:" in s
     ):
-        dm = DIAG.match(s)
-        if dm:
-            loc = f"{dm.group(1)}:{dm.group(2)}:{dm.group(3)}" if dm.group(1) else None
-            b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, indent + 1, loc))
+        if diagnostic(b, s, lineno, indent + 1):
             return
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
@@ -87,6 +84,17 @@ def handle(b: Builder, line: str, lineno: int) -> None:
             linecache.run(_op, b, line, lineno)
 
 
+def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
+    """Record `s` (the line without its indent) as a compiler diagnostic when it is one:
+    `error: ...` or `file:line:col: warning: ...`."""
+    dm = DIAG.match(s)
+    if dm is None:
+        return False
+    loc = f"{dm.group(1)}:{dm.group(2)}:{dm.group(3)}" if dm.group(1) else None
+    b.diagnostic(Diagnostic(dm.group(4), dm.group(5), lineno, column, loc))
+    return True
+
+
 # -- meshes --------------------------------------------------------------------------------
 
 
@@ -101,10 +109,10 @@ def _mesh_op(b: Builder, line: str, lineno: int) -> None:
             b.mesh(MeshDecl(name, None, lineno, start + 1, line[start:].strip()))
             b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, start + 1)
             continue
-        _declare(b, name, line[start:end], lineno, start + 1, "sdy.mesh")
+        declare_mesh(b, name, line[start:end], lineno, start + 1, "sdy.mesh")
 
 
-def _declare(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
+def declare_mesh(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
     mesh, err, off = annot.parse_named_mesh(text, name)
     b.mesh(MeshDecl(name, mesh, lineno, col, text, source))  # type: ignore[arg-type]
     if err is not None:
@@ -126,7 +134,7 @@ def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
             if mend < 0:
                 b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
                 continue
-            _declare(b, name, text[e.start(2) : mend], lineno, start + 1, "xla.sdy.meshes")
+            declare_mesh(b, name, text[e.start(2) : mend], lineno, start + 1, "xla.sdy.meshes")
 
 
 # -- functions -----------------------------------------------------------------------------
