@@ -3,8 +3,9 @@
     for report in scan_paths(["dump_dir/", "module.mlir.gz", "-"]):
         ...
 
-Files are read as a stream of byte blocks (`lines.py`); only candidate lines are decoded and
-handed to the MLIR or HLO handlers. Every path yields a FileReport, even when it cannot be
+Files are read as a stream of byte blocks (`lines.py`) and only candidate lines are looked
+at: one seen before is replayed from the line cache (`linecache.py`) without decoding it, the
+others are decoded and handed to the MLIR or HLO handlers. Every path yields a FileReport, even when it cannot be
 read: the problem is an MD001 finding and the scan goes on with the next file.
 """
 
@@ -63,11 +64,11 @@ def scan_path(path: str) -> FileReport:
         return scan_file(path, stream)
 
 
-def scan_file(path: str, text_stream: BinaryIO) -> FileReport:
+def scan_file(path: str, stream: BinaryIO) -> FileReport:
     """Scan one open binary stream; `path` is what reports show."""
     b = Builder(path, partitioned_hint=_partitioned_by_name(path))
     try:
-        head = text_stream.read(SNIFF)
+        head = stream.read(SNIFF)
     except (OSError, EOFError, zlib.error) as e:
         b.problem(f"cannot read {path}: {e}", None)
         return b.finish()
@@ -80,7 +81,7 @@ def scan_file(path: str, text_stream: BinaryIO) -> FileReport:
     try:
         problem = b.problem
         replay = linecache.replay
-        for lineno, raw in candidate_lines(text_stream, problem, prefix=head):
+        for lineno, raw in candidate_lines(stream, problem, prefix=head):
             # a line seen before (most lines of a pass dump) is replayed without decoding it;
             # a non-ASCII one is decoded first, so its UTF-8 problems are reported each time
             if raw.isascii():
