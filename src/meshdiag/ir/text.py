@@ -21,10 +21,10 @@ def _closing_quote(s: str, pos: int, end: int) -> int:
     return q
 
 
-def match_end(s: str, pos: int, end: int | None = None) -> int:
+def match_end(s: str, pos: int) -> int:
     """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
     the `->` arrow; -1 when the line ends first."""
-    n = len(s) if end is None else end
+    n = len(s)
     stack = []
     p = pos
     while p < n:
@@ -68,8 +68,8 @@ def brace_end(s: str, pos: int) -> int:
     return -1
 
 
-def split_top(s: str, start: int, end: int, sep: str = ",") -> list[tuple[int, int]]:
-    """Spans of `s[start:end]` separated by `sep` at bracket depth 0 (quotes respected)."""
+def split_top(s: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of `s[start:end]` separated by commas at bracket depth 0 (quotes respected)."""
     spans = []
     depth = 0
     p = start
@@ -83,7 +83,7 @@ def split_top(s: str, start: int, end: int, sep: str = ",") -> list[tuple[int, i
             depth += 1
         elif c in _CLOSE and not (c == ">" and p > 0 and s[p - 1] == "-"):
             depth -= 1
-        elif c == sep and depth == 0:
+        elif c == "," and depth == 0:
             spans.append((item, p))
             item = p + 1
         p += 1
