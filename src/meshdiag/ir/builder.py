@@ -202,10 +202,10 @@ class Builder:
             MD001.finding(message, path=self.report.path, line=line, column=column, module=mod)
         )
 
-    def note(self, message: str, line: int | None = None) -> None:
-        """An info-level MD001 note (a file skipped on purpose), not an error."""
+    def note(self, message: str) -> None:
+        """An info-level MD001 note about the whole file (skipped on purpose), not an error."""
         self.report.findings.append(
-            Finding(MD001.code, MD001.name, "info", message, None, path=self.report.path, line=line)
+            Finding(MD001.code, MD001.name, "info", message, None, path=self.report.path)
         )
 
     @property

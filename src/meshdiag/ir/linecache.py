@@ -25,7 +25,7 @@ MAX_CHARS = 16 << 20
 class Recorder:
     """Looks like a Builder to line handlers that only add values and problems."""
 
-    def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...], token: int = 0) -> None:
+    def __init__(self, mesh_key: MeshKey, manual_axes: tuple[str, ...], token: int) -> None:
         self.mesh_key = mesh_key
         self.mesh_token = token
         self.manual_axes = manual_axes
