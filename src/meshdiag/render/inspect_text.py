@@ -88,7 +88,7 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
                 pictures += 1
                 # the picture is a function of what the layout was computed from
                 key = ("picture", v.hlo, v.shape, num_devices(v, m, mesh), split, g or text)
-                yield Cached(key, LayoutPicture(lay, g or text, max_cells=32))
+                yield Cached(key, LayoutPicture(lay, g or text, max_cells=32, compact=True))
 
 
 class Cached:
