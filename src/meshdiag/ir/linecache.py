@@ -31,6 +31,8 @@ class Recorder:
         self.manual_axes = manual_axes
         #: (value as read from the line, its parse error and offset) in emission order
         self.values: list[tuple[Value, tuple[str, int] | None]] = []
+        #: the values' attribute dicts, in the same order (what `play` copies)
+        self.dicts: list[dict] = []
         self.problems: list[tuple[str, int | None]] = []  # (message, column)
         self.errors = False  # some value has a parse error (replayed as a problem)
 
@@ -39,6 +41,7 @@ class Recorder:
         proto = make_value(name, 0, column, text, notation, parsed, **kw)
         err = (parsed.error, parsed.offset) if parsed.error is not None else None
         self.values.append((proto, err))
+        self.dicts.append(proto.__dict__)
         self.errors = self.errors or err is not None
 
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
@@ -73,7 +76,13 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
             _chars = 0
         _cache[key] = rec
         _chars += len(line)
-    _replay(rec, b, lineno)
+    play(rec, b, lineno)
+
+
+def lookup(line: bytes, token: int, manual_axes: tuple[str, ...]) -> Recorder | None:
+    """The recording of a raw line under these meshes and manual axes, if cached (for the
+    scanner's hot loop, which then calls `play`)."""
+    return _cache.get((line, token, manual_axes))
 
 
 def replay(b, line: str | bytes, lineno: int) -> bool:
@@ -84,27 +93,30 @@ def replay(b, line: str | bytes, lineno: int) -> bool:
     rec = _cache.get((line, b.mesh_token, b.manual_axes))
     if rec is None:
         return False
-    _replay(rec, b, lineno)
+    play(rec, b, lineno)
     return True
 
 
-def _replay(rec: Recorder, b, lineno: int) -> None:
-    for message, column in rec.problems:
-        b.problem(message, lineno, column)
-    values = rec.values
-    if not values:
+def play(rec: Recorder, b, lineno: int) -> None:
+    """Replay a recording (from `lookup`) into `b` at `lineno`."""
+    if rec.problems:
+        for message, column in rec.problems:
+            b.problem(message, lineno, column)
+    dicts = rec.dicts
+    if not dicts:
         return
     m = b.module
     if m is None or b.manual or rec.errors:  # the general path: Builder.replay_value
         add = b.replay_value
-        for proto, err in values:
+        for proto, err in rec.values:
             add(proto, err, lineno)
         return
-    # the common case, inlined: copies of the recorded values at this line
+    # the common case, inlined: copies of the recorded values at this line (a dict copy is
+    # the cheapest way to build a Value: no __init__, no per-field assignment)
     append = m.values.append
-    for proto, _ in values:
+    for d in dicts:
         v = _new_value(Value)
-        d = proto.__dict__.copy()
+        d = d.copy()
         d["line"] = lineno
         v.__dict__ = d
         append(v)

@@ -3,7 +3,7 @@
 The file is read in blocks of `BLOCK` bytes. Candidate lines are found over the whole block
 with `bytes.find` (C substring search, far faster than one alternation regex over every
 byte): one loop over the frequent word (`shard`: sharding / reshard), one `find` per rare
-word. Lines are yielded as raw bytes (the scanner replays lines it has seen without decoding
+word; each hit gives its line's start and end at once. Lines are yielded as raw bytes (the scanner replays lines it has seen without decoding
 them). Memory stays bounded by the block size plus the longest line allowed
 (`MAX_ANNOTATION_CHARS * 4` bytes): a longer line is reported and skipped in bounded chunks,
 never held whole.
@@ -80,10 +80,12 @@ def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
     return raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem)
 
 
-def candidate_lines(
+def candidate_blocks(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
-) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line without its newline or `\\r`) for each candidate line.
+) -> Iterator[list[tuple[int, bytes]]]:
+    """The candidate lines of `raw`, one list per block read: (line number, raw line without
+    its newline or `\\r`). A list per block, not a generator step per line, for the
+    scanner's hot loop.
 
     `prefix` is data already read from `raw` (the binary sniff).
 
@@ -95,19 +97,23 @@ def candidate_lines(
     tail = prefix
     while True:
         chunk = raw.read(BLOCK)
-        if not chunk:
-            if tail:  # a last line without a newline
-                yield from _block_lines(tail + b"\n", lineno, problem)
-            return
-        buf = tail + chunk if tail else chunk
-        last = buf.rfind(b"\n")
-        if last >= 0:
-            whole = buf[: last + 1]
-            yield from _block_lines(whole, lineno, problem)
-            lineno += whole.count(b"\n")
-            tail = buf[last + 1 :]
+        at_end = not chunk
+        if at_end:  # a last line without a newline is still a line
+            whole, tail = (tail + b"\n" if tail else b""), b""
         else:
-            tail = buf
+            buf = tail + chunk if tail else chunk
+            cut = buf.rfind(b"\n") + 1
+            whole, tail = buf[:cut], buf[cut:]
+        if whole:
+            lines, spans, next_line = _block_lines(whole, lineno)
+            if lines:
+                yield lines
+            # after the consumer handled the list: findings keep the order of the lines
+            if not whole.isascii():
+                _check_utf8(whole, lineno, {ls for ls, _ in spans}, problem)
+            lineno = next_line
+        if at_end:
+            return
         if len(tail) > limit:  # the unfinished line is already too long: drop it
             lineno, tail = _skip_long_line(raw, lineno, limit, problem)
 
@@ -132,52 +138,57 @@ def _skip_long_line(raw: BinaryIO, lineno: int, limit: int, problem: Problem) ->
             return lineno + 1, chunk[nl + 1 :]
 
 
-def candidate_starts(buf: bytes) -> list[int]:
-    """Sorted offsets of the lines of `buf` (whole lines) with `sharding`, `reshard` or a word
-    of `_RARE`."""
+def candidate_spans(buf: bytes) -> list[tuple[int, int]]:
+    """Sorted (start, end) offsets of the lines of `buf` (whole lines, so each ends with a
+    newline at `end`) with `sharding`, `reshard` or a word of `_RARE`."""
     find = buf.find
-    starts: list[int] = []
-    add = starts.append
+    rfind = buf.rfind
+    startswith = buf.startswith
+    n = len(buf)
+    spans: list[tuple[int, int]] = []
+    add = spans.append
     p = find(_FREQUENT)
     while p >= 0:
-        if buf.startswith(b"sharding", p) or (p >= 2 and buf.startswith(b"reshard", p - 2)):
-            add(buf.rfind(b"\n", 0, p) + 1)
+        if startswith(b"sharding", p) or (p >= 2 and startswith(b"reshard", p - 2)):
             le = find(b"\n", p)
             if le < 0:
-                break
+                le = n
+            add((rfind(b"\n", 0, p) + 1, le))
             p = find(_FREQUENT, le + 1)
         else:
             p = find(_FREQUENT, p + 1)
-    rare: set[int] = set()
+    rare: dict[int, int] = {}
     for word in _RARE:
         p = find(word)
         while p >= 0:
-            ls = buf.rfind(b"\n", 0, p) + 1
-            rare.add(ls)
             le = find(b"\n", p)
             if le < 0:
-                break
+                le = n
+            rare[rfind(b"\n", 0, p) + 1] = le
             p = find(word, le + 1)
     if rare:
-        rare.update(starts)
-        return sorted(rare)
-    return starts
+        rare.update(spans)
+        return sorted(rare.items())
+    return spans
 
 
-def _block_lines(buf: bytes, first_line: int, problem: Problem) -> Iterator[tuple[int, bytes]]:
-    """Candidate lines of a block made of whole lines (ends with a newline)."""
-    starts = candidate_starts(buf)
-    find = buf.find
+def _block_lines(
+    buf: bytes, first_line: int
+) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]], int]:
+    """The candidate lines of a block made of whole lines (ends with a newline), their
+    spans, and the number of the line after the block (newlines are counted once, in
+    pieces, between candidates)."""
+    spans = candidate_spans(buf)
     count = buf.count
     lineno = first_line
     last = 0
-    for ls in starts:
+    lines = []
+    add = lines.append
+    for ls, le in spans:
         lineno += count(b"\n", last, ls)
         last = ls
-        le = find(b"\n", ls)
         raw = buf[ls:le]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        yield lineno, raw
-    if not buf.isascii():
-        _check_utf8(buf, first_line, set(starts), problem)
+        add((lineno, raw))
+    return lines, spans, lineno + count(b"\n", last)

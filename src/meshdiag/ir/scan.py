@@ -16,12 +16,13 @@ import os
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import BinaryIO
 
 from . import hlo, linecache, mlir
 from .builder import Builder
-from .lines import candidate_lines, decode_line
+from .lines import candidate_blocks, decode_line
 from .model import FileReport
 
 SNIFF = 8192
@@ -81,11 +82,16 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
     try:
         problem = b.problem
         replay = linecache.replay
-        for lineno, raw in candidate_lines(stream, problem, prefix=head):
+        lookup = linecache.lookup
+        play = linecache.play
+        for lineno, raw in chain.from_iterable(candidate_blocks(stream, problem, prefix=head)):
             # a line seen before (most lines of a pass dump) is replayed without decoding it;
             # a non-ASCII one is decoded first, so its UTF-8 problems are reported each time
             if raw.isascii():
-                if replay(b, raw, lineno):
+                # linecache.replay inlined (the hot path): b.manual_axes only when in a region
+                rec = lookup(raw, b.mesh_token, b.manual_axes if b.manual else ())
+                if rec is not None:
+                    play(rec, b, lineno)
                     continue
                 line = raw.decode("ascii")
             else:
