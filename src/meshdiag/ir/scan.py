@@ -56,7 +56,8 @@ def scan_path(path: str) -> FileReport:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
-            stream = open(path, "rb")  # noqa: SIM115 - closed below
+            # unbuffered: the scanner reads big blocks itself, a buffer only adds a copy
+            stream = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
@@ -70,6 +71,11 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
     b = Builder(path, partitioned_hint=_partitioned_by_name(path))
     try:
         head = stream.read(SNIFF)
+        while head and len(head) < SNIFF:  # an unbuffered pipe may return less than asked
+            more = stream.read(SNIFF - len(head))
+            if not more:
+                break
+            head += more
     except (OSError, EOFError, zlib.error) as e:
         b.problem(f"cannot read {path}: {e}", None)
         return b.finish()
