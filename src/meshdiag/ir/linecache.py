@@ -79,10 +79,10 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     play(rec, b, lineno)
 
 
-def lookup(line: bytes, token: int, manual_axes: tuple[str, ...]) -> Recorder | None:
-    """The recording of a raw line under these meshes and manual axes, if cached (for the
-    scanner's hot loop, which then calls `play`)."""
-    return _cache.get((line, token, manual_axes))
+#: the recording of a raw line: `lookup((raw, mesh token, manual axes))`, None when not
+#: cached (the scanner's hot loop builds the key itself: one call per line, not two).
+#: `_cache` is only ever emptied in place, never rebound, so this stays bound to it
+lookup: Callable[[tuple], Recorder | None] = _cache.get
 
 
 def replay(b, line: str | bytes, lineno: int) -> bool:

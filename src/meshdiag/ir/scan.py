@@ -95,7 +95,7 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
             # a non-ASCII one is decoded first, so its UTF-8 problems are reported each time
             if raw.isascii():
                 # linecache.replay inlined (the hot path): b.manual_axes only when in a region
-                rec = lookup(raw, b.mesh_token, b.manual_axes if b.manual else ())
+                rec = lookup((raw, b.mesh_token, b.manual_axes if b.manual else ()))
                 if rec is not None:
                     play(rec, b, lineno)
                     continue
