@@ -130,9 +130,6 @@ class AxisRef:
     def is_sub(self) -> bool:
         return self.pre is not None
 
-    def size_on(self, mesh: Mesh) -> int:
-        return self.size if self.size is not None else mesh.axis_size(self.name)
-
 
 @dataclass(frozen=True)
 class DimSharding:
