@@ -1,5 +1,5 @@
 """One module per CLI command. Each defines `register(app)` and imports only typer at module
-level: heavy imports (numpy, rich, pydantic) happen inside the command body, so
+level: heavy imports (numpy, rich) happen inside the command body, so
 `meshdiag --help` stays fast."""
 
 #: command modules, in the order `meshdiag --help` lists them
