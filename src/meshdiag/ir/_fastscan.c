@@ -1,0 +1,294 @@
+/* meshdiag.ir._fastscan: the native `scan_known` of meshdiag/ir/lines.py.
+ *
+ * Same arguments and results as `lines.scan_known_py` (its reference), but the candidate
+ * lines are found in one forward pass over the block instead of one `bytes.find` pass per
+ * word.
+ *
+ * How a candidate is found: every needle is at least MIN_NEEDLE bytes long, so any
+ * occurrence of a needle contains the 4-byte gram starting at one of its first STRIDE
+ * offsets (STRIDE = MIN_NEEDLE - 4 + 1) and is hit when the block is sampled every STRIDE
+ * bytes. Each sample is one hashed lookup in a small table (8 KiB, stays in L1) holding
+ * those grams; a hit is checked exactly against the needles. The first hit found is in the
+ * first candidate line, because the gram that reveals an occurrence lies inside it, hence
+ * inside its line. Newlines are counted word-at-a-time only up to each candidate.
+ *
+ * C99, CPython API only; the GIL is held throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* The words that make a line a candidate. KEEP IN SYNC with `_FREQUENT`/`_RARE` in
+ * lines.py (lines.py's `shard` hit is accepted as `sharding` or `reshard`, the two first
+ * entries here): a change to one list must be made to the other, or the native and Python
+ * scanners disagree (tests/test_fastscan.py compares them). */
+static const char *const NEEDLES[] = {
+    "sharding", "reshard",                                      /* _FREQUENT */
+    "sdy.mesh", "IR Dump", "HloModule", "module", "ENTRY",      /* _RARE */
+    "error:",   "warning:", "// -----", "} : (",
+};
+#define N_NEEDLES ((int)(sizeof(NEEDLES) / sizeof(NEEDLES[0])))
+
+#define GRAM 4
+#define MAX_STRIDE 8
+#define HASH_BITS 13
+
+typedef struct {
+    uint32_t gram;   /* the 4 bytes at `off` in the needle */
+    int off;         /* offset of the gram in the needle */
+    int needle;      /* index into NEEDLES */
+} Entry;
+
+static unsigned char table[1u << HASH_BITS]; /* 1 where a needle gram hashes */
+static Entry entries[N_NEEDLES * MAX_STRIDE];
+static int n_entries;
+static size_t needle_len[N_NEEDLES];
+static Py_ssize_t stride;
+
+static inline uint32_t load4(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v); /* same byte order for needles and block: endian-neutral */
+    return v;
+}
+
+static inline uint32_t hash4(uint32_t g) {
+    return (uint32_t)(g * 2654435761u) >> (32 - HASH_BITS);
+}
+
+static int build_tables(void) {
+    size_t min_len = (size_t)-1;
+    for (int k = 0; k < N_NEEDLES; k++) {
+        needle_len[k] = strlen(NEEDLES[k]);
+        if (needle_len[k] < min_len)
+            min_len = needle_len[k];
+    }
+    if (min_len < GRAM || min_len - GRAM + 1 > MAX_STRIDE) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_fastscan: needle lengths out of the supported range");
+        return -1;
+    }
+    stride = (Py_ssize_t)(min_len - GRAM + 1);
+    n_entries = 0;
+    memset(table, 0, sizeof table);
+    for (int k = 0; k < N_NEEDLES; k++) {
+        for (int o = 0; o < (int)stride; o++) {
+            uint32_t g = load4((const unsigned char *)NEEDLES[k] + o);
+            table[hash4(g)] = 1;
+            entries[n_entries].gram = g;
+            entries[n_entries].off = o;
+            entries[n_entries].needle = k;
+            n_entries++;
+        }
+    }
+    return 0;
+}
+
+/* The needle occurrence containing gram `g`, sampled at `j`, starting at or after `from`;
+ * -1 when the gram is a false positive of the hash or of the gram itself. */
+static Py_ssize_t check_hit(const unsigned char *buf, Py_ssize_t n, Py_ssize_t from,
+                            Py_ssize_t j, uint32_t g) {
+    for (int e = 0; e < n_entries; e++) {
+        if (entries[e].gram != g)
+            continue;
+        Py_ssize_t i = j - entries[e].off;
+        size_t len = needle_len[entries[e].needle];
+        if (i >= from && (size_t)(n - i) >= len &&
+            memcmp(buf + i, NEEDLES[entries[e].needle], len) == 0)
+            return i; /* needles hold no newline: any match here is in the same line */
+    }
+    return -1;
+}
+
+/* Offset of the first needle occurrence starting at or after `from` (a line start), or -1. */
+static Py_ssize_t find_needle(const unsigned char *buf, Py_ssize_t n, Py_ssize_t from) {
+    const Py_ssize_t s = stride;
+    Py_ssize_t j = from;
+    /* four samples per step, one branch for all four (hits are rare) */
+    for (; j + 3 * s + GRAM <= n; j += 4 * s) {
+        uint32_t g0 = load4(buf + j), g1 = load4(buf + j + s);
+        uint32_t g2 = load4(buf + j + 2 * s), g3 = load4(buf + j + 3 * s);
+        if ((table[hash4(g0)] | table[hash4(g1)] | table[hash4(g2)] | table[hash4(g3)]) == 0)
+            continue;
+        const uint32_t g[4] = {g0, g1, g2, g3};
+        for (int k = 0; k < 4; k++) {
+            Py_ssize_t i;
+            if (table[hash4(g[k])] && (i = check_hit(buf, n, from, j + k * s, g[k])) >= 0)
+                return i;
+        }
+    }
+    for (; j + GRAM <= n; j += s) {
+        uint32_t g0 = load4(buf + j);
+        Py_ssize_t i;
+        if (table[hash4(g0)] && (i = check_hit(buf, n, from, j, g0)) >= 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Number of '\n' bytes in p[0:len], 8 bytes at a time. */
+static Py_ssize_t count_newlines(const unsigned char *p, Py_ssize_t len) {
+    const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full;
+    const uint64_t nl = ones * (uint64_t)'\n';
+    const uint64_t m16 = 0x00ff00ff00ff00ffull;
+    Py_ssize_t count = 0, i = 0;
+    while (len - i >= 8) {
+        /* per-byte counters: at most 255 words before they are folded */
+        Py_ssize_t words = (len - i) / 8;
+        if (words > 255)
+            words = 255;
+        uint64_t acc = 0;
+        for (Py_ssize_t w = 0; w < words; w++, i += 8) {
+            uint64_t x;
+            memcpy(&x, p + i, 8);
+            x ^= nl; /* '\n' bytes become 0 */
+            /* high bit set exactly in the zero bytes (no carries between bytes) */
+            uint64_t z = ~(((x & low7) + low7) | x | low7);
+            acc += z >> 7;
+        }
+        acc = (acc & m16) + ((acc >> 8) & m16);
+        count += (Py_ssize_t)((acc * 0x0001000100010001ull) >> 48);
+    }
+    for (; i < len; i++)
+        count += p[i] == '\n';
+    return count;
+}
+
+static int as_index(PyObject *o, const char *name, Py_ssize_t *out) {
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "scan_known: %s must be int, not %.100s", name,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t v = PyLong_AsSsize_t(o);
+    if (v == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "scan_known: %s out of range", name);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+PyDoc_STRVAR(scan_known_doc,
+"scan_known(buf, pos, lineno, known, lines_out, items_out) -> (start, end, lineno, next)\n"
+"\n"
+"Native lines.scan_known_py: walk the candidate lines of `buf` (bytes, whole lines) from\n"
+"the line starting at `pos` (number `lineno`). A candidate whose bytes (without the\n"
+"newline and one trailing \\r) map to a value other than None in the dict `known` has its\n"
+"number appended to the list `lines_out` and the value to the list `items_out`; the first\n"
+"other candidate stops the walk with (start, end, its number, offset after its newline).\n"
+"At the end of `buf`: (-1, -1, number of the line after the block, len(buf)).");
+
+static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "scan_known expected 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *bufobj = args[0], *known = args[3], *lines_out = args[4], *items_out = args[5];
+    if (!PyBytes_Check(bufobj)) {
+        PyErr_Format(PyExc_TypeError, "scan_known: buf must be bytes, not %.100s",
+                     Py_TYPE(bufobj)->tp_name);
+        return NULL;
+    }
+    if (!PyDict_Check(known)) {
+        PyErr_Format(PyExc_TypeError, "scan_known: known must be dict, not %.100s",
+                     Py_TYPE(known)->tp_name);
+        return NULL;
+    }
+    if (!PyList_Check(lines_out) || !PyList_Check(items_out)) {
+        PyErr_SetString(PyExc_TypeError, "scan_known: lines_out and items_out must be lists");
+        return NULL;
+    }
+    Py_ssize_t pos, lineno;
+    if (as_index(args[1], "pos", &pos) < 0 || as_index(args[2], "lineno", &lineno) < 0)
+        return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    const Py_ssize_t n = PyBytes_GET_SIZE(bufobj);
+    if (pos < 0 || pos > n) {
+        PyErr_Format(PyExc_ValueError, "scan_known: pos %zd outside the block (length %zd)",
+                     pos, n);
+        return NULL;
+    }
+    /* line numbers grow by at most n - pos: refuse values that could overflow */
+    if (lineno > PY_SSIZE_T_MAX - (n - pos) - 1) {
+        PyErr_SetString(PyExc_ValueError, "scan_known: lineno out of range");
+        return NULL;
+    }
+
+    Py_ssize_t p = pos;
+    if (p > 0 && buf[p - 1] != '\n') {
+        /* not a line start: like the reference, only lines starting after pos count */
+        const unsigned char *nl = memchr(buf + p, '\n', (size_t)(n - p));
+        if (nl == NULL)
+            return Py_BuildValue("(nnnn)", (Py_ssize_t)-1, (Py_ssize_t)-1, lineno, n);
+        p = (Py_ssize_t)(nl - buf) + 1;
+        lineno += 1;
+    }
+    Py_ssize_t counted = p; /* newlines before `counted` are in lineno */
+    while (p <= n) {
+        Py_ssize_t i = find_needle(buf, n, p);
+        if (i < 0)
+            break;
+        Py_ssize_t ls = i;
+        while (ls > p && buf[ls - 1] != '\n')
+            ls--;
+        const unsigned char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+        Py_ssize_t le = nl ? (Py_ssize_t)(nl - buf) : n;
+        lineno += count_newlines(buf + counted, ls - counted);
+        counted = ls;
+        Py_ssize_t end = (le > ls && buf[le - 1] == '\r') ? le - 1 : le;
+
+        PyObject *item = NULL;
+        if (PyDict_GET_SIZE(known) > 0) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)buf + ls, end - ls);
+            if (key == NULL)
+                return NULL;
+            item = PyDict_GetItemWithError(known, key); /* borrowed */
+            Py_DECREF(key);
+            if (item == NULL && PyErr_Occurred())
+                return NULL;
+        }
+        if (item == NULL || item == Py_None) /* the reference's `get(...) is None` */
+            return Py_BuildValue("(nnnn)", ls, end, lineno, le + 1);
+        Py_INCREF(item); /* keep it alive whatever the appends do */
+        PyObject *num = PyLong_FromSsize_t(lineno);
+        int failed = num == NULL || PyList_Append(lines_out, num) < 0 ||
+                     PyList_Append(items_out, item) < 0;
+        Py_XDECREF(num);
+        Py_DECREF(item);
+        if (failed)
+            return NULL;
+        p = le + 1;
+    }
+    if (counted < n)
+        lineno += count_newlines(buf + counted, n - counted);
+    return Py_BuildValue("(nnnn)", (Py_ssize_t)-1, (Py_ssize_t)-1, lineno, n);
+}
+
+static PyMethodDef methods[] = {
+    {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fastscan_module = {
+    PyModuleDef_HEAD_INIT,
+    "meshdiag.ir._fastscan",
+    "Native candidate-line scanner (see lines.scan_known_py for the semantics).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    if (build_tables() < 0)
+        return NULL;
+    return PyModule_Create(&fastscan_module);
+}

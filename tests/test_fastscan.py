@@ -1,0 +1,349 @@
+"""The native candidate scanner (`meshdiag.ir._fastscan.scan_known`) against its Python
+reference (`lines.scan_known_py`): same results, same list appends, on the fixtures, on
+generated blocks and on edge cases; bad arguments raise instead of crashing.
+
+Both scanners are driven over a block the way `ir.scan` drives them: call, take the returned
+line (maybe learning it into `known`), continue from `next` with the following line number.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# the native path must be built in the test venv: a missing module is a failure, not a skip
+from meshdiag.ir import _fastscan, lines
+
+native = _fastscan.scan_known
+reference = lines.scan_known_py
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def drive(scan, buf: bytes, lineno: int, known: dict, learn, pos: int = 0):
+    """Scan `buf` to its end from `pos`; every result, the two output lists and `known`.
+
+    `learn(key)` says whether a returned line is added to `known` (with a value naming it).
+    """
+    lines_out: list = []
+    items_out: list = []
+    results = []
+    while True:
+        result = scan(buf, pos, lineno, known, lines_out, items_out)
+        results.append(result)
+        start, end, lineno, pos = result
+        if start < 0 or pos > len(buf):  # pos > len: a last line without its newline
+            break
+        key = buf[start:end]
+        if learn(key):
+            known[key] = ("value", key)
+        lineno += 1
+    return results, lines_out, items_out, known
+
+
+def assert_same(buf: bytes, lineno: int, known: dict, learn, pos: int = 0) -> list:
+    got = drive(native, buf, lineno, dict(known), learn, pos)
+    want = drive(reference, buf, lineno, dict(known), learn, pos)
+    assert got == want
+    return got[0]
+
+
+def never(key: bytes) -> bool:
+    return False
+
+
+def always(key: bytes) -> bool:
+    return True
+
+
+def some(key: bytes) -> bool:
+    return zlib.crc32(key) % 3 == 0
+
+
+def candidate_keys(buf: bytes) -> list[bytes]:
+    keys = []
+    for ls, le in lines.candidate_spans(buf):
+        end = le - 1 if le > ls and buf[le - 1] == 13 else le
+        keys.append(buf[ls:end])
+    return keys
+
+
+def blocks_of(data: bytes, size: int) -> list[tuple[bytes, int]]:
+    """`data` cut into blocks of whole lines of about `size` bytes, as `read_blocks` does."""
+    old = lines.BLOCK
+    lines.BLOCK = size
+    try:
+        return list(lines.read_blocks(io.BytesIO(data), lambda *a: None))
+    finally:
+        lines.BLOCK = old
+
+
+# --- the module is the one in use ------------------------------------------------------
+
+
+def test_native_module_is_built_and_picked(monkeypatch):
+    monkeypatch.delenv("MESHDIAG_PURE_PYTHON", raising=False)
+    assert lines._pick_scanner() is native
+    if not os.environ.get("MESHDIAG_PURE_PYTHON"):
+        assert lines.scan_known is native
+    monkeypatch.setenv("MESHDIAG_PURE_PYTHON", "1")
+    assert lines._pick_scanner() is reference
+
+
+def test_needle_list_mirrors_lines_py():
+    source = (ROOT / "src/meshdiag/ir/_fastscan.c").read_text()
+    body = re.search(r"NEEDLES\[\] = \{(.*?)\};", source, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    needles = [s.encode().decode("unicode_escape").encode() for s in re.findall(r'"(.*?)"', body)]
+    # lines.py finds `shard` and keeps the hits that are `sharding` or `reshard`
+    assert lines._FREQUENT == b"shard"
+    assert needles == [b"sharding", b"reshard", *lines._RARE]
+
+
+# --- fixtures --------------------------------------------------------------------------
+
+FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())
+
+
+def test_fixtures_exist():
+    assert len(FIXTURE_FILES) > 10
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_files(path):
+    with path.open("rb") as f:
+        blocks = list(lines.read_blocks(f, lambda *a: None))
+    data = path.read_bytes()
+    # 1 MiB blocks like the scanner reads them, then small blocks for many block edges
+    for block_list in (blocks, blocks_of(data, 4096)):
+        known: dict = {}  # learnt across blocks, like the real caller's cache
+        for block, lineno in block_list:
+            assert_same(block, lineno, {}, never)
+            assert_same(block, lineno, {}, some)
+            assert_same(block, lineno, {k: 1 for k in candidate_keys(block)}, never)
+            results = assert_same(block, lineno, known, always)
+            for r in results[:-1]:
+                known[block[r[0] : r[1]]] = ("value", block[r[0] : r[1]])
+
+
+# --- generated blocks ------------------------------------------------------------------
+
+FRAGMENTS = [
+    b"sharding",
+    b"reshard",
+    b"sdy.mesh",
+    b"IR Dump",
+    b"HloModule",
+    b"module",
+    b"ENTRY",
+    b"error:",
+    b"warning:",
+    b"// -----",
+    b"} : (",
+    b"shard",
+    b"shar",
+    b"resh",
+    b"re",
+    b"ding",
+    b"modul",
+    b"odule",
+    b"sdy.",
+    b"HloMod",
+    b"ENTR",
+    b"error",
+    b"warn",
+    b"// --",
+    b"} : ",
+    b" : (",
+    b"IR D",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\n\n",
+    b"\xff",
+    b"\xc3\xa9",
+    b"\x00",
+    b"x",
+    b" ",
+    b"=",
+    b"{",
+    b"}",
+    b"%arg0 = f32[8,16]{1,0} parameter(0), ",
+]
+
+
+@st.composite
+def scan_cases(draw):
+    parts = draw(st.lists(st.sampled_from(FRAGMENTS), max_size=60))
+    buf = b"".join(parts)
+    if draw(st.booleans()):  # read_blocks' blocks end with a newline; others must not crash
+        buf += b"\n"
+    keys = candidate_keys(buf)
+    known = {}
+    for key in keys:
+        choice = draw(st.integers(0, 3))
+        if choice == 1:
+            known[key] = draw(st.integers(-5, 5))
+        elif choice == 2:
+            known[key] = None  # the reference treats a None value as not known
+    for extra in draw(st.lists(st.sampled_from(FRAGMENTS), max_size=3)):
+        known[extra] = "extra"
+    pos = draw(st.integers(0, len(buf)))
+    if draw(st.booleans()):  # mostly a line start, like the caller
+        pos = buf.rfind(b"\n", 0, pos) + 1
+    lineno = draw(st.integers(-3, 10**6))
+    learn = draw(st.sampled_from([never, always, some]))
+    return buf, lineno, known, learn, pos
+
+
+@settings(
+    max_examples=600,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(scan_cases())
+def test_generated_blocks(case):
+    buf, lineno, known, learn, pos = case
+    assert_same(buf, lineno, known, learn, pos)
+
+
+def test_seeded_large_blocks():
+    """Longer blocks than hypothesis builds: the unrolled sampling loop and its tail."""
+    rng = random.Random(20240611)
+    for _ in range(120):
+        n = rng.randrange(1, 3000)
+        buf = b"".join(rng.choice(FRAGMENTS) for _ in range(n)) + b"\n"
+        keys = candidate_keys(buf)
+        known = {k: i for i, k in enumerate(keys) if rng.random() < 0.5}
+        assert_same(buf, rng.randrange(1, 1000), known, rng.choice([never, always, some]))
+
+
+def test_every_offset_of_every_needle():
+    """Each needle at each offset from a line start, in lines of every short length."""
+    for needle in [b"sharding", b"reshard", *lines._RARE]:
+        for before in range(0, 12):
+            for after in range(0, 6):
+                line = b"a" * before + needle + b"b" * after
+                for buf in (line + b"\n", b"zz\n" + line + b"\r\nyy\n", line):
+                    results = assert_same(buf, 1, {}, never)
+                    assert results[0][0] >= 0, (needle, before, after)
+
+
+# --- edge cases ------------------------------------------------------------------------
+
+
+def call(scan, buf, pos=0, lineno=1, known=None):
+    lines_out: list = []
+    items_out: list = []
+    result = scan(buf, pos, lineno, {} if known is None else known, lines_out, items_out)
+    return result, lines_out, items_out
+
+
+@pytest.mark.parametrize("scan", [native, reference], ids=["native", "python"])
+def test_edge_cases(scan):
+    assert call(scan, b"") == ((-1, -1, 1, 0), [], [])
+    assert call(scan, b"a\nb\n", lineno=7) == ((-1, -1, 9, 4), [], [])
+    buf = b"x sharding\r\n"
+    assert call(scan, buf) == ((0, 10, 1, 12), [], [])
+    assert call(scan, buf, known={b"x sharding": "v"}) == ((-1, -1, 2, 12), [1], ["v"])
+    # one trailing `\r` only is dropped from the key
+    buf = b"a\nx sharding\r\r\n"
+    assert call(scan, buf) == ((2, 13, 2, 15), [], [])
+    # needle at the very start and at the very end (no newline after it)
+    assert call(scan, b"ENTRY\n") == ((0, 5, 1, 6), [], [])
+    assert call(scan, b"a\nb\n} : (") == ((4, 9, 3, 10), [], [])
+    # pos at the end, pos at a later line
+    buf = b"module\nsharding\n"
+    assert call(scan, buf, pos=len(buf), lineno=3) == ((-1, -1, 3, len(buf)), [], [])
+    assert call(scan, buf, pos=7, lineno=2) == ((7, 15, 2, 16), [], [])
+    # everything known: one call walks the whole block
+    known = {b"module": 1, b"sharding": 2}
+    assert call(scan, buf, known=known) == ((-1, -1, 3, 16), [1, 2], [1, 2])
+    # a None value is not a known line
+    assert call(scan, buf, known={b"module": None}) == ((0, 6, 1, 7), [], [])
+    # `shard` alone, `sdy.mes`, `HloModul` are not candidates
+    assert call(scan, b"shard\nsdy.mes\nHloModul\n") == ((-1, -1, 4, 23), [], [])
+
+
+def test_same_list_for_lines_and_items():
+    buf = b"module\nx\nsharding\n"
+    out: list = []
+    known = {b"module": "m", b"sharding": "s"}
+    assert native(buf, 0, 1, known, out, out) == (-1, -1, 4, len(buf))
+    assert out == [1, "m", 3, "s"]
+
+
+def test_lookup_errors_propagate():
+    """A key whose comparison raises: the error comes out of both scanners, no crash."""
+    line = b"x sharding"
+
+    class Clash:
+        def __hash__(self):
+            return hash(line)
+
+        def __eq__(self, other):
+            raise RuntimeError("boom")
+
+    for scan in (native, reference):
+        with pytest.raises(RuntimeError, match="boom"):
+            scan(line + b"\n", 0, 1, {Clash(): 1}, [], [])
+
+
+def test_no_reference_leaks():
+    buf = b"module\nsharding\nx\n" * 50
+    value = object()
+    known = {b"module": value, b"sharding": value}
+    before = (sys.getrefcount(value), sys.getrefcount(buf))
+    for _ in range(200):
+        lines_out: list = []
+        items_out: list = []
+        native(buf, 0, 1, known, lines_out, items_out)
+        assert len(items_out) == 100
+        del lines_out, items_out
+    assert (sys.getrefcount(value), sys.getrefcount(buf)) == before
+
+
+BAD_ARGS = [
+    ((bytearray(b"module\n"), 0, 1, {}, [], []), TypeError),
+    ((memoryview(b"module\n"), 0, 1, {}, [], []), TypeError),
+    (("module\n", 0, 1, {}, [], []), TypeError),
+    ((None, 0, 1, {}, [], []), TypeError),
+    ((b"module\n", 0.0, 1, {}, [], []), TypeError),
+    ((b"module\n", None, 1, {}, [], []), TypeError),
+    ((b"module\n", 0, "1", {}, [], []), TypeError),
+    ((b"module\n", 0, 1, [], [], []), TypeError),
+    ((b"module\n", 0, 1, None, [], []), TypeError),
+    ((b"module\n", 0, 1, {}, (), []), TypeError),
+    ((b"module\n", 0, 1, {}, [], None), TypeError),
+    ((b"module\n", 0, 1, {}, []), TypeError),
+    ((b"module\n", 0, 1, {}, [], [], []), TypeError),
+    ((), TypeError),
+    ((b"module\n", -1, 1, {}, [], []), ValueError),
+    ((b"module\n", 8, 1, {}, [], []), ValueError),
+    ((b"module\n", 2**70, 1, {}, [], []), ValueError),
+    ((b"module\n", -(2**70), 1, {}, [], []), ValueError),
+    ((b"module\n", 0, 2**70, {}, [], []), ValueError),
+    ((b"module\n", 0, sys.maxsize, {}, [], []), ValueError),
+]
+
+
+@pytest.mark.parametrize(("args", "error"), BAD_ARGS)
+def test_bad_arguments(args, error):
+    with pytest.raises(error):
+        native(*args)
+
+
+def test_keyword_arguments_refused():
+    with pytest.raises(TypeError):
+        native(buf=b"", pos=0, lineno=1, known={}, lines_out=[], items_out=[])
