@@ -195,7 +195,7 @@ def scan_cases(draw):
         if choice == 1:
             known[key] = draw(st.integers(-5, 5))
         elif choice == 2:
-            known[key] = None  # the reference treats a None value as not known
+            known[key] = None  # a line known to yield nothing: skipped
     for extra in draw(st.lists(st.sampled_from(FRAGMENTS), max_size=3)):
         known[extra] = "extra"
     pos = draw(st.integers(0, len(buf)))
@@ -270,8 +270,9 @@ def test_edge_cases(scan):
     # everything known: one call walks the whole block
     known = {b"module": 1, b"sharding": 2}
     assert call(scan, buf, known=known) == ((-1, -1, 3, 16), [1, 2], [1, 2])
-    # a None value is not a known line
-    assert call(scan, buf, known={b"module": None}) == ((0, 6, 1, 7), [], [])
+    # a None value is a line known to yield nothing: skipped, not recorded
+    assert call(scan, buf, known={b"module": None}) == ((7, 15, 2, 16), [], [])
+    assert call(scan, buf, known={b"module": None, b"sharding": 2}) == ((-1, -1, 3, 16), [2], [2])
     # `shard` alone, `sdy.mes`, `HloModul` are not candidates
     assert call(scan, b"shard\nsdy.mes\nHloModul\n") == ((-1, -1, 4, 23), [], [])
 

@@ -250,8 +250,8 @@ def module_json(
 
 def file_json_text(report: FileReport) -> str:
     """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
-    value's JSON is its name, line and column plus a fragment shared by every value with the
-    same sharding, shapes and kind (they repeat thousands of times). No `--layouts`."""
+    value's JSON is its line number between two fragments shared by every occurrence of the
+    same value (they repeat thousands of times). No `--layouts`."""
     import json
 
     dumps = json.dumps
@@ -259,42 +259,54 @@ def file_json_text(report: FileReport) -> str:
     for m in report.modules:
         d = module_json(m, values=False)
         head = dumps(d)
-        vals = ", ".join(_value_texts(m.values))
+        vals = ", ".join(_value_texts(m))
         mods.append(f'{head[:-1]}, "values": [{vals}]}}')
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
 
 
-#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype, notation,
-#: mesh name): (the tiled sharding it was printed from, the text); the tiled form is compared
-#: by identity, as the same text can have another tiled form in a module with other meshes
-#: (`_NAMES`: each value name's JSON string)
+#: a repeated value's JSON around its line number, by the identity of its prototype (the
+#: module's rows hand out one per distinct line): (prototype, before, after)
+_AROUND: dict[int, tuple[Value, str, str]] = {}
+#: JSON of a one-off value after its column, by (text, kind, op, shape, local_shape, dtype,
+#: notation, mesh name): (the tiled sharding it was printed from, the text); the tiled form
+#: is compared by identity, as the same text can have another tiled form in a module with
+#: other meshes
 _REST: dict[tuple, tuple[object, str]] = {}
-_NAMES: dict[str, str] = {}
 
 
-def _value_texts(values: list[Value]) -> Iterator[str]:
+def _value_texts(m: ModuleReport) -> Iterator[str]:
     import json
 
     dumps = json.dumps
-    rest_cache = _REST
-    names = _NAMES
-    for v in values:
-        key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
-        hit = rest_cache.get(key)
-        if hit is None or hit[0] is not v.hlo:
-            d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
-            del d["name"], d["line"], d["column"]
-            hit = (v.hlo, dumps(d)[1:])
-            if len(rest_cache) >= 8192:
-                rest_cache.clear()
-            rest_cache[key] = hit
-        name = names.get(v.name)
-        if name is None:
-            name = dumps(v.name)
-            if len(names) >= 65536:
-                names.clear()
-            names[v.name] = name
-        yield f'{{"name": {name}, "line": {v.line}, "column": {v.column}, {hit[1]}'
+    around = _AROUND
+    for line, v in m.rows():
+        if v.line == 0:  # a prototype: shared by every occurrence of its line
+            hit = around.get(id(v))
+            if hit is None or hit[0] is not v:
+                rest = _rest_text(v)
+                hit = (v, f'{{"name": {dumps(v.name)}, "line": ', f', "column": {v.column}, {rest}')
+                if len(around) >= 65536:
+                    around.clear()
+                around[id(v)] = hit  # holds `v`: its id is not reused while cached
+            yield f"{hit[1]}{line}{hit[2]}"
+        else:
+            yield f'{{"name": {dumps(v.name)}, "line": {line}, "column": {v.column}, {_rest_text(v)}'
+
+
+def _rest_text(v: Value) -> str:
+    """A value's JSON after its column (without the opening brace's fields)."""
+    import json
+
+    key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
+    hit = _REST.get(key)
+    if hit is None or hit[0] is not v.hlo:
+        d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
+        del d["name"], d["line"], d["column"]
+        hit = (v.hlo, json.dumps(d)[1:])
+        if len(_REST) >= 8192:
+            _REST.clear()
+        _REST[key] = hit
+    return hit[1]
 
 
 def gspmd_text(v: Value) -> str | None:

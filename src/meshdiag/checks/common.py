@@ -97,9 +97,11 @@ def declared_meshes(module: ModuleReport) -> list[MeshDecl]:
 
 
 def gspmd_tiled_values(module: ModuleReport) -> list[tuple[Value, HloSharding]]:
-    """GSPMD values with a tiled leaf (tuples flattened), as XLA's import collects them."""
+    """GSPMD values with a tiled leaf (tuples flattened), as XLA's import collects them
+    (each distinct value once)."""
     out = []
-    for v in module.values:
+    for group in module.value_groups():
+        v = group.value
         s = v.sharding
         if v.notation != "gspmd" or not isinstance(s, HloSharding):
             continue
@@ -117,7 +119,7 @@ def module_meshes(module: ModuleReport) -> list[ModuleMesh]:
     """Declared meshes; when there are none, the mesh XLA's import derives from the GSPMD
     shardings (empty when there is nothing to derive from or no common factorisation)."""
     global _LAST_MESHES
-    state = (len(module.meshes), len(module.values))  # checks never change a module
+    state = (len(module.meshes), len(module.items))  # checks never change a module
     last = _LAST_MESHES
     if last is not None and last[0] is module and last[1] == state:
         return list(last[2])

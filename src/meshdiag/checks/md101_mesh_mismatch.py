@@ -73,7 +73,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         if mm.derived:
             users = list(mm.sources)
         else:
-            users = [v for v in module.values if v.mesh_name in (name, None)]
+            users = [g.value for g in module.value_groups() if g.value.mesh_name in (name, None)]
         for v in users:
             fixed = corrected_sharding(v, g)
             if fixed and len(fixes) < 4:

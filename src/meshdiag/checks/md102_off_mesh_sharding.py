@@ -42,28 +42,31 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .common import declared_meshes, memo, same_mesh, value_hlo, where
+    from .common import declared_meshes, same_mesh
+    from .values import value_findings
 
     g = ctx.mesh
     if g is None or not g.axes:
         return []
-    on_global = {d.name for d in declared_meshes(module) if same_mesh(d.mesh, g)}  # type: ignore[arg-type]
-    out: list[Finding] = []
-    for v in module.values:
-        if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):
-            continue  # whole axes of the global mesh: a plain spec by construction
-        s = value_hlo(v)
-        if s is None:
-            continue
-        for leaf in s.leaves():
-            verdict = memo(_VERDICTS, _verdict, leaf, g)  # each distinct sharding judged once
-            if verdict is not None:
-                message, fix = verdict
-                out.append(
-                    RULE.finding(
-                        f"{_name(v)} {message}", fix, **where(ctx, module, v.line, v.column)
-                    )
-                )
+    on_global = frozenset(d.name for d in declared_meshes(module) if same_mesh(d.mesh, g))  # type: ignore[arg-type]
+    return value_findings(module, ctx, RULE, (g, on_global), _judge)
+
+
+def _judge(v: Value, facts: tuple[Mesh, frozenset[str]]) -> list[tuple[str, str | None]]:
+    from .common import memo, value_hlo
+
+    g, on_global = facts
+    if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):
+        return []  # whole axes of the global mesh: a plain spec by construction
+    s = value_hlo(v)
+    if s is None:
+        return []
+    out = []
+    for leaf in s.leaves():
+        verdict = memo(_VERDICTS, _verdict, leaf, g)  # each distinct sharding judged once
+        if verdict is not None:
+            message, fix = verdict
+            out.append((f"{_name(v)} {message}", fix))
     return out
 
 

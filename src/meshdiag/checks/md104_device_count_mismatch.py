@@ -8,7 +8,7 @@ from .registry import Rule, register
 
 if TYPE_CHECKING:
     from ..findings import Finding
-    from ..ir.model import ModuleReport
+    from ..ir.model import ModuleReport, Value
     from .context import CheckContext
 
 RULE = Rule(
@@ -39,6 +39,7 @@ RULE = Rule(
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     from ..targets import get_target, shape_text
     from .common import declared_meshes, gspmd_tiled_values, module_label, module_meshes, where
+    from .values import value_findings
 
     out: list[Finding] = []
     label = module_label(module)
@@ -75,20 +76,13 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         ref, ref_what = n_part, "num_partitions is"
     else:
         ref, ref_what = None, ""
-    tiled = gspmd_tiled_values(module)
-    if ref is None and tiled:
-        v0, s0 = tiled[0]
-        ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
-    for v, s in tiled:
-        n = s.tile.num_devices  # type: ignore[union-attr]
-        if n != ref:
-            out.append(
-                RULE.finding(
-                    f"{v.name}'s sharding {v.text} tiles over {n} devices but {ref_what} {ref}.",
-                    f"build the sharding over all {ref} devices (on the module's mesh)",
-                    **where(ctx, module, v.line, v.column),
-                )
-            )
+    if ref is None:  # the first tiled GSPMD sharding sets it
+        first_tiled = next(iter(gspmd_tiled_values(module)), None)
+        if first_tiled is not None:
+            v0, s0 = first_tiled
+            ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
+    if ref is not None:
+        out.extend(value_findings(module, ctx, RULE, (ref, ref_what), _judge))
     if ctx.target:
         target = get_target(ctx.target)
         if target.kind == "system":
@@ -104,6 +98,24 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
                         )
                     )
     return out
+
+
+def _judge(v: Value, facts: tuple[int, str]) -> list[tuple[str, str | None]]:
+    """GSPMD tiled shardings over another device count than the module's."""
+    from ..sharding import HloSharding
+
+    s = v.sharding
+    if v.notation != "gspmd" or not isinstance(s, HloSharding):
+        return []
+    ref, ref_what = facts
+    return [
+        (
+            f"{v.name}'s sharding {v.text} tiles over {n} devices but {ref_what} {ref}.",
+            f"build the sharding over all {ref} devices (on the module's mesh)",
+        )
+        for leaf in s.leaves()
+        if leaf.is_tiled and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
+    ]
 
 
 register(RULE, check)

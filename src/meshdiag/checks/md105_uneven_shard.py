@@ -10,7 +10,6 @@ Three entry points share one message builder:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..formats.devicelist import compress_devices
@@ -19,7 +18,7 @@ from .registry import Rule, register
 
 if TYPE_CHECKING:
     from ..findings import Finding
-    from ..ir.model import ModuleReport
+    from ..ir.model import ModuleReport, Value
     from ..sharding import HloSharding
     from ..simulate import ShardedDim
     from .context import CheckContext
@@ -138,35 +137,27 @@ def uneven_findings(
 
 def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     """MD105 for every value whose global shape is known and whose sharding is tiled."""
-    out: list[Finding] = []
+    from .values import value_findings
+
     if module.partitioned:
-        return out  # shapes are per-device there
-    # (sharding, shape) pairs repeat thousands of times across modules and files: judge each
-    # once, looked up by the sharding's identity (the scanner shares one object per text)
-    split = ctx.split
-    for v in module.values:
-        h = v.hlo
-        if v.shape is None or h is None:
-            continue
-        key = (id(h), v.shape, split)
-        hit = _SEEN.get(key)
-        if hit is None:
-            found = uneven_findings(h, v.shape, split, where={}) if h.is_tiled else []
-            if len(_SEEN) >= 8192:
-                _SEEN.clear()
-            hit = _SEEN[key] = (h, found)  # holds `h`: its id is not reused while cached
-        for f in hit[1]:
-            out.append(
-                replace(
-                    f,
-                    message=f"{v.name}: {f.message}",
-                    path=ctx.path,
-                    line=v.line,
-                    column=v.column,
-                    module=module.name,
-                )
-            )
-    return out
+        return []  # shapes are per-device there
+    return value_findings(module, ctx, RULE, ctx.split, _judge)
+
+
+def _judge(v: Value, split: str) -> list[tuple[str, str | None]]:
+    h = v.hlo
+    if v.shape is None or h is None:
+        return []
+    # (sharding, shape) pairs repeat across values: judge each once, looked up by the
+    # sharding's identity (the scanner shares one object per text)
+    key = (id(h), v.shape, split)
+    hit = _SEEN.get(key)
+    if hit is None or hit[0] is not h:
+        found = uneven_findings(h, v.shape, split, where={}) if h.is_tiled else []
+        if len(_SEEN) >= 8192:
+            _SEEN.clear()
+        hit = _SEEN[key] = (h, found)  # holds `h`: its id is not reused while cached
+    return [(f"{v.name}: {f.message}", f.fix) for f in hit[1]]
 
 
 _SEEN: dict[tuple, tuple[object, list[Finding]]] = {}

@@ -38,31 +38,37 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .common import where
+    from .values import value_findings
 
-    out: list[Finding] = []
-    ranks: dict[int, int | None] = {}  # by the sharding's identity: one object per text
-    for v in module.values:
-        shape = v.shape if v.shape is not None else v.local_shape
-        s = v.sharding
-        if shape is None or s is None:
-            continue
-        rank = len(shape)
-        got = ranks.get(id(s), -1)
-        if got == -1:
-            got = ranks[id(s)] = _rank(v)
-        if got is None or got == rank:
-            continue
-        shape_txt = "x".join(map(str, shape)) or "scalar"
-        out.append(
-            RULE.finding(
-                f"{v.name}'s sharding {v.text} describes {got} dims but its tensor "
-                f"({shape_txt}) has rank {rank}.",
-                _fix(v, rank),
-                **where(ctx, module, v.line, v.column),
-            )
+    return value_findings(module, ctx, RULE, None, _judge)
+
+
+#: the rank each sharding describes, by identity (the scanner shares one object per text;
+#: each entry holds its sharding, so ids are not reused meanwhile)
+_RANKS: dict[int, tuple[object, int | None]] = {}
+
+
+def _judge(v: Value, facts: None) -> list[tuple[str, str | None]]:
+    shape = v.shape if v.shape is not None else v.local_shape
+    s = v.sharding
+    if shape is None or s is None:
+        return []
+    hit = _RANKS.get(id(s))
+    if hit is None or hit[0] is not s:
+        if len(_RANKS) >= 8192:
+            _RANKS.clear()
+        hit = _RANKS[id(s)] = (s, _rank(v))
+    got, rank = hit[1], len(shape)
+    if got is None or got == rank:
+        return []
+    shape_txt = "x".join(map(str, shape)) or "scalar"
+    return [
+        (
+            f"{v.name}'s sharding {v.text} describes {got} dims but its tensor "
+            f"({shape_txt}) has rank {rank}.",
+            _fix(v, rank),
         )
-    return out
+    ]
 
 
 def _rank(v: Value) -> int | None:

@@ -43,6 +43,7 @@ RULE = Rule(
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     from ..formats.shardy import verify_mesh
     from .common import where
+    from .values import value_findings
 
     out: list[Finding] = []
     mesh_msgs: dict[str, list[str]] = {}
@@ -59,30 +60,19 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
                     **where(ctx, module, d.line, d.column),
                 )
             )
-    declared = {d.name for d in module.meshes}
-    count = _device_count(module, ctx)
-    # shardings repeat thousands of times: judge each once, looked up by identity (the
-    # scanner shares one object per distinct text; the values hold it, so ids are not
-    # reused meanwhile), else by equality
-    by_id: dict[tuple, list[str]] = {}
-    judged: dict[tuple, list[str]] = {}
-    for v in module.values:
-        msgs = by_id.get((id(v.sharding), v.mesh_name))
-        if msgs is None:
-            key = (v.sharding, v.mesh_name)
-            msgs = judged.get(key)
-            if msgs is None:
-                msgs = judged[key] = _value_problems(v, declared, mesh_msgs, count)
-            by_id[(id(v.sharding), v.mesh_name)] = msgs
-        for m in msgs:
-            out.append(
-                RULE.finding(
-                    f"{v.name}'s sharding {v.text}: {m}.",
-                    _value_fix(m),
-                    **where(ctx, module, v.line, v.column),
-                )
-            )
+    facts = (
+        frozenset(d.name for d in module.meshes),
+        tuple((name, tuple(msgs)) for name, msgs in mesh_msgs.items()),
+        _device_count(module, ctx),
+    )
+    out.extend(value_findings(module, ctx, RULE, facts, _judge))
     return out
+
+
+def _judge(v: Value, facts: tuple) -> list[tuple[str, str | None]]:
+    declared, mesh_msgs, count = facts
+    msgs = _value_problems(v, declared, dict(mesh_msgs), count)
+    return [(f"{v.name}'s sharding {v.text}: {m}.", _value_fix(m)) for m in msgs]
 
 
 def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
@@ -101,7 +91,7 @@ def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
 
 
 def _value_problems(
-    v: Value, declared: set[str], mesh_msgs: dict[str, list[str]], count: int | None
+    v: Value, declared: frozenset[str], mesh_msgs: dict[str, tuple[str, ...]], count: int | None
 ) -> list[str]:
     from .common import memo
 

@@ -253,8 +253,12 @@ static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t 
             if (item == NULL && PyErr_Occurred())
                 return NULL;
         }
-        if (item == NULL || item == Py_None) /* the reference's `get(...) is None` */
+        if (item == NULL) /* not known: the caller handles it */
             return Py_BuildValue("(nnnn)", ls, end, lineno, le + 1);
+        if (item == Py_None) { /* known to yield nothing: skipped */
+            p = le + 1;
+            continue;
+        }
         Py_INCREF(item); /* keep it alive whatever the appends do */
         PyObject *num = PyLong_FromSsize_t(lineno);
         int failed = num == NULL || PyList_Append(lines_out, num) < 0 ||

@@ -129,9 +129,11 @@ class Builder:
     def _close(self) -> None:
         m = self.module
         if m is not None and m.partitioned:
-            for v in m.values:
-                if v.shape is not None and v.local_shape is None:
-                    v.local_shape, v.shape = v.shape, None
+            # Values added one by one become per-device here; the shared LineValues are
+            # converted when read (ModuleReport.rows / values)
+            for v in m.items:
+                if v.__class__ is Value and v.shape is not None and v.local_shape is None:  # type: ignore[union-attr]
+                    v.local_shape, v.shape = v.shape, None  # type: ignore[union-attr]
         self.module = None
 
     def finish(self) -> FileReport:
@@ -177,7 +179,7 @@ class Builder:
         v = make_value(name, line, column, text, notation, parsed, kind, op, shape, dtype)
         if self.manual and kind not in ("manual_in", "manual_out"):
             v.local_shape, v.shape = v.shape, None
-        m.values.append(v)
+        m.add(v)
         if parsed.error is not None:
             self.problem(parsed.error, line, column + parsed.offset)
         return v
@@ -192,7 +194,7 @@ class Builder:
         v.__dict__ = d
         if self.manual and v.kind not in ("manual_in", "manual_out"):
             v.local_shape, v.shape = v.shape, None
-        m.values.append(v)
+        m.add(v)
         if error is not None:
             self.problem(error[0], line, v.column + error[1])
 

@@ -41,6 +41,8 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         return
     if "sharding=" in line:
         linecache.run(_instruction, b, line, lineno)
+    else:  # `sharding` in a name or in metadata: nothing, however often it comes
+        linecache.nothing(b)
 
 
 def _meshes(b: Builder, line: str, lineno: int) -> None:

@@ -12,9 +12,7 @@ from collections.abc import Callable
 
 from .annot import MeshKey, Parsed
 from .builder import make_value
-from .model import Value
-
-_new_value = object.__new__
+from .model import LineValues, Value
 
 #: lines longer than this are handled directly, never cached
 MAX_LINE = 16384
@@ -31,17 +29,16 @@ class Recorder:
         self.manual_axes = manual_axes
         #: (value as read from the line, its parse error and offset) in emission order
         self.values: list[tuple[Value, tuple[str, int] | None]] = []
-        #: the values' attribute dicts, in the same order (what `play` copies)
-        self.dicts: list[dict] = []
         self.problems: list[tuple[str, int | None]] = []  # (message, column)
         self.errors = False  # some value has a parse error (replayed as a problem)
+        #: the values as one column entry (set when the recording is complete)
+        self.line_values: LineValues | None = None
 
     def value(self, name, line, column, text, notation, parsed: Parsed, **kw) -> None:
         # the parse error is replayed by Builder.replay_value itself
         proto = make_value(name, 0, column, text, notation, parsed, **kw)
         err = (parsed.error, parsed.offset) if parsed.error is not None else None
         self.values.append((proto, err))
-        self.dicts.append(proto.__dict__)
         self.errors = self.errors or err is not None
 
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
@@ -50,13 +47,27 @@ class Recorder:
 
 _cache: dict[tuple, Recorder] = {}
 _chars = 0
+#: the recordings the native scanner may append by itself, per module state
+#: (`fast_known`): raw ASCII line → LineValues, for recordings that only add values
+_fast: dict[tuple[int, str | None], dict[bytes, LineValues | None]] = {}
+#: what `fast_known` gives where nothing may be appended without the builder (no module yet,
+#: inside a manual region): never written to
+NOTHING: dict[bytes, LineValues | None] = {}
+
+
+def state(b) -> tuple:
+    """What a line's recording depends on besides its text: the module's meshes (by token,
+    see builder.mesh_token), the enclosing manual axes, and the dialect (it picks the
+    handler)."""
+    m = b.module
+    return (b.mesh_token, b.manual_axes, m.dialect if m is not None else None)
 
 
 def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     """`handler(b, line, lineno, *args)`, through the cache.
 
-    Only handlers whose result depends on nothing but the line, the module's meshes and the
-    enclosing manual axes may run through here (the key holds exactly those).
+    Only handlers whose result depends on nothing but the line and `state(b)` may run
+    through here.
     """
     global _chars
     if len(line) > MAX_LINE:
@@ -65,24 +76,52 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
     # keyed by the raw bytes of the line when the scanner gave them (it replays before
     # decoding), else by the text
     raw = getattr(b, "raw", None)
-    # the meshes by their token (builder.mesh_token): equal MeshKeys, equal tokens
-    key = (raw if raw is not None else line, b.mesh_token, b.manual_axes)
+    key = (raw if raw is not None else line, *state(b))
     rec = _cache.get(key)
     if rec is None:
         rec = Recorder(b.mesh_key, b.manual_axes, b.mesh_token)
         handler(rec, line, 0, *args)
+        rec.line_values = LineValues(tuple(v for v, _ in rec.values))
         if _chars > MAX_CHARS:
-            _cache.clear()
-            _chars = 0
+            clear()
         _cache[key] = rec
         _chars += len(line)
+        if raw is not None and not rec.problems and not rec.errors and raw.isascii():
+            known = fast_known(b)
+            if not rec.values:
+                known[raw] = None  # NOTHING is never written to: fast_known says why
+            elif b.module is not None:
+                known[raw] = rec.line_values
     play(rec, b, lineno)
 
 
-#: the recording of a raw line: `lookup((raw, mesh token, manual axes))`, None when not
-#: cached (the scanner's hot loop builds the key itself: one call per line, not two).
-#: `_cache` is only ever emptied in place, never rebound, so this stays bound to it
-lookup: Callable[[tuple], Recorder | None] = _cache.get
+def fast_known(b) -> dict[bytes, LineValues | None]:
+    """The lines the scanner may replay into `b`'s current module without asking: raw
+    line → its values, or None for a line known to yield nothing (`lines.scan_known`'s
+    `known`). Values are only added while there is a module."""
+    if b.manual:
+        return NOTHING
+    m = b.module
+    key = (b.mesh_token, m.dialect if m is not None else None)
+    known = _fast.get(key)
+    if known is None:
+        known = _fast[key] = {}
+    return known
+
+
+def nothing(b) -> None:
+    """The line being handled (`b.raw`) yields nothing in this state, whatever its text
+    says: the scanner may skip it from now on."""
+    raw = b.raw
+    if raw is not None and raw.isascii() and len(raw) <= MAX_LINE:
+        known = fast_known(b)
+        if known is not NOTHING:
+            known[raw] = None
+
+
+def lookup(b, raw: bytes) -> Recorder | None:
+    """The recording of a raw line in `b`'s state; None when not cached."""
+    return _cache.get((raw, *state(b)))
 
 
 def replay(b, line: str | bytes, lineno: int) -> bool:
@@ -90,7 +129,7 @@ def replay(b, line: str | bytes, lineno: int) -> bool:
     the line is not cached."""
     if not _cache:
         return False
-    rec = _cache.get((line, b.mesh_token, b.manual_axes))
+    rec = _cache.get((line, *state(b)))
     if rec is None:
         return False
     play(rec, b, lineno)
@@ -98,12 +137,11 @@ def replay(b, line: str | bytes, lineno: int) -> bool:
 
 
 def play(rec: Recorder, b, lineno: int) -> None:
-    """Replay a recording (from `lookup`) into `b` at `lineno`."""
+    """Replay a recording into `b` at `lineno`."""
     if rec.problems:
         for message, column in rec.problems:
             b.problem(message, lineno, column)
-    dicts = rec.dicts
-    if not dicts:
+    if not rec.values:
         return
     m = b.module
     if m is None or b.manual or rec.errors:  # the general path: Builder.replay_value
@@ -111,18 +149,13 @@ def play(rec: Recorder, b, lineno: int) -> None:
         for proto, err in rec.values:
             add(proto, err, lineno)
         return
-    # the common case, inlined: copies of the recorded values at this line (a dict copy is
-    # the cheapest way to build a Value: no __init__, no per-field assignment)
-    append = m.values.append
-    for d in dicts:
-        v = _new_value(Value)
-        d = d.copy()
-        d["line"] = lineno
-        v.__dict__ = d
-        append(v)
+    # the common case: one column entry shared by every occurrence of the line
+    m.lines.append(lineno)
+    m.items.append(rec.line_values)
 
 
 def clear() -> None:
     global _chars
     _cache.clear()
+    _fast.clear()  # a scan holding one of its dicts asks again after its next line
     _chars = 0

@@ -11,6 +11,7 @@ never held whole.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -80,21 +81,20 @@ def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
     return raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem)
 
 
-def candidate_blocks(
+def read_blocks(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
-) -> Iterator[list[tuple[int, bytes]]]:
-    """The candidate lines of `raw`, one list per block read: (line number, raw line without
-    its newline or `\\r`). A list per block, not a generator step per line, for the
-    scanner's hot loop.
+) -> Iterator[tuple[bytes, int]]:
+    """`raw` as blocks of whole lines: (block, number of its first line). Each block ends
+    with a newline (one is added after a last line without it).
 
-    `prefix` is data already read from `raw` (the binary sniff).
-
-    Invalid UTF-8 on lines that are not candidates is reported here; candidates report
-    their own when decoded (`decode_line`).
+    `prefix` is data already read from `raw` (the binary sniff). Invalid UTF-8 on lines that
+    are not candidates is reported here, after the consumer handled the block (findings keep
+    the order of the lines); candidates report their own when decoded (`decode_line`).
     """
     limit = max_line_bytes()
     lineno = 1  # number of the first line in `tail`
     tail = prefix
+    count = bytes.count
     while True:
         chunk = raw.read(BLOCK)
         at_end = not chunk
@@ -105,13 +105,10 @@ def candidate_blocks(
             cut = buf.rfind(b"\n") + 1
             whole, tail = buf[:cut], buf[cut:]
         if whole:
-            lines, spans, next_line = _block_lines(whole, lineno)
-            if lines:
-                yield lines
-            # after the consumer handled the list: findings keep the order of the lines
+            yield whole, lineno
             if not whole.isascii():
-                _check_utf8(whole, lineno, {ls for ls, _ in spans}, problem)
-            lineno = next_line
+                _check_utf8(whole, lineno, {ls for ls, _ in candidate_spans(whole)}, problem)
+            lineno += count(whole, b"\n")
         if at_end:
             return
         if len(tail) > limit:  # the unfinished line is already too long: drop it
@@ -172,23 +169,62 @@ def candidate_spans(buf: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-def _block_lines(
-    buf: bytes, first_line: int
-) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]], int]:
-    """The candidate lines of a block made of whole lines (ends with a newline), their
-    spans, and the number of the line after the block (newlines are counted once, in
-    pieces, between candidates)."""
-    spans = candidate_spans(buf)
+_UNKNOWN = object()
+#: candidate spans of the block `scan_known_py` is walking: (block, span starts, spans)
+_walk: tuple[bytes, list[int], list[tuple[int, int]]] = (b"", [], [])
+
+
+def scan_known_py(
+    buf: bytes, pos: int, lineno: int, known: dict, lines_out: list, items_out: list
+) -> tuple[int, int, int, int]:
+    """Walk the candidate lines of `buf` (a block of whole lines) from offset `pos`, a line
+    start whose line number is `lineno`.
+
+    A candidate whose bytes (without the newline and a trailing `\\r`) are a key of `known`
+    is recorded (its number appended to `lines_out`, `known[line]` to `items_out`; nothing
+    when `known[line]` is None, a line known to yield nothing) and the walk goes on. The first candidate that is not a key stops the walk: the result is
+    `(start, end, number, next)` — its span in `buf`, its line number and the offset of the
+    line after it. At the end of `buf` the result is `(-1, -1, number of the line after the
+    block, len(buf))`.
+
+    The native scanner (`_fastscan.scan_known`) does exactly this in one pass over the
+    bytes; this is its reference and the fallback where it is not built.
+    """
+    global _walk
+    if _walk[0] is not buf:  # once per block: every call on it bisects into the same spans
+        spans = candidate_spans(buf)
+        _walk = (buf, [s for s, _ in spans], spans)
+    _, starts, spans = _walk
     count = buf.count
-    lineno = first_line
-    last = 0
-    lines = []
-    add = lines.append
-    for ls, le in spans:
+    get = known.get
+    last = pos
+    for i in range(bisect_left(starts, pos), len(spans)):
+        ls, le = spans[i]
         lineno += count(b"\n", last, ls)
         last = ls
-        raw = buf[ls:le]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        add((lineno, raw))
-    return lines, spans, lineno + count(b"\n", last)
+        end = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
+        item = get(buf[ls:end], _UNKNOWN) if known else _UNKNOWN
+        if item is _UNKNOWN:
+            return ls, end, lineno, le + 1
+        if item is None:  # known to yield nothing
+            continue
+        lines_out.append(lineno)
+        items_out.append(item)
+    return -1, -1, lineno + count(b"\n", last), len(buf)
+
+
+def _pick_scanner() -> Callable[..., tuple[int, int, int, int]]:
+    """The native `scan_known` when it is built and not switched off
+    (`MESHDIAG_PURE_PYTHON=1`), else the Python reference."""
+    import os
+
+    if os.environ.get("MESHDIAG_PURE_PYTHON"):
+        return scan_known_py
+    try:
+        from ._fastscan import scan_known as native
+    except ImportError:  # not built (no C compiler at install time): same results, slower
+        return scan_known_py
+    return native
+
+
+scan_known = _pick_scanner()

@@ -82,6 +82,8 @@ def handle(b: Builder, line: str, lineno: int) -> None:
             _op(b, line, lineno)  # opens a region: changes the builder's state
         else:
             linecache.run(_op, b, line, lineno)
+    else:  # a word that marks structure, in a line that has none: nothing
+        linecache.nothing(b)
 
 
 def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:

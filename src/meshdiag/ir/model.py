@@ -6,6 +6,8 @@ Lines and columns are 1-based and point into the original file.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -60,19 +62,235 @@ class Diagnostic:
     location: str | None = None  # `file:line:col` the diagnostic itself names
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class LineValues:
+    """The values one line of text yields, before its line number is known (their `line`
+    is 0). Every occurrence of the same line in the same module state shares one: pass dumps
+    print the same annotated lines thousands of times, and a module stores each occurrence
+    as (line number, this) instead of a Value per occurrence."""
+
+    protos: tuple[Value, ...]
+
+
+class ValueGroup:
+    """Values of a module that differ only in their line: one to look at, how many, and
+    (computed when asked) every line."""
+
+    __slots__ = ("value", "count", "_module", "_item", "_lines")
+
+    def __init__(self, value: Value, count: int, module: ModuleReport, item: object) -> None:
+        self.value = value  # the first occurrence
+        self.count = count
+        self._module = module
+        self._item = item
+        self._lines: list[int] | None = None
+
+    @property
+    def lines(self) -> list[int]:
+        """Every occurrence's line, in file order (`value.line` first)."""
+        if self._lines is None:
+            self._lines = self._module.lines_of(self._item)
+        return self._lines
+
+
+_new_value = object.__new__
+
+
+def _at(proto: Value, line: int, partitioned: bool) -> Value:
+    """A copy of `proto` at `line`; in a partitioned module its shape is per device."""
+    v = _new_value(Value)
+    d = proto.__dict__.copy()  # faster than copying field by field
+    d["line"] = line
+    if partitioned and d["shape"] is not None and d["local_shape"] is None:
+        d["local_shape"], d["shape"] = d["shape"], None
+    v.__dict__ = d
+    return v
+
+
 class ModuleReport:
-    name: str | None  # `@ReplicateShardedData.6`'s name without '@'; HloModule name
-    line: int  # line of the `module` / `HloModule` header
-    dialect: Literal["mlir", "hlo"] = "mlir"
-    #: pass-dump section title (`IR Dump Before AnalyzeMeshPass (analyze-mesh)`), if any
-    section: str | None = None
-    #: shapes in the module are per-device (after SPMD partitioning)
-    partitioned: bool = False
-    num_partitions: int | None = None
-    meshes: list[MeshDecl] = field(default_factory=list)
-    values: list[Value] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    """One module (or pass-dump section) of a dump: its meshes, sharded values, diagnostics.
+
+    Values are stored as two columns in file order — line numbers, and for each either a
+    Value or the LineValues of a repeated line — so a dump that repeats a line ten thousand
+    times holds one set of Values for it. `values` gives them as Value objects,
+    `value_groups()` once per distinct value with all its lines (what checks and summaries
+    want), `rows()` the columns themselves (what the JSON writer wants).
+    """
+
+    def __init__(
+        self,
+        name: str | None,
+        line: int,
+        dialect: Literal["mlir", "hlo"] = "mlir",
+        section: str | None = None,
+        partitioned: bool = False,
+        num_partitions: int | None = None,
+        meshes: list[MeshDecl] | None = None,
+        values: list[Value] | None = None,
+        diagnostics: list[Diagnostic] | None = None,
+    ) -> None:
+        self.name = name  # `@ReplicateShardedData.6`'s name without '@'; HloModule name
+        self.line = line  # line of the `module` / `HloModule` header
+        self.dialect = dialect
+        #: pass-dump section title (`IR Dump Before AnalyzeMeshPass (analyze-mesh)`), if any
+        self.section = section
+        #: shapes in the module are per-device (after SPMD partitioning)
+        self.partitioned = partitioned
+        self.num_partitions = num_partitions
+        self.meshes: list[MeshDecl] = meshes if meshes is not None else []
+        self.diagnostics: list[Diagnostic] = diagnostics if diagnostics is not None else []
+        #: the value columns: line numbers, and per line a Value or a LineValues
+        self.lines: list[int] = []
+        self.items: list[Value | LineValues] = []
+        self._values: tuple | None = None  # (stamp, list): `values`, memoised
+        self._groups: tuple | None = None  # (stamp, list): `value_groups()`, memoised
+        self._lines_by_item: tuple | None = None  # (stamp, {id(item): lines}): `lines_of`
+        self._ids: tuple | None = None  # (stamp, frozenset): `item_ids`
+        for v in values or ():
+            self.add(v)
+
+    def add(self, v: Value) -> None:
+        self.lines.append(v.line)
+        self.items.append(v)
+
+    @property
+    def value_count(self) -> int:
+        return sum(g.count for g in self.value_groups())
+
+    @property
+    def values(self) -> list[Value]:
+        """Every value in file order, one Value each (a new list each time the module
+        changed; `value_groups()` and `rows()` are cheaper)."""
+        stamp = (len(self.items), self.partitioned)
+        memo = self._values
+        if memo is not None and memo[0] == stamp:
+            return memo[1]
+        part = self.partitioned
+        values: list[Value] = []
+        add = values.append
+        for line, it in zip(self.lines, self.items, strict=True):
+            if it.__class__ is Value:
+                add(it)  # type: ignore[arg-type]
+            else:
+                for p in it.protos:  # type: ignore[union-attr]
+                    add(_at(p, line, part))
+        self._values = (stamp, values)
+        return values
+
+    @values.setter
+    def values(self, values: list[Value]) -> None:
+        self.lines = []
+        self.items = []
+        for v in values:
+            self.add(v)
+
+    def value_groups(self) -> list[ValueGroup]:
+        """The distinct values in order of first occurrence, each with its count."""
+        stamp = (len(self.items), self.partitioned)
+        memo = self._groups
+        if memo is not None and memo[0] == stamp:
+            return memo[1]
+        items = self.items
+        n = len(items)
+        # at C speed: occurrences per item, and each item's first index (a dict built from
+        # the reversed column keeps the smallest index per key)
+        counts = Counter(map(id, items))
+        firsts = sorted(
+            dict(zip(map(id, reversed(items)), range(n - 1, -1, -1), strict=True)).values()
+        )
+        part = self.partitioned
+        groups = []
+        for i in firsts:
+            it = items[i]
+            if it.__class__ is Value:
+                groups.append(ValueGroup(it, 1, self, it))  # type: ignore[arg-type]
+                continue
+            c = counts[id(it)]
+            line = self.lines[i]
+            for p in it.protos:  # type: ignore[union-attr]
+                groups.append(ValueGroup(_at(p, line, part), c, self, it))
+        self._groups = (stamp, groups)
+        return groups
+
+    def item_ids(self) -> frozenset[int]:
+        """The identities of the column entries (distinct lines), kept until the module
+        changes."""
+        stamp = len(self.items)
+        memo = self._ids
+        if memo is None or memo[0] != stamp:
+            memo = self._ids = (stamp, frozenset(map(id, self.items)))
+        return memo[1]
+
+    def lines_of(self, item: object) -> list[int]:
+        """The lines of a column entry (one pass over the module for all entries, kept)."""
+        stamp = len(self.items)
+        memo = self._lines_by_item
+        if memo is None or memo[0] != stamp:
+            by_item: dict[int, list[int]] = {}
+            get = by_item.get
+            for line, it in zip(self.lines, self.items, strict=True):
+                ls = get(id(it))
+                if ls is None:
+                    by_item[id(it)] = [line]
+                else:
+                    ls.append(line)
+            memo = self._lines_by_item = (stamp, by_item)
+        return memo[1].get(id(item), [])
+
+    def rows(self) -> Iterator[tuple[int, Value]]:
+        """(line, Value) pairs in file order without copying repeated values: a value of a
+        LineValues comes as its prototype (line 0, shapes already per device in a
+        partitioned module); take the line from the pair."""
+        part = self.partitioned
+        for line, it in zip(self.lines, self.items, strict=True):
+            if it.__class__ is Value:
+                yield line, it  # type: ignore[misc]
+            else:
+                for p in it.protos:  # type: ignore[union-attr]
+                    yield line, (per_device(p) if part else p)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModuleReport):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def _fields(self) -> tuple:
+        return (
+            self.name,
+            self.line,
+            self.dialect,
+            self.section,
+            self.partitioned,
+            self.num_partitions,
+            self.meshes,
+            self.values,
+            self.diagnostics,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return (
+            f"ModuleReport(name={self.name!r}, line={self.line}, dialect={self.dialect!r}, "
+            f"section={self.section!r}, values={len(self.items)} rows)"
+        )
+
+
+#: a partitioned module's copy of each prototype (by identity; holds the prototype)
+_LOCAL: dict[int, tuple[Value, Value]] = {}
+
+
+def per_device(p: Value) -> Value:
+    """A prototype as a partitioned module holds it: its shape is the per-device shape
+    (memoised: one copy per prototype)."""
+    if p.shape is None or p.local_shape is not None:
+        return p
+    hit = _LOCAL.get(id(p))
+    if hit is None or hit[0] is not p:
+        if len(_LOCAL) >= 65536:
+            _LOCAL.clear()
+        hit = _LOCAL[id(p)] = (p, _at(p, p.line, True))
+    return hit[1]
 
 
 @dataclass

@@ -16,13 +16,12 @@ import os
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from pathlib import Path
 from typing import BinaryIO
 
 from . import hlo, linecache, mlir
 from .builder import Builder
-from .lines import candidate_blocks, decode_line
+from .lines import decode_line, read_blocks, scan_known
 from .model import FileReport
 
 SNIFF = 8192
@@ -87,36 +86,59 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
         return b.finish()
     try:
         problem = b.problem
-        replay = linecache.replay
-        lookup = linecache.lookup
-        play = linecache.play
-        for lineno, raw in chain.from_iterable(candidate_blocks(stream, problem, prefix=head)):
-            # a line seen before (most lines of a pass dump) is replayed without decoding it;
-            # a non-ASCII one is decoded first, so its UTF-8 problems are reported each time
-            if raw.isascii():
-                # linecache.replay inlined (the hot path): b.manual_axes only when in a region
-                rec = lookup((raw, b.mesh_token, b.manual_axes if b.manual else ()))
-                if rec is not None:
-                    play(rec, b, lineno)
-                    continue
-                line = raw.decode("ascii")
-            else:
-                line = decode_line(raw, lineno, problem)
-                if replay(b, raw, lineno):
-                    continue
-            b.raw = raw
-            if line.startswith("HloModule "):
-                hlo.handle(b, line, lineno)
-            elif b.module is not None and b.module.dialect == "hlo":
-                if line.startswith("// -----") or mlir.MODULE.match(line) and "{" in line:
-                    mlir.handle(b, line, lineno)
-                else:
-                    hlo.handle(b, line, lineno)
-            else:
-                mlir.handle(b, line, lineno)
+        fast_known = linecache.fast_known
+        for block, lineno in read_blocks(stream, problem, prefix=head):
+            pos = 0
+            while True:
+                # lines already seen in this module state are appended to the module's
+                # value columns by the scanner itself; it stops at any other candidate
+                m = b.module
+                start, end, lineno, pos = scan_known(
+                    block,
+                    pos,
+                    lineno,
+                    fast_known(b),
+                    m.lines if m is not None else _UNUSED,
+                    m.items if m is not None else _UNUSED,
+                )
+                if start < 0:
+                    break
+                _line(b, block[start:end], lineno)
+                lineno += 1
     except (OSError, EOFError, zlib.error) as e:  # truncated gzip, I/O error mid-file
         b.problem(f"cannot read {path} to the end: {e}", None)
     return b.finish()
+
+
+#: the scanner's output lists while there is no module (it appends nothing then)
+_UNUSED: list = []
+
+
+def _line(b: Builder, raw: bytes, lineno: int) -> None:
+    """One candidate line the scanner could not replay by itself."""
+    # a line seen before in another state, or with problems to report again, is replayed
+    # without decoding; a non-ASCII one is decoded first, so its UTF-8 problems are
+    # reported each time
+    if raw.isascii():
+        rec = linecache.lookup(b, raw)
+        if rec is not None:
+            linecache.play(rec, b, lineno)
+            return
+        line = raw.decode("ascii")
+    else:
+        line = decode_line(raw, lineno, b.problem)
+        if linecache.replay(b, raw, lineno):
+            return
+    b.raw = raw
+    if line.startswith("HloModule "):
+        hlo.handle(b, line, lineno)
+    elif b.module is not None and b.module.dialect == "hlo":
+        if line.startswith("// -----") or mlir.MODULE.match(line) and "{" in line:
+            mlir.handle(b, line, lineno)
+        else:
+            hlo.handle(b, line, lineno)
+    else:
+        mlir.handle(b, line, lineno)
 
 
 def _partitioned_by_name(path: str) -> bool:

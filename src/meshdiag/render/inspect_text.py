@@ -4,8 +4,10 @@ then the findings."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
+from heapq import merge
+from itertools import islice, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -14,13 +16,15 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ..findings import Finding
     from ..inspect import Inspected
-    from ..ir.model import MeshDecl, ModuleReport
+    from ..ir.model import MeshDecl, ModuleReport, ValueGroup
     from ..mesh import Mesh
 
 #: locations listed per distinct sharding; pictures drawn per module
 FIRST_LOCATIONS = 3
 MAX_PICTURES = 8
 MAX_GRID = 64  # mesh grids larger than this are summarised in one line
+
+_first = itemgetter(0)
 
 
 def mesh_grid(d: MeshDecl):
@@ -61,17 +65,23 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
         yield Cached(("mesh", d.name, d.text), mesh_grid(d))
     for dg in m.diagnostics:
         yield Text(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
-    yield Text(f"  {len(m.values)} sharded values")
-    groups: OrderedDict[str, list] = OrderedDict()
-    for v in m.values:
-        groups.setdefault(v.text, []).append(v)
+    yield Text(f"  {m.value_count} sharded values")
+    by_text: dict[str, list[ValueGroup]] = {}
+    for vg in m.value_groups():
+        by_text.setdefault(vg.value.text, []).append(vg)
     pictures = 0
-    for text, vals in groups.items():
-        where = ", ".join(f"{v.name}@{v.line}:{v.column}" for v in vals[:FIRST_LOCATIONS])
-        more = f" (+{len(vals) - FIRST_LOCATIONS} more)" if len(vals) > FIRST_LOCATIONS else ""
+    for text, vgs in by_text.items():
+        count = sum(vg.count for vg in vgs)
+        # the first occurrences in file order, across the values with this text
+        firsts = islice(
+            merge(*(zip(vg.lines, repeat(vg.value)) for vg in vgs), key=_first), FIRST_LOCATIONS
+        )
+        where = ", ".join(f"{v.name}@{ln}:{v.column}" for ln, v in firsts)
+        more = f" (+{count - FIRST_LOCATIONS} more)" if count > FIRST_LOCATIONS else ""
+        vals = [vg.value for vg in vgs]
         first = vals[0]
         g = gspmd_text(first)
-        line = Text.assemble((f"  ×{len(vals)} ", "bold"), (text, "green"), f"  {where}{more}")
+        line = Text.assemble((f"  ×{count} ", "bold"), (text, "green"), f"  {where}{more}")
         if g and g != text:
             line.append(f"\n      = {g}", style="dim")
         yield line
