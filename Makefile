@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.installed-test
 
 .PHONY: demo test lint fuzz bench clean
 
-$(TOOL): pyproject.toml
+$(TOOL): pyproject.toml setup.py src/meshdiag/ir/_fastscan.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .

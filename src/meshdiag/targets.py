@@ -209,6 +209,7 @@ def _ttmlir(version: str | None) -> Target:
     )
 
 
+@cache  # checks ask once per module; a Target is immutable
 def get_target(name: str) -> Target:
     """The target called `name` (`tt-mlir`, `tt-mlir@2025-07`, `t3k`, `galaxy`, `generic`)."""
     text = name.strip()

@@ -167,10 +167,30 @@ class TileAssignment:
         # (computed once: shardings are dict keys in every per-distinct-sharding memo)
         h = self.__dict__.get("_hash")
         if h is None:
-            a = self.array().reshape(-1)
-            h = hash((self.dims, tuple(int(x) for x in a[:16])))
+            h = hash((self.dims, self._first_devices(16)))
             object.__setattr__(self, "_hash", h)
         return h
+
+    def _first_devices(self, k: int) -> tuple[int, ...]:
+        """The first `k` devices in row-major order, without building the array (hashing
+        must not need numpy: the scanner hashes every distinct sharding)."""
+        if self.explicit is not None:
+            return self.explicit[:k]
+        assert self.reshape is not None and self.perm is not None
+        # position i of the transposed iota: unravel i over the permuted shape, then weigh
+        # each coordinate by the stride its axis has in the untransposed array
+        strides = [1] * len(self.reshape)
+        for d in range(len(self.reshape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * self.reshape[d + 1]
+        axes = [(self.reshape[p], strides[p]) for p in self.perm][::-1]
+        out = []
+        for i in range(min(k, self.num_devices)):
+            device = 0
+            for size, stride in axes:
+                i, c = divmod(i, size)
+                device += c * stride
+            out.append(device)
+        return tuple(out)
 
 
 def _checked_count(dims: tuple[int, ...]) -> int:

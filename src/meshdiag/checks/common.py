@@ -10,7 +10,8 @@ array transposed to (axes of dim 0, axes of dim 1, ..., unused axes in mesh orde
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import MeshdiagError
@@ -66,8 +67,16 @@ class ModuleMesh:
 
     mesh: Mesh
     decl: MeshDecl | None  # the declaration, when declared
-    #: derived: the values whose shardings shaped it (first is the one to point at)
-    sources: tuple[Value, ...] = ()
+    #: derived: the module it was derived from (its `sources` are found there when asked)
+    module: ModuleReport | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def sources(self) -> tuple[Value, ...]:
+        """Derived: the values whose shardings shaped it (first is the one to point at)."""
+        if self.decl is not None or self.module is None:
+            return ()
+        tiled = gspmd_tiled_values(self.module)
+        return _sources(tiled, _derive([s for _, s in tiled]))
 
     @property
     def derived(self) -> bool:
@@ -132,13 +141,48 @@ def _module_meshes(module: ModuleReport) -> list[ModuleMesh]:
     decls = declared_meshes(module)
     if decls:
         return [ModuleMesh(d.mesh, d) for d in decls]  # type: ignore[arg-type]
-    tiled = gspmd_tiled_values(module)
-    if not tiled:
+    # the distinct tiled shardings are enough for the mesh (refining by one twice changes
+    # nothing); which values shaped it is only looked up when a finding shows them
+    shardings = tiled_shardings(module)
+    if not shardings:
         return []
-    derived = _derive([s for _, s in tiled])
+    derived = _derive(shardings)
     if derived is None or not derived.mesh.axes:
         return []
-    return [ModuleMesh(derived.mesh, None, _sources(tiled, derived))]
+    return [ModuleMesh(derived.mesh, None, module)]
+
+
+#: the tiled GSPMD leaves of a column entry's values, by identity: (entry, leaves)
+_LEAVES: dict[int, tuple[object, tuple[HloSharding, ...]]] = {}
+
+
+def tiled_shardings(module: ModuleReport) -> list[HloSharding]:
+    """The distinct tiled leaves of the module's GSPMD shardings, in order of first use."""
+    from ..ir.model import Value
+
+    seen: dict[int, HloSharding] = {}
+    get = _LEAVES.get
+    for item in module.items:
+        hit = get(id(item))
+        if hit is None or hit[0] is not item:
+            values = (item,) if item.__class__ is Value else item.protos  # type: ignore[attr-defined]
+            leaves = tuple(
+                leaf
+                for v in values
+                if v.notation == "gspmd" and isinstance(v.sharding, HloSharding)
+                for leaf in v.sharding.leaves()
+                if leaf.is_tiled
+            )
+            if item.__class__ is Value:  # one-off: not worth keeping
+                hit = (item, leaves)
+            else:
+                if len(_LEAVES) >= 65536:
+                    _LEAVES.clear()
+                hit = _LEAVES[id(item)] = (item, leaves)
+        for leaf in hit[1]:
+            if id(leaf) not in seen:
+                seen[id(leaf)] = leaf
+    return list(seen.values())
 
 
 #: derive_mesh's answer by the identities of the shardings it was given: pass dumps repeat

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .registry import Rule, register
+from .values import value_findings
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -43,7 +44,6 @@ RULE = Rule(
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     from .common import declared_meshes, same_mesh
-    from .values import value_findings
 
     g = ctx.mesh
     if g is None or not g.axes:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..formats.devicelist import compress_devices
 from ..splits import split_dim
 from .registry import Rule, register
+from .values import value_findings
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -137,7 +138,6 @@ def uneven_findings(
 
 def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     """MD105 for every value whose global shape is known and whose sharding is tiled."""
-    from .values import value_findings
 
     if module.partitioned:
         return []  # shapes are per-device there

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from ..sharding import DimSharding, HloSharding, NamedSharding
 from ..tiles import TileAssignment
 from .registry import Rule, register
+from .values import value_findings
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -38,7 +39,6 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .values import value_findings
 
     return value_findings(module, ctx, RULE, None, _judge)
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..sharding import HloSharding, NamedSharding
 from .registry import Rule, register
+from .values import value_findings
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -43,7 +44,6 @@ RULE = Rule(
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     from ..formats.shardy import verify_mesh
     from .common import where
-    from .values import value_findings
 
     out: list[Finding] = []
     mesh_msgs: dict[str, list[str]] = {}

@@ -11,7 +11,7 @@ from .mlir import declare_mesh, diagnostic
 from .text import brace_end, hlo_shapes, match_end, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
-NUM_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
+DIGITS = re.compile(r"\d+")
 ENTRY = re.compile(r"^ENTRY\s+%?([^\s(]+)")
 INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
 SHARDING = re.compile(r"(?<![\w.])sharding=\{")
@@ -24,11 +24,10 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
         m = HLO_MODULE.match(line)
         mod = b.start_module(m.group(1) if m else None, lineno, "hlo")
-        n = NUM_PARTITIONS.search(line)
-        if n:
-            mod.num_partitions = int(n.group(1))
-        if "xla.sdy.meshes" in line:
-            _meshes(b, line, lineno)
+        mod.num_partitions = _num_partitions(line)
+        at = line.find("xla.sdy.meshes")
+        if at >= 0:
+            _meshes(b, line, lineno, at)
         return
     if line.startswith("ENTRY "):
         m = ENTRY.match(line)
@@ -45,8 +44,22 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         linecache.nothing(b)
 
 
-def _meshes(b: Builder, line: str, lineno: int) -> None:
-    for m in SDY_MESHES.finditer(line):
+def _num_partitions(header: str) -> int | None:
+    """`num_partitions=N` of an HloModule header (found with `str.find`: the header holds the
+    whole entry layout, and a regex without a literal start walks it char by char)."""
+    i = header.find("num_partitions=")
+    while i >= 0:
+        if i == 0 or not (header[i - 1].isalnum() or header[i - 1] == "_"):
+            m = DIGITS.match(header, i + len("num_partitions="))
+            if m:
+                return int(m.group())
+        i = header.find("num_partitions=", i + 1)
+    return None
+
+
+def _meshes(b: Builder, line: str, lineno: int, start: int) -> None:
+    """The meshes of `xla.sdy.meshes={...}` (at `start`) in an HloModule header."""
+    for m in SDY_MESHES.finditer(line, start):
         start = m.end() - len("#sdy.mesh<")
         end = match_end(line, m.end() - 1)
         name = m.group(1).strip('"')

@@ -12,7 +12,7 @@ never held whole.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import BinaryIO
 
 from .. import limits
@@ -83,13 +83,16 @@ def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
 
 def read_blocks(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
-) -> Iterator[tuple[bytes, int]]:
+) -> Generator[tuple[bytes, int], int | None, None]:
     """`raw` as blocks of whole lines: (block, number of its first line). Each block ends
     with a newline (one is added after a last line without it).
 
     `prefix` is data already read from `raw` (the binary sniff). Invalid UTF-8 on lines that
     are not candidates is reported here, after the consumer handled the block (findings keep
     the order of the lines); candidates report their own when decoded (`decode_line`).
+
+    A consumer that counted the block's lines anyway (`scan_known` does) may `send` the
+    number of the line after the block instead of calling `next`: it is not counted twice.
     """
     limit = max_line_bytes()
     lineno = 1  # number of the first line in `tail`
@@ -105,10 +108,10 @@ def read_blocks(
             cut = buf.rfind(b"\n") + 1
             whole, tail = buf[:cut], buf[cut:]
         if whole:
-            yield whole, lineno
+            after = yield whole, lineno
             if not whole.isascii():
                 _check_utf8(whole, lineno, {ls for ls, _ in candidate_spans(whole)}, problem)
-            lineno += count(whole, b"\n")
+            lineno = after if after is not None else lineno + count(whole, b"\n")
         if at_end:
             return
         if len(tail) > limit:  # the unfinished line is already too long: drop it

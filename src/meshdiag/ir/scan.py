@@ -87,7 +87,10 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
     try:
         problem = b.problem
         fast_known = linecache.fast_known
-        for block, lineno in read_blocks(stream, problem, prefix=head):
+        blocks = read_blocks(stream, problem, prefix=head)
+        block_at = next(blocks, None)
+        while block_at is not None:
+            block, lineno = block_at
             pos = 0
             while True:
                 # lines already seen in this module state are appended to the module's
@@ -105,6 +108,10 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
                     break
                 _line(b, block[start:end], lineno)
                 lineno += 1
+            try:  # the scanner counted the block's lines: read_blocks need not
+                block_at = blocks.send(lineno)
+            except StopIteration:
+                block_at = None
     except (OSError, EOFError, zlib.error) as e:  # truncated gzip, I/O error mid-file
         b.problem(f"cannot read {path} to the end: {e}", None)
     return b.finish()

@@ -11,6 +11,7 @@ result, outputs (one writer per format).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from .config import LintSettings
@@ -34,7 +35,8 @@ def lint_paths(
     matched = 0
     if base is not None:
         findings, matched = base.filter(findings)
-    return LintResult(findings, [display_path(f) for f in files], matched)
+    cwd = os.getcwd()
+    return LintResult(findings, [display_path(f, cwd) for f in files], matched)
 
 
 __all__ = ["LintResult", "LintSettings", "lint_paths"]

@@ -98,19 +98,34 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
             seen.add(key)
             out.append(p)
 
-    islink = os.path.islink
+    def walk(root: str) -> None:
+        """`root`'s files in sorted order, then its subdirectories' (like os.walk, which
+        does not descend into symlinked directories), from one scandir per directory: the
+        entries say what is a directory or a symlink without a syscall per file."""
+        try:
+            with os.scandir(root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return  # unreadable directory: os.walk skips it too
+        real_root = os.path.realpath(root)  # once per directory, not per file
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not e.is_symlink() and e.name not in SKIP_DIRS and not excluded(e.path):
+                    subdirs.append(e.path)
+            elif _lintable(e.name):
+                # a plain file's real path is its directory's plus its name
+                add(e.path, None if e.is_symlink() else os.path.join(real_root, e.name))
+        for d in subdirs:
+            walk(d)
+
     for p in paths:
         if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(
-                    d for d in dirs if d not in SKIP_DIRS and not excluded(os.path.join(root, d))
-                )
-                real_root = os.path.realpath(root)  # once per directory, not per file
-                for name in sorted(files):
-                    if _lintable(name):
-                        path = os.path.join(root, name)
-                        # a plain file's real path is its directory's plus its name
-                        add(path, None if islink(path) else os.path.join(real_root, name))
+            walk(p)
         elif os.path.exists(p):
             add(p)
         else:
