@@ -47,16 +47,16 @@ class Mesh:
             if self.axes and tuple(range(n)) == tuple(ids):
                 object.__setattr__(self, "device_ids", None)  # Shardy drops iota device_ids
 
-    # -- shape ---------------------------------------------------------------------------
-    @property
+    # -- shape (computed once: checks ask for every module of a dump) ---------------------
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(a for a, _ in self.axes)
 
-    @property
+    @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(s for _, s in self.axes)
 
-    @property
+    @cached_property
     def size(self) -> int:
         """Number of devices."""
         if not self.axes:
@@ -97,6 +97,12 @@ class Mesh:
         return np.asarray(self.ids, dtype=np.int64).reshape(self.shape or ())
 
     def without_size1_axes(self) -> Mesh:
+        return self._without_size1
+
+    @cached_property
+    def _without_size1(self) -> Mesh:
+        if all(s != 1 for _, s in self.axes):
+            return self
         return Mesh(tuple((a, s) for a, s in self.axes if s != 1), self.device_ids, self.name)
 
     # -- text ----------------------------------------------------------------------------

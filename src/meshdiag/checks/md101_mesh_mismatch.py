@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .common import (
+    corrected_sharding,
+    merges_adjacent_axes,
+    module_label,
+    module_meshes,
+    same_mesh,
+    sdy_mesh_text,
+    where,
+)
 from .registry import Rule, register
 
 if TYPE_CHECKING:
@@ -45,16 +54,6 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .common import (
-        corrected_sharding,
-        merges_adjacent_axes,
-        module_label,
-        module_meshes,
-        same_mesh,
-        sdy_mesh_text,
-        where,
-    )
-
     g = ctx.mesh
     if g is None or not g.axes:
         return []

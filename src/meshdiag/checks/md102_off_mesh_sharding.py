@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .common import declared_meshes, memo, same_mesh, value_hlo
 from .registry import Rule, register
 from .values import value_findings
 
@@ -43,7 +44,6 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from .common import declared_meshes, same_mesh
 
     g = ctx.mesh
     if g is None or not g.axes:
@@ -53,7 +53,6 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
 
 def _judge(v: Value, facts: tuple[Mesh, frozenset[str]]) -> list[tuple[str, str | None]]:
-    from .common import memo, value_hlo
 
     g, on_global = facts
     if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):

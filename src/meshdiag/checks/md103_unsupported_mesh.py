@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..targets import get_target, shape_text
+from .common import module_label, module_meshes, sdy_mesh_text, where
 from .registry import Rule, register
 
 if TYPE_CHECKING:
@@ -39,8 +41,6 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from ..targets import get_target, shape_text
-    from .common import module_label, module_meshes, sdy_mesh_text, where
 
     if not ctx.target:
         return []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..targets import get_target, shape_text
+from .common import declared_meshes, gspmd_tiled_values, module_label, module_meshes, where
 from .registry import Rule, register
 from .values import value_findings
 
@@ -38,8 +40,6 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from ..targets import get_target, shape_text
-    from .common import declared_meshes, gspmd_tiled_values, module_label, module_meshes, where
 
     out: list[Finding] = []
     label = module_label(module)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..formats.shardy import verify_mesh
 from ..sharding import HloSharding, NamedSharding
+from .common import declared_meshes, memo, where
 from .registry import Rule, register
 from .values import value_findings
 
@@ -42,15 +44,13 @@ RULE = Rule(
 
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
-    from ..formats.shardy import verify_mesh
-    from .common import where
 
     out: list[Finding] = []
     mesh_msgs: dict[str, list[str]] = {}
     for d in module.meshes:
         if d.mesh is None:
             continue  # did not parse: MD001
-        msgs = verify_mesh(d.mesh)
+        msgs = memo(_MESHES, verify_mesh, d.mesh)  # the same meshes in every module
         mesh_msgs[d.name] = msgs
         for m in msgs:
             out.append(
@@ -78,7 +78,6 @@ def _judge(v: Value, facts: tuple) -> list[tuple[str, str | None]]:
 def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
     """Devices the module's GSPMD device ids index: num_partitions, else its mesh, else the
     global mesh."""
-    from .common import declared_meshes
 
     if module.num_partitions:
         return module.num_partitions
@@ -93,7 +92,6 @@ def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
 def _value_problems(
     v: Value, declared: frozenset[str], mesh_msgs: dict[str, tuple[str, ...]], count: int | None
 ) -> list[str]:
-    from .common import memo
 
     s = v.sharding
     if isinstance(s, NamedSharding):
@@ -110,7 +108,8 @@ def _value_problems(
     return []
 
 
-#: the verifiers' messages per sharding (and device count), across modules and files
+#: the verifiers' messages per mesh, per sharding (and device count), across modules and files
+_MESHES: dict = {}
 _NAMED: dict = {}
 _HLO: dict = {}
 
