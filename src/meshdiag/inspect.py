@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from .errors import MeshdiagError
-from .ir.model import FileReport, MeshDecl, ModuleReport, Value
+from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -264,33 +264,57 @@ def file_json_text(report: FileReport) -> str:
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
 
 
-#: a repeated value's JSON around its line number, by the identity of its prototype (the
-#: module's rows hand out one per distinct line): (prototype, before, after)
-_AROUND: dict[int, tuple[Value, str, str]] = {}
-#: JSON of a one-off value after its column, by (text, kind, op, shape, local_shape, dtype,
+#: the JSON of a column entry's values around their line number, by the entry's identity:
+#: (entry, partitioned, [(before, after) per value]); each entry holds its item, so ids are
+#: not reused meanwhile
+_AROUND: dict[int, tuple[object, bool, list[tuple[str, str]]]] = {}
+#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype,
 #: notation, mesh name): (the tiled sharding it was printed from, the text); the tiled form
 #: is compared by identity, as the same text can have another tiled form in a module with
 #: other meshes
 _REST: dict[tuple, tuple[object, str]] = {}
 
 
-def _value_texts(m: ModuleReport) -> Iterator[str]:
+def _value_texts(m: ModuleReport) -> list[str]:
+    """Each value's JSON in file order: a repeated line's values are two cached fragments
+    around the line number."""
     import json
 
     dumps = json.dumps
     around = _AROUND
-    for line, v in m.rows():
-        if v.line == 0:  # a prototype: shared by every occurrence of its line
-            hit = around.get(id(v))
-            if hit is None or hit[0] is not v:
-                rest = _rest_text(v)
-                hit = (v, f'{{"name": {dumps(v.name)}, "line": ', f', "column": {v.column}, {rest}')
-                if len(around) >= 65536:
-                    around.clear()
-                around[id(v)] = hit  # holds `v`: its id is not reused while cached
-            yield f"{hit[1]}{line}{hit[2]}"
+    get = around.get
+    part = m.partitioned
+    out: list[str] = []
+    add = out.append
+    for line, item in zip(m.lines, m.items, strict=True):
+        hit = get(id(item))
+        if hit is None or hit[0] is not item or hit[1] is not part:
+            if item.__class__ is Value:  # a one-off value: printed whole, not kept
+                v = item
+                add(
+                    f'{{"name": {dumps(v.name)}, "line": {line}, "column": {v.column}, {_rest_text(v)}'
+                )  # type: ignore[union-attr]
+                continue
+            frags = []
+            for p in item.protos:  # type: ignore[union-attr]
+                v = per_device(p) if part else p
+                frags.append(
+                    (
+                        f'{{"name": {dumps(v.name)}, "line": ',
+                        f', "column": {v.column}, {_rest_text(v)}',
+                    )
+                )
+            if len(around) >= 65536:
+                around.clear()
+            hit = around[id(item)] = (item, part, frags)
+        frags = hit[2]
+        if len(frags) == 1:
+            before, after = frags[0]
+            add(f"{before}{line}{after}")
         else:
-            yield f'{{"name": {dumps(v.name)}, "line": {line}, "column": {v.column}, {_rest_text(v)}'
+            for before, after in frags:
+                add(f"{before}{line}{after}")
+    return out
 
 
 def _rest_text(v: Value) -> str:

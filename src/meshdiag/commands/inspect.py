@@ -60,6 +60,7 @@ def inspect(
             # workers render with the same width and colours as this console
             look = {
                 "width": console.width,
+                "height": console.height,  # with both set rich never asks the terminal
                 "color_system": console.color_system,
                 "force_terminal": console.is_terminal,
             }
@@ -96,9 +97,10 @@ def _inspected(path: str):
     )
 
 
-def _json_one(path: str) -> tuple[str, str, list[str]]:
+def _json_one(path: str) -> tuple[str, bytes, list[str]]:
     """(path, the file's JSON, each finding's JSON): text crosses the process boundary, not
-    objects, and the parent only concatenates."""
+    objects, and the parent only concatenates. The file's JSON comes encoded (json.dumps
+    writes ASCII): the parent passes the bytes on."""
     import json
 
     from ..inspect import file_json, file_json_text
@@ -110,7 +112,7 @@ def _json_one(path: str) -> tuple[str, str, list[str]]:
         text = json.dumps(doc)
     else:
         text = file_json_text(item.report)
-    return path, text, [json.dumps(f.to_json()) for f in item.findings]
+    return path, text.encode("ascii"), [json.dumps(f.to_json()) for f in item.findings]
 
 
 def _text_one(path: str) -> tuple[str, str, int]:
@@ -140,19 +142,21 @@ def _write_json(results, progress) -> None:
 
     from ..inspect import JSON_VERSION
 
-    out = sys.stdout
-    out.write(f'{{"version": {JSON_VERSION}, "files": [')
+    sys.stdout.flush()
+    out = sys.stdout.buffer  # the files' JSON comes as ASCII bytes
+    out.write(b'{"version": %d, "files": [' % JSON_VERSION)
     findings: list[str] = []
-    for i, (path, text, found) in enumerate(results):
+    for i, (path, data, found) in enumerate(results):
         if progress is not None:
             progress.advance(path)
         if i:
-            out.write(", ")
-        out.write(text)
+            out.write(b", ")
+        out.write(data)
         findings.extend(found)
-    out.write('], "findings": [')
-    out.write(", ".join(findings))
-    out.write("]}\n")
+    out.write(b'], "findings": [')
+    out.write(", ".join(findings).encode("ascii"))
+    out.write(b"]}\n")
+    out.flush()
 
 
 def _write_text(results, console, progress) -> None:

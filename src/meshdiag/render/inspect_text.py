@@ -5,8 +5,6 @@ then the findings."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from heapq import merge
-from itertools import islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -16,7 +14,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ..findings import Finding
     from ..inspect import Inspected
-    from ..ir.model import MeshDecl, ModuleReport, ValueGroup
+    from ..ir.model import MeshDecl, ModuleReport
     from ..mesh import Mesh
 
 #: locations listed per distinct sharding; pictures drawn per module
@@ -56,35 +54,31 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
         extra.append("partitioned: per-device shapes")
     if m.num_partitions:
         extra.append(f"num_partitions={m.num_partitions}")
-    yield Text.assemble(
-        ("module ", "dim"), (head, "bold"), f"  line {m.line}  ({', '.join(extra)})"
-    )
+    yield Line(("module ", "dim"), (head, "bold"), f"  line {m.line}  ({', '.join(extra)})")
     if m.section:
-        yield Text(f"  section: {m.section}", style="cyan")
+        yield Line(f"  section: {m.section}", style="cyan")
     for d in m.meshes:
-        yield Cached(("mesh", d.name, d.text), mesh_grid(d))
+        yield Cached(("mesh", d.name, d.text), mesh_grid, d)
     for dg in m.diagnostics:
-        yield Text(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
-    yield Text(f"  {m.value_count} sharded values")
-    by_text: dict[str, list[ValueGroup]] = {}
-    for vg in m.value_groups():
-        by_text.setdefault(vg.value.text, []).append(vg)
+        yield Line(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
+    by_text = _by_text(m)
+    yield Line(f"  {sum(e[0] for e in by_text.values())} sharded values")
     pictures = 0
-    for text, vgs in by_text.items():
-        count = sum(vg.count for vg in vgs)
-        # the first occurrences in file order, across the values with this text
-        firsts = islice(
-            merge(*(zip(vg.lines, repeat(vg.value)) for vg in vgs), key=_first), FIRST_LOCATIONS
-        )
-        where = ", ".join(f"{v.name}@{ln}:{v.column}" for ln, v in firsts)
+    for text, (count, firsts, distinct) in by_text.items():
+        where = ", ".join(f"{name}@{ln}:{col}" for name, ln, col in firsts)
         more = f" (+{count - FIRST_LOCATIONS} more)" if count > FIRST_LOCATIONS else ""
-        vals = [vg.value for vg in vgs]
+        vals = list(distinct.values())
         first = vals[0]
         g = gspmd_text(first)
-        line = Text.assemble((f"  ×{count} ", "bold"), (text, "green"), f"  {where}{more}")
         if g and g != text:
-            line.append(f"\n      = {g}", style="dim")
-        yield line
+            yield Line(
+                (f"  ×{count} ", "bold"),
+                (text, "green"),
+                f"  {where}{more}",
+                (f"\n      = {g}", "dim"),
+            )
+        else:
+            yield Line((f"  ×{count} ", "bold"), (text, "green"), f"  {where}{more}")
         if pictures < MAX_PICTURES:
             found = next(
                 ((v, lay) for v in vals if (lay := value_layout(v, m, mesh, split)) is not None),
@@ -98,16 +92,90 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
                 pictures += 1
                 # the picture is a function of what the layout was computed from
                 key = ("picture", v.hlo, v.shape, num_devices(v, m, mesh), split, g or text)
-                yield Cached(key, LayoutPicture(lay, g or text, max_cells=32, compact=True))
+                yield Cached(key, LayoutPicture, lay, g or text, max_cells=32, compact=True)
+
+
+def _by_text(m: ModuleReport) -> dict[str, tuple[int, list, dict]]:
+    """Per distinct sharding text, in order of first use: how many values have it, the first
+    FIRST_LOCATIONS as (name, line, column), and its distinct values (as the module holds
+    them) by identity. One pass over the module's columns, no Value per occurrence."""
+    part = m.partitioned
+    by_text: dict[str, list] = {}
+    get = by_text.get
+    rows_get = _ROWS.get
+    for line, item in zip(m.lines, m.items, strict=True):
+        hit = rows_get(id(item))
+        if hit is None or hit[0] is not item or hit[1] is not part:
+            hit = _rows(item, part)
+        for text, name, col, v in hit[2]:
+            e = get(text)
+            if e is None:
+                by_text[text] = [1, [(name, line, col)], {id(v): v}]
+            else:
+                e[0] += 1
+                if e[0] <= FIRST_LOCATIONS:
+                    e[1].append((name, line, col))
+                e[2][id(v)] = v
+    return by_text  # type: ignore[return-value]
+
+
+#: a column entry's values as (text, name, column, value as the module holds it), by the
+#: entry's identity: (entry, partitioned, rows); entries hold their item, so ids stay unique
+_ROWS: dict[int, tuple[object, bool, tuple]] = {}
+
+
+def _rows(item, part: bool) -> tuple[object, bool, tuple]:
+    from ..ir.model import Value, per_device
+
+    if item.__class__ is Value:  # a one-off value: not kept
+        return (item, part, ((item.text, item.name, item.column, item),))
+    rows = tuple(
+        (p.text, p.name, p.column, per_device(p) if part else p)
+        for p in item.protos  # type: ignore[attr-defined]
+    )
+    if len(_ROWS) >= 65536:
+        _ROWS.clear()
+    hit = _ROWS[id(item)] = (item, part, rows)
+    return hit
+
+
+class Line:
+    """Text with styled parts, built cheaply: a colourless console gets its plain text
+    without rich (a big dump has a header and sharding lines in every module), others the
+    rich Text (`text()`)."""
+
+    __slots__ = ("parts", "style")
+
+    def __init__(self, *parts: str | tuple[str, str], style: str = "") -> None:
+        self.parts = parts
+        self.style = style
+
+    @property
+    def plain(self) -> str:
+        return "".join(p if p.__class__ is str else p[0] for p in self.parts)  # type: ignore[index]
+
+    def text(self) -> Text:
+        if len(self.parts) == 1 and self.parts[0].__class__ is str:
+            return Text(self.parts[0], style=self.style)  # type: ignore[arg-type]
+        return Text.assemble(*self.parts, style=self.style)
+
+    def __rich__(self) -> Text:
+        return self.text()
 
 
 class Cached:
-    """A renderable with a key: equal keys render to equal text, so `render_file` renders
-    it once per console (pass dumps repeat the same meshes and layouts in every file)."""
+    """A renderable made by `make(*args, **kw)`, with a key: equal keys render to equal
+    text, so `render_file` makes and renders it once per console (pass dumps repeat the same
+    meshes and layouts in every file)."""
 
-    def __init__(self, key: tuple, renderable) -> None:
+    def __init__(self, key: tuple, make, *args, **kw) -> None:
         self.key = key
-        self.renderable = renderable
+        self._make = (make, args, kw)
+
+    @property
+    def renderable(self):
+        make, args, kw = self._make
+        return make(*args, **kw)
 
     def __rich_console__(self, console, options):
         yield self.renderable
@@ -136,6 +204,41 @@ def file_parts(item: Inspected, *, mesh: Mesh | None, split: str) -> list:
     return parts
 
 
+def _plain(t: Text, width: int) -> str | None:
+    """What rich prints for `t` on a colourless console `width` cells wide (None when rich
+    must do it: justification, overflow or no-wrap settings)."""
+    if t.end != "\n" or t.justify not in (None, "default") or t.overflow not in (None, "fold"):
+        return None
+    return None if t.no_wrap else _plain_lines(t.plain, width)
+
+
+def _plain_lines(p: str, width: int) -> str | None:
+    """`p` as rich prints it on a colourless console `width` cells wide, computed directly:
+    each line word-wrapped by rich's own line breaker and cut to the width. None when rich
+    must do it: control characters, or characters wider than one cell."""
+    if _divide_line is None or not (p.isascii() or cell_len(p) == len(p)):
+        return None
+    out = []
+    for line in p.split("\n"):
+        if not line.isprintable():  # tabs, control characters
+            return None
+        if len(line) <= width:
+            out.append(line)
+            continue
+        bounds = [0, *_divide_line(line, width, fold=True), len(line)]
+        # rich then drops trailing spaces past the width and folds the rest: the same cut
+        out.extend(line[a:b][:width] for a, b in zip(bounds, bounds[1:], strict=False))
+    out.append("")
+    return "\n".join(out)
+
+
+try:  # rich's word wrapper, so wrapped lines break where rich would break them
+    from rich._wrap import divide_line as _divide_line
+    from rich.cells import cell_len
+except ImportError:  # another rich: let it render everything itself
+    _divide_line = None  # type: ignore[assignment]
+
+
 #: rendered text by key, for one console (`render_file`)
 _RENDERED: dict = {}
 _RENDERED_FOR: list = [None]
@@ -149,8 +252,23 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
         _RENDERED.clear()
         _RENDERED_FOR[0] = console
     cache = _RENDERED
+    # without colours a plain Text is printed without rich's render pipeline (every module
+    # header and sharding line of a big dump is a Text of its own)
+    plain_ok = console.color_system is None
+    width = console.width
     out = []
     for part in file_parts(item, mesh=mesh, split=split):
+        if part.__class__ is Line:
+            text = _plain_lines(part.plain, width) if plain_ok else None
+            if text is not None:
+                out.append(text)
+                continue
+            part = part.text()
+        elif plain_ok and part.__class__ is Text:
+            text = _plain(part, width)
+            if text is not None:
+                out.append(text)
+                continue
         if isinstance(part, Cached):
             key = part.key
             part = part.renderable
@@ -168,7 +286,5 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
                     cache.clear()
                 cache[key] = hit
         out.append(hit)
-    with console.capture() as cap:
-        console.print()
-    out.append(cap.get())
+    out.append("\n")  # console.print(): an empty line
     return "".join(out)
