@@ -1,0 +1,178 @@
+"""The IR text helpers (bracket matching, top-level splits, result types) against
+character-by-character reference implementations: the helpers jump between interesting
+characters with regexes for speed and must give the same answers on any text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.ir import text
+
+# -- the reference: one character at a time -----------------------------------------------
+_OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
+_CLOSE = {">", "]", "}", ")"}
+
+
+def ref__closing_quote(s: str, pos: int, end: int) -> int:
+    """Index of the `"` ending the string whose content starts at `pos` (`\\` escapes skipped);
+    `end` or more when `s[pos:end]` does not close it."""
+    q = pos
+    while q < end and s[q] != '"':
+        q += 2 if s[q] == "\\" else 1
+    return q
+
+
+def ref_match_end(s: str, pos: int) -> int:
+    """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
+    the `->` arrow; -1 when the line ends first."""
+    n = len(s)
+    stack = []
+    p = pos
+    while p < n:
+        c = s[p]
+        if c == '"':
+            p = ref__closing_quote(s, p + 1, n) + 1
+            continue
+        if c in _OPEN:
+            stack.append(_OPEN[c])
+        elif c in _CLOSE:
+            if c == ">" and p > 0 and s[p - 1] == "-":  # `->`
+                p += 1
+                continue
+            if not stack or stack[-1] != c:
+                return -1
+            stack.pop()
+            if not stack:
+                return p + 1
+        p += 1
+    return -1
+
+
+def ref_brace_end(s: str, pos: int) -> int:
+    """Index after the `}` closing `s[pos] == "{"` (HLO text: only braces nest; `<=` is not
+    a bracket), skipping quoted strings; -1 when the line ends first."""
+    depth = 0
+    n = len(s)
+    p = pos
+    while p < n:
+        c = s[p]
+        if c == '"':
+            p = ref__closing_quote(s, p + 1, n) + 1
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return p + 1
+        p += 1
+    return -1
+
+
+def ref_split_top(s: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of `s[start:end]` separated by commas at bracket depth 0 (quotes respected)."""
+    spans = []
+    depth = 0
+    p = start
+    item = start
+    while p < end:
+        c = s[p]
+        if c == '"':
+            p = ref__closing_quote(s, p + 1, end) + 1
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE and not (c == ">" and p > 0 and s[p - 1] == "-"):
+            depth -= 1
+        elif c == "," and depth == 0:
+            spans.append((item, p))
+            item = p + 1
+        p += 1
+    if item < end or spans:
+        spans.append((item, end))
+    return spans
+
+
+def ref_string_end(s: str, pos: int) -> int:
+    """Index of the closing quote of the string whose content starts at `pos`; -1 if none."""
+    n = len(s)
+    q = ref__closing_quote(s, pos, n)
+    return q if q < n else -1
+
+
+def ref_op_result_types(line: str, start: int) -> list[str]:
+    """The result types of an MLIR op line: after the last top-level ` : ` (and `->`)."""
+    body = text.strip_loc(line)
+    n = len(body)
+    depth = 0
+    colon = -1
+    arrow = -1
+    p = start
+    while p < n:
+        c = body[p]
+        if c == '"':
+            p = ref__closing_quote(body, p + 1, n) + 1
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            if c == ">" and body[p - 1] == "-":
+                if depth == 0 and colon >= 0:
+                    arrow = p + 1
+            else:
+                depth -= 1
+        elif c == ":" and depth == 0 and body[p - 1 : p + 2] == " : ":
+            colon = p + 1
+            arrow = -1
+        p += 1
+    if colon < 0:
+        return []
+    rest = body[arrow if arrow >= 0 else colon :].strip()
+    at = rest.find(" attributes ")
+    if at >= 0:
+        rest = rest[:at]
+    if rest.startswith("(") and ref_match_end(rest, 0) == len(rest):
+        rest = rest[1:-1]
+    return [rest[a:b].strip() for a, b in ref_split_top(rest, 0, len(rest))]
+
+
+FRAGMENTS = list('<>[]{}()",:-\\ ab=#@%') + [" : ", "->", '\\"', "\n", "tensor<8x8xf32>", " loc(x)"]
+lines = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(lines, st.data())
+def test_helpers_match_the_reference(s, data):
+    pos = data.draw(st.integers(0, max(len(s) - 1, 0)))
+    end = data.draw(st.integers(pos, len(s)))
+    assert text._closing_quote(s, pos, end) == ref__closing_quote(s, pos, end)
+    assert text.split_top(s, pos, end) == ref_split_top(s, pos, end)
+    assert text.string_end(s, pos) == ref_string_end(s, pos)
+    assert text.op_result_types(s, pos) == ref_op_result_types(s, pos)
+    if s:
+        assert text.match_end(s, pos) == ref_match_end(s, pos)
+        assert text.brace_end(s, pos) == ref_brace_end(s, pos)
+
+
+def test_real_annotated_lines():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    n = 0
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.suffix == ".json":
+            continue
+        for line in p.read_text(errors="replace").splitlines():
+            if "sharding" not in line:
+                continue
+            for ch in "({<[":
+                pos = line.find(ch)
+                if pos < 0:
+                    continue
+                n += 1
+                assert text.match_end(line, pos) == ref_match_end(line, pos)
+                assert text.brace_end(line, pos) == ref_brace_end(line, pos)
+                assert text.split_top(line, pos, len(line)) == ref_split_top(line, pos, len(line))
+                assert text.op_result_types(line, pos) == ref_op_result_types(line, pos)
+    assert n > 100
