@@ -7,6 +7,7 @@ line, so every annotation is read from the line it is on. Unknown dialects are j
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import annot, linecache
 from .builder import Builder, ManualRegion
@@ -58,16 +59,12 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
         return
-    mm = MODULE.match(line)
-    if mm and (mm.group(1) or re.match(r"\s*(?:builtin\.)?module\s*(attributes\b|\{)", line)):
-        name = mm.group(1)
-        if name and name.startswith('"'):
-            name = unescape(name[1:-1])
+    header = _module_header(line)
+    if header is not None:
+        name, num_partitions = header
         if indent == 0 or b.module is None:
             mod = b.start_module(name, lineno, "mlir")
-            np_ = NUM_PARTITIONS.search(line)
-            if np_:
-                mod.num_partitions = int(np_.group(1))
+            mod.num_partitions = num_partitions
         _xla_meshes(b, line, lineno)
         return
     if "sdy.mesh @" in line:
@@ -86,6 +83,28 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         linecache.nothing(b)
 
 
+@lru_cache(maxsize=1024)
+def _module_header(line: str) -> tuple[str | None, int | None] | None:
+    """(name, mhlo.num_partitions) when `line` opens a module, else None (memoised: every
+    pass dump prints the same header again)."""
+    mm = MODULE.match(line)
+    if not mm or not (mm.group(1) or _MODULE_BODY.match(line)):
+        return None
+    name = mm.group(1)
+    if name and name.startswith('"'):
+        name = unescape(name[1:-1])
+    np_ = NUM_PARTITIONS.search(line)
+    return name, int(np_.group(1)) if np_ else None
+
+
+_MODULE_BODY = re.compile(r"\s*(?:builtin\.)?module\s*(attributes\b|\{)")
+
+
+def cache_clear() -> None:
+    for f in (_module_header, _mesh_ops_in, _xla_meshes_in):
+        f.cache_clear()
+
+
 def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
     """Record `s` (the line without its indent) as a compiler diagnostic when it is one:
     `error: ...` or `file:line:col: warning: ...`."""
@@ -101,6 +120,18 @@ def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
 
 
 def _mesh_op(b: Builder, line: str, lineno: int) -> None:
+    for name, text, col, closed in _mesh_ops_in(line):
+        if not closed:
+            b.mesh(MeshDecl(name, None, lineno, col, text))
+            b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, col)
+            continue
+        declare_mesh(b, name, text, lineno, col, "sdy.mesh")
+
+
+@lru_cache(maxsize=1024)
+def _mesh_ops_in(line: str) -> tuple[tuple[str, str, int, bool], ...]:
+    """(name, attribute text, column, closed) of each `sdy.mesh @name = <...>` on `line`."""
+    out = []
     for m in MESH_OP.finditer(line):
         name = m.group(1)
         if name.startswith('"'):
@@ -108,10 +139,10 @@ def _mesh_op(b: Builder, line: str, lineno: int) -> None:
         start = m.end()
         end = match_end(line, start) if line.startswith("<", start) else -1
         if end < 0:
-            b.mesh(MeshDecl(name, None, lineno, start + 1, line[start:].strip()))
-            b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, start + 1)
-            continue
-        declare_mesh(b, name, line[start:end], lineno, start + 1, "sdy.mesh")
+            out.append((name, line[start:].strip(), start + 1, False))
+        else:
+            out.append((name, line[start:end], start + 1, True))
+    return tuple(out)
 
 
 def declare_mesh(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
@@ -125,20 +156,33 @@ def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
     """`mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\\22x\\22=8]>}"}`."""
     if "xla.sdy.meshes" not in line:  # on every module header; the regex scan is slower
         return
+    for name, text, col in _xla_meshes_in(line):
+        if name is None:  # a problem: `text` says what
+            b.problem(text, lineno, col)
+        else:
+            declare_mesh(b, name, text, lineno, col, "xla.sdy.meshes")
+
+
+@lru_cache(maxsize=1024)
+def _xla_meshes_in(line: str) -> tuple[tuple[str | None, str, int], ...]:
+    """(mesh name, `#sdy.mesh<...>` text, column) per mesh of the `xla.sdy.meshes` strings
+    on `line`, and (None, message, column) where one cannot be read."""
+    out: list[tuple[str | None, str, int]] = []
     for m in XLA_MESHES.finditer(line):
         start = m.end()
         end = string_end(line, start)
         if end < 0:
-            b.problem("xla.sdy.meshes: unterminated string", lineno, start)
+            out.append((None, "xla.sdy.meshes: unterminated string", start))
             continue
         text = unescape(line[start:end])
         for e in re.finditer(r'("[^"]*"|[\w.$\-]+) = (#sdy\.mesh)<', text):
             name = e.group(1).strip('"')
             mend = match_end(text, e.end() - 1)
             if mend < 0:
-                b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
+                out.append((None, f"xla.sdy.meshes: mesh {name} is not closed", start + 1))
                 continue
-            declare_mesh(b, name, text[e.start(2) : mend], lineno, start + 1, "xla.sdy.meshes")
+            out.append((name, text[e.start(2) : mend], start + 1))
+    return tuple(out)
 
 
 # -- functions -----------------------------------------------------------------------------

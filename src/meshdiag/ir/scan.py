@@ -12,7 +12,9 @@ read: the problem is an MD001 finding and the scan goes on with the next file.
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -21,7 +23,7 @@ from typing import BinaryIO
 
 from . import hlo, linecache, mlir
 from .builder import Builder
-from .lines import decode_line, read_blocks, scan_known
+from .lines import BLOCK, decode_line, read_blocks, scan_known
 from .model import FileReport
 
 SNIFF = 8192
@@ -57,12 +59,30 @@ def scan_path(path: str) -> FileReport:
         else:
             # unbuffered: the scanner reads big blocks itself, a buffer only adds a copy
             stream = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
+            small = _read_small(stream)
+            if small is not None:  # most dump files: one read, then scanned from memory
+                stream.close()
+                stream = io.BytesIO(small)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
         return scan_file(path, stream)
+
+
+def _read_small(f) -> bytes | None:
+    """A regular file of at most one block, read whole; None for anything else (pipes,
+    devices, big files: streamed). Reading one byte more than its size notices a file that
+    grew (and asks for no more memory than the file needs)."""
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode) or st.st_size > BLOCK:
+        return None
+    data = f.read(st.st_size + 1)
+    if len(data) > st.st_size:  # it grew meanwhile: stream it after all
+        f.seek(0)
+        return None
+    return data
 
 
 def scan_file(path: str, stream: BinaryIO) -> FileReport:
@@ -146,6 +166,15 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
             hlo.handle(b, line, lineno)
     else:
         mlir.handle(b, line, lineno)
+
+
+def clear_caches() -> None:
+    """Forget every memoised line and parse, so the next scan starts cold (benchmarks)."""
+    from . import annot
+
+    linecache.clear()
+    annot.cache_clear()
+    mlir.cache_clear()
 
 
 def _partitioned_by_name(path: str) -> bool:
