@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import annot, linecache
 from .builder import Builder
@@ -22,12 +23,14 @@ OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
-        m = HLO_MODULE.match(line)
-        mod = b.start_module(m.group(1) if m else None, lineno, "hlo")
-        mod.num_partitions = _num_partitions(line)
-        at = line.find("xla.sdy.meshes")
-        if at >= 0:
-            _meshes(b, line, lineno, at)
+        name, num_partitions, meshes = _header(line)
+        mod = b.start_module(name, lineno, "hlo")
+        mod.num_partitions = num_partitions
+        for mesh_name, text, col in meshes:
+            if text is None:
+                b.problem(f"xla.sdy.meshes: mesh {mesh_name} is not closed", lineno, col)
+            else:
+                declare_mesh(b, mesh_name, text, lineno, col, "xla.sdy.meshes")
         return
     if line.startswith("ENTRY "):
         m = ENTRY.match(line)
@@ -57,16 +60,21 @@ def _num_partitions(header: str) -> int | None:
     return None
 
 
-def _meshes(b: Builder, line: str, lineno: int, start: int) -> None:
-    """The meshes of `xla.sdy.meshes={...}` (at `start`) in an HloModule header."""
-    for m in SDY_MESHES.finditer(line, start):
-        start = m.end() - len("#sdy.mesh<")
-        end = match_end(line, m.end() - 1)
-        name = m.group(1).strip('"')
-        if end < 0:
-            b.problem(f"xla.sdy.meshes: mesh {name} is not closed", lineno, start + 1)
-            continue
-        declare_mesh(b, name, line[start:end], lineno, start + 1, "xla.sdy.meshes")
+@lru_cache(maxsize=1024)
+def _header(line: str) -> tuple[str | None, int | None, tuple[tuple[str, str | None, int], ...]]:
+    """(name, num_partitions, meshes) of an HloModule header; each mesh of
+    `xla.sdy.meshes={...}` as (name, `#sdy.mesh<...>` text or None when not closed, column).
+    Memoised: every pass of a module prints the same header (with the whole entry layout)."""
+    m = HLO_MODULE.match(line)
+    meshes = []
+    at = line.find("xla.sdy.meshes")
+    if at >= 0:
+        for mm in SDY_MESHES.finditer(line, at):
+            start = mm.end() - len("#sdy.mesh<")
+            end = match_end(line, mm.end() - 1)
+            name = mm.group(1).strip('"')
+            meshes.append((name, line[start:end] if end >= 0 else None, start + 1))
+    return (m.group(1) if m else None), _num_partitions(line), tuple(meshes)
 
 
 def _instruction(b: Builder, line: str, lineno: int) -> None:

@@ -175,6 +175,7 @@ def clear_caches() -> None:
     linecache.clear()
     annot.cache_clear()
     mlir.cache_clear()
+    hlo._header.cache_clear()
 
 
 def _partitioned_by_name(path: str) -> bool:
