@@ -157,12 +157,30 @@ _LEAVES: dict[int, tuple[object, tuple[HloSharding, ...]]] = {}
 
 
 def tiled_shardings(module: ModuleReport) -> list[HloSharding]:
-    """The distinct tiled leaves of the module's GSPMD shardings, in order of first use."""
+    """The distinct tiled leaves of the module's GSPMD shardings, in order of first use.
+    Memoised by the module's column entries in order (pass dumps print the same annotated
+    lines module after module)."""
+    items = tuple(module.items)
+    key = tuple(map(id, items))
+    hit = _BY_ITEMS.get(key)
+    if hit is not None:
+        return hit[1]
+    found = _tiled_shardings(items)
+    if len(_BY_ITEMS) >= 4096:
+        _BY_ITEMS.clear()
+    _BY_ITEMS[key] = (items, found)  # holds the items: their ids are not reused meanwhile
+    return found
+
+
+_BY_ITEMS: dict[tuple[int, ...], tuple[tuple, list[HloSharding]]] = {}
+
+
+def _tiled_shardings(items: tuple) -> list[HloSharding]:
     from ..ir.model import Value
 
     seen: dict[int, HloSharding] = {}
     get = _LEAVES.get
-    for item in module.items:
+    for item in items:
         hit = get(id(item))
         if hit is None or hit[0] is not item:
             values = (item,) if item.__class__ is Value else item.protos  # type: ignore[attr-defined]

@@ -69,6 +69,8 @@ def value_findings(
                 if item.__class__ is Value:
                     one_off.append(i)
     out: list[Finding] = []
+    if not found:  # nothing under these facts ever had a finding
+        return out
     dirty = ids & found.keys()
     for item in items if dirty else ():  # module order: equal-keyed findings keep it
         i = id(item)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from ..errors import MeshdiagError
 from ..findings import Finding
@@ -64,6 +65,8 @@ NOT_IR = (
 
 def display_path(path: str, cwd: str | None = None) -> str:
     """`path` relative to the working directory when it is below it, else as given."""
+    if os.sep == "/" and path[:1] not in ("/", "") and not (_DOTS & set(path.split("/"))):
+        return path  # already relative and normal: the walk's paths below a relative root
     cwd = cwd or os.getcwd()
     absolute = os.path.normpath(os.path.join(cwd, path))  # os.path.abspath, cwd read once
     if absolute == cwd:
@@ -72,6 +75,9 @@ def display_path(path: str, cwd: str | None = None) -> str:
     if absolute.startswith(prefix):
         return absolute[len(prefix) :]  # os.path.relpath of a normalised path below cwd
     return path
+
+
+_DOTS = frozenset({"", ".", ".."})
 
 
 def _lintable(name: str) -> bool:
@@ -108,6 +114,7 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
         except OSError:
             return  # unreadable directory: os.walk skips it too
         real_root = os.path.realpath(root)  # once per directory, not per file
+        real_prefix = real_root if real_root.endswith(os.sep) else real_root + os.sep
         subdirs = []
         for e in entries:
             try:
@@ -119,7 +126,7 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
                     subdirs.append(e.path)
             elif _lintable(e.name):
                 # a plain file's real path is its directory's plus its name
-                add(e.path, None if e.is_symlink() else os.path.join(real_root, e.name))
+                add(e.path, None if e.is_symlink() else real_prefix + e.name)
         for d in subdirs:
             walk(d)
 
@@ -149,6 +156,17 @@ def _checks(codes: Iterable[str]) -> dict:
     return {c: _REGISTERED[c] for c in codes if c in _REGISTERED}
 
 
+_NONE: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=64)
+def _selection(all_codes, off: frozenset[str]) -> tuple[list[str], dict, frozenset[str]]:
+    """(enabled codes sorted, their module checks, the enabled set) once per distinct set of
+    per-file ignores, not once per file."""
+    codes = sorted(c for c in all_codes if c not in off)
+    return codes, _checks(codes), frozenset(codes)
+
+
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
     """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
     and the settings, so it runs in worker processes."""
@@ -156,8 +174,8 @@ def lint_file(path: str, settings: LintSettings) -> list[Finding]:
     from ..ir.model import FileReport
 
     shown = display_path(path)
-    off = ignored_for(path, settings.per_file_ignores)
-    codes = sorted(c for c in settings.codes if c not in off)
+    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
+    codes, checks, enabled = _selection(settings.codes, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
     if path.endswith(MESH_SUFFIXES):  # configs, never IR
@@ -178,8 +196,7 @@ def lint_file(path: str, settings: LintSettings) -> list[Finding]:
         from ..ir.scan import scan_path
 
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones)
-        findings = run_checks(scan_path(path), *where, checks=_checks(codes))
-    enabled = set(codes)
+        findings = run_checks(scan_path(path), *where, checks=checks)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings
