@@ -1,0 +1,136 @@
+"""Repeated lines: the scanner stores a module's values as columns (line, shared entry), the
+native and the Python candidate walkers give the same reports, and everything that reads
+the columns (values, groups, JSON, text summaries, checks) sees each occurrence."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from meshdiag.inspect import file_json, file_json_text, run_checks
+from meshdiag.ir import lines, scan
+from meshdiag.ir.model import LineValues, ModuleReport, Value
+from meshdiag.ir.scan import clear_caches, scan_file, scan_path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file())
+
+PASS = """// -----// IR Dump Before Pass{n} (pass-{n}) ('builtin.module' operation: @m) //----- //
+module @m attributes {{mhlo.num_partitions = 8 : i32}} {{
+  sdy.mesh @mesh = <["x"=2, "y"=4]>
+  func.func @main(%arg0: tensor<8x16xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{"y"}}]>}}, %arg1: tensor<7x4xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"y"}}, {{}}]>}}) -> tensor<8x16xf32> {{
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{{"x"}}, {{"y"}}]> : tensor<8x16xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{{"x"}}, {{"y"}}]> : tensor<8x16xf32>
+    %2 = stablehlo.add %1, %1 {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{{"x"}}, {{"y"}}]>]>}} : tensor<8x16xf32>
+    return %2 : tensor<8x16xf32>
+  }}
+}}
+"""
+
+
+def dump(n: int = 4) -> bytes:
+    """A pass dump printing the same module `n` times (every line repeats)."""
+    return "".join(PASS.format(n=i) for i in range(n)).encode()
+
+
+@pytest.fixture
+def python_walker(monkeypatch):
+    monkeypatch.setattr(scan, "scan_known", lines.scan_known_py)
+    clear_caches()
+    yield
+    clear_caches()
+
+
+def reports(paths):
+    return [file_json(scan_path(str(p))) for p in paths]
+
+
+def test_native_walker_is_built_and_used():
+    assert lines.scan_known is not lines.scan_known_py
+    assert scan.scan_known is lines.scan_known
+
+
+def test_python_walker_gives_the_same_reports(python_walker):
+    python = reports(FIXTURES)
+    clear_caches()
+    python_again = reports(FIXTURES)  # warm caches: the same again
+    scan.scan_known = lines.scan_known  # the native walker (monkeypatch restores it)
+    clear_caches()
+    native = reports(FIXTURES)
+    assert python == native == python_again
+
+
+def test_repeated_module_values_each_occurrence():
+    r = scan_file("d.mlir", io.BytesIO(dump(4)))
+    assert len(r.modules) == 4
+    first, *rest = r.modules
+    # every value of every module, with its own line
+    assert [v.line for v in first.values] == [4, 4, 5, 6, 7]
+    for k, m in enumerate(rest, start=1):
+        assert [v.line - 10 * k for v in m.values] == [v.line for v in first.values]
+        assert [(v.name, v.column, v.text) for v in m.values] == [
+            (v.name, v.column, v.text) for v in first.values
+        ]
+    # repeated lines share one column entry across modules
+    assert any(isinstance(it, LineValues) for it in rest[-1].items)
+    assert set(map(id, rest[0].items)) == set(map(id, rest[1].items))
+
+
+def test_groups_counts_and_lines():
+    m = scan_file("d.mlir", io.BytesIO(dump(2))).modules[1]
+    groups = m.value_groups()
+    assert sum(g.count for g in groups) == m.value_count == len(m.values) == 5
+    assert [g.lines for g in groups] == [[v.line] for v in m.values]
+    assert [g.value.name for g in groups] == ["%arg0", "%arg1", "%0", "%1", "%2"]
+
+
+def test_json_from_fragments_equals_plain_json():
+    r = scan_file("d.mlir", io.BytesIO(dump(3)))
+    assert json.loads(file_json_text(r)) == file_json(r)
+    assert file_json_text(r) == json.dumps(file_json(r))
+
+
+def test_findings_for_every_occurrence():
+    r = scan_file("d.mlir", io.BytesIO(dump(3)))
+    found = [f for f in run_checks(r, None, None, "xla") if f.code == "MD105"]
+    # %arg1 is 7x4 sharded 4 ways on dim 0: one finding per module, at its line
+    assert [f.line for f in found] == [4, 14, 24]
+    assert len({f.message for f in found}) == 1
+
+
+def test_partitioned_modules_show_per_device_shapes():
+    text = (
+        "HloModule m, num_partitions=2\n\nENTRY %main_spmd (p: f32[4,8]) -> f32[4,8] {\n"
+        "  %p = f32[4,8]{1,0} parameter(0), sharding={devices=[2,1]<=[2]}\n"
+        "  ROOT %c = f32[4,8]{1,0} copy(%p), sharding={devices=[2,1]<=[2]}\n}\n"
+    )
+    r = scan_file("m.txt", io.BytesIO((text * 2).encode()))
+    for m in r.modules:
+        assert m.partitioned
+        assert [(v.shape, v.local_shape) for v in m.values] == [(None, (4, 8))] * 2
+        assert all(v["shape"] is None for v in file_json(r)["modules"][0]["values"])
+
+
+def test_module_report_built_by_hand():
+    v = Value("%a", 3, 5, "{replicated}", "gspmd")
+    m = ModuleReport("m", 1, values=[v])
+    assert m.values == [v] and m.value_count == 1
+    m.values = []
+    assert m.values == [] and m.items == []
+
+
+def test_text_summary_names_each_location():
+    from rich.console import Console
+
+    from meshdiag.inspect import Inspected
+    from meshdiag.render.inspect_text import render_file
+
+    r = scan_file("d.mlir", io.BytesIO(dump(2)))
+    console = Console(file=io.StringIO(), width=200, height=25, color_system=None)
+    out = render_file(Inspected(r, []), console, mesh=None, split="xla")
+    # the sharding shared by %arg0, %0 and %1 lists each of them at its own line
+    assert "%arg0@14:" in out and "%0@15:" in out and "%1@16:" in out
+    assert "5 sharded values" in out
