@@ -23,19 +23,10 @@ OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
-        name, num_partitions, meshes = _header(line)
-        mod = b.start_module(name, lineno, "hlo")
-        mod.num_partitions = num_partitions
-        for mesh_name, text, col in meshes:
-            if text is None:
-                b.problem(f"xla.sdy.meshes: mesh {mesh_name} is not closed", lineno, col)
-            else:
-                declare_mesh(b, mesh_name, text, lineno, col, "xla.sdy.meshes")
+        _start(b, _header(line), lineno)
         return
     if line.startswith("ENTRY "):
-        m = ENTRY.match(line)
-        if m and m.group(1).endswith("_spmd"):
-            b.ensure_module(lineno).partitioned = True
+        _entry(b, line, lineno)
         return
     s = line.lstrip()
     if s.startswith(("error:", "warning:")) or ": error:" in line:
@@ -58,6 +49,39 @@ def _num_partitions(header: str) -> int | None:
                 return int(m.group())
         i = header.find("num_partitions=", i + 1)
     return None
+
+
+def header(b: Builder, raw: bytes, lineno: int) -> None:
+    """An ASCII `HloModule` line as the scanner reads it (memoised by its bytes)."""
+    _start(b, _header_raw(raw), lineno)
+
+
+def entry(b: Builder, raw: bytes, lineno: int) -> None:
+    """An ASCII `ENTRY` line: only its computation's name matters (up to the `(`)."""
+    cut = raw.find(b"(")
+    _entry(b, (raw[:cut] if cut >= 0 else raw).decode("ascii"), lineno)
+
+
+def _start(b: Builder, header: tuple, lineno: int) -> None:
+    name, num_partitions, meshes = header
+    mod = b.start_module(name, lineno, "hlo")
+    mod.num_partitions = num_partitions
+    for mesh_name, text, col in meshes:
+        if text is None:
+            b.problem(f"xla.sdy.meshes: mesh {mesh_name} is not closed", lineno, col)
+        else:
+            declare_mesh(b, mesh_name, text, lineno, col, "xla.sdy.meshes")
+
+
+def _entry(b: Builder, line: str, lineno: int) -> None:
+    m = ENTRY.match(line)
+    if m and m.group(1).endswith("_spmd"):
+        b.ensure_module(lineno).partitioned = True
+
+
+@lru_cache(maxsize=1024)
+def _header_raw(raw: bytes) -> tuple:
+    return _header(raw.decode("ascii"))
 
 
 @lru_cache(maxsize=1024)

@@ -76,6 +76,12 @@ def _check_utf8(block: bytes, first_line: int, interesting: set[int], problem: P
             return
 
 
+def check_utf8(block: bytes, first_line: int, problem: Problem) -> None:
+    """Report invalid UTF-8 on the lines of a block (whole lines from `first_line`) that
+    are not candidates: candidates report their own when decoded."""
+    _check_utf8(block, first_line, {ls for ls, _ in candidate_spans(block)}, problem)
+
+
 def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
     """A candidate line as text; invalid UTF-8 is reported and replaced."""
     return raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem)
@@ -110,7 +116,7 @@ def read_blocks(
         if whole:
             after = yield whole, lineno
             if not whole.isascii():
-                _check_utf8(whole, lineno, {ls for ls, _ in candidate_spans(whole)}, problem)
+                check_utf8(whole, lineno, problem)
             lineno = after if after is not None else lineno + count(whole, b"\n")
         if at_end:
             return

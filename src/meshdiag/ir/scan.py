@@ -12,7 +12,6 @@ read: the problem is an MD001 finding and the scan goes on with the next file.
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import stat
 import sys
@@ -23,7 +22,7 @@ from typing import BinaryIO
 
 from . import hlo, linecache, mlir
 from .builder import Builder
-from .lines import BLOCK, decode_line, read_blocks, scan_known
+from .lines import BLOCK, check_utf8, decode_line, max_line_bytes, read_blocks, scan_known
 from .model import FileReport
 
 SNIFF = 8192
@@ -60,9 +59,9 @@ def scan_path(path: str) -> FileReport:
             # unbuffered: the scanner reads big blocks itself, a buffer only adds a copy
             stream = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
             small = _read_small(stream)
-            if small is not None:  # most dump files: one read, then scanned from memory
+            if small is not None:  # most dump files: one read, then scanned in memory
                 stream.close()
-                stream = io.BytesIO(small)
+                return scan_bytes(path, small)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
@@ -71,12 +70,36 @@ def scan_path(path: str) -> FileReport:
         return scan_file(path, stream)
 
 
+def scan_bytes(path: str, data: bytes) -> FileReport:
+    """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
+    be too long to keep) as one block; the same report as `scan_file` on its bytes."""
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path))
+    if _skipped(b, path, data[:SNIFF]):
+        return b.finish()
+    block = data if data.endswith(b"\n") else data + b"\n"
+    _scan_block(b, block, 1)
+    if not block.isascii():
+        check_utf8(block, 1, b.problem)
+    return b.finish()
+
+
+def _skipped(b: Builder, path: str, head: bytes) -> bool:
+    """Empty and binary files are noted and not scanned."""
+    if not head:  # said, so every input is accounted for
+        b.note(f"empty file skipped: {Path(path).name}")
+        return True
+    if b"\0" in head or path.endswith(BINARY_EXT):
+        b.note(f"binary file skipped: {Path(path).name}")
+        return True
+    return False
+
+
 def _read_small(f) -> bytes | None:
     """A regular file of at most one block, read whole; None for anything else (pipes,
     devices, big files: streamed). Reading one byte more than its size notices a file that
     grew (and asks for no more memory than the file needs)."""
     st = os.fstat(f.fileno())
-    if not stat.S_ISREG(st.st_mode) or st.st_size > BLOCK:
+    if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
         return None
     data = f.read(st.st_size + 1)
     if len(data) > st.st_size:  # it grew meanwhile: stream it after all
@@ -98,36 +121,13 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
     except (OSError, EOFError, zlib.error) as e:
         b.problem(f"cannot read {path}: {e}", None)
         return b.finish()
-    if not head:  # said, so every input is accounted for
-        b.note(f"empty file skipped: {Path(path).name}")
-        return b.finish()
-    if b"\0" in head or path.endswith(BINARY_EXT):
-        b.note(f"binary file skipped: {Path(path).name}")
+    if _skipped(b, path, head):
         return b.finish()
     try:
-        problem = b.problem
-        fast_known = linecache.fast_known
-        blocks = read_blocks(stream, problem, prefix=head)
+        blocks = read_blocks(stream, b.problem, prefix=head)
         block_at = next(blocks, None)
         while block_at is not None:
-            block, lineno = block_at
-            pos = 0
-            while True:
-                # lines already seen in this module state are appended to the module's
-                # value columns by the scanner itself; it stops at any other candidate
-                m = b.module
-                start, end, lineno, pos = scan_known(
-                    block,
-                    pos,
-                    lineno,
-                    fast_known(b),
-                    m.lines if m is not None else _UNUSED,
-                    m.items if m is not None else _UNUSED,
-                )
-                if start < 0:
-                    break
-                _line(b, block[start:end], lineno)
-                lineno += 1
+            lineno = _scan_block(b, *block_at)
             try:  # the scanner counted the block's lines: read_blocks need not
                 block_at = blocks.send(lineno)
             except StopIteration:
@@ -135,6 +135,29 @@ def scan_file(path: str, stream: BinaryIO) -> FileReport:
     except (OSError, EOFError, zlib.error) as e:  # truncated gzip, I/O error mid-file
         b.problem(f"cannot read {path} to the end: {e}", None)
     return b.finish()
+
+
+def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
+    """The candidate lines of a block of whole lines starting at `lineno`; returns the
+    number of the line after it."""
+    fast_known = linecache.fast_known
+    pos = 0
+    while True:
+        # lines already seen in this module state are appended to the module's value
+        # columns by the scanner itself; it stops at any other candidate
+        m = b.module
+        start, end, lineno, pos = scan_known(
+            block,
+            pos,
+            lineno,
+            fast_known(b),
+            m.lines if m is not None else _UNUSED,
+            m.items if m is not None else _UNUSED,
+        )
+        if start < 0:
+            return lineno
+        _line(b, block[start:end], lineno)
+        lineno += 1
 
 
 #: the scanner's output lists while there is no module (it appends nothing then)
@@ -147,6 +170,13 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
     # without decoding; a non-ASCII one is decoded first, so its UTF-8 problems are
     # reported each time
     if raw.isascii():
+        # module structure in HLO text: never cached, read straight from the bytes
+        if raw.startswith(b"HloModule "):
+            hlo.header(b, raw, lineno)
+            return
+        if raw.startswith(b"ENTRY ") and b.module is not None and b.module.dialect == "hlo":
+            hlo.entry(b, raw, lineno)
+            return
         rec = linecache.lookup(b, raw)
         if rec is not None:
             linecache.play(rec, b, lineno)
@@ -176,6 +206,7 @@ def clear_caches() -> None:
     annot.cache_clear()
     mlir.cache_clear()
     hlo._header.cache_clear()
+    hlo._header_raw.cache_clear()
 
 
 def _partitioned_by_name(path: str) -> bool:

@@ -104,16 +104,17 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
             seen.add(key)
             out.append(p)
 
-    def walk(root: str) -> None:
+    def walk(root: str, real_root: str) -> None:
         """`root`'s files in sorted order, then its subdirectories' (like os.walk, which
         does not descend into symlinked directories), from one scandir per directory: the
-        entries say what is a directory or a symlink without a syscall per file."""
+        entries say what is a directory or a symlink without a syscall per file.
+        `real_root` is root's real path (a subdirectory's is its parent's plus its name:
+        symlinked directories are not entered)."""
         try:
             with os.scandir(root) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             return  # unreadable directory: os.walk skips it too
-        real_root = os.path.realpath(root)  # once per directory, not per file
         real_prefix = real_root if real_root.endswith(os.sep) else real_root + os.sep
         subdirs = []
         for e in entries:
@@ -123,16 +124,16 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
                 is_dir = False
             if is_dir:
                 if not e.is_symlink() and e.name not in SKIP_DIRS and not excluded(e.path):
-                    subdirs.append(e.path)
+                    subdirs.append((e.path, real_prefix + e.name))
             elif _lintable(e.name):
                 # a plain file's real path is its directory's plus its name
                 add(e.path, None if e.is_symlink() else real_prefix + e.name)
-        for d in subdirs:
-            walk(d)
+        for d, real_d in subdirs:
+            walk(d, real_d)
 
     for p in paths:
         if os.path.isdir(p):
-            walk(p)
+            walk(p, os.path.realpath(p))
         elif os.path.exists(p):
             add(p)
         else:
