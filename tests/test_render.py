@@ -213,3 +213,50 @@ def test_html_is_self_contained():
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # no external refs
     assert page.count('<tr><td class="swatch"') == 4
     assert "&lt;=[8]" in page  # escaped
+
+
+# -- inspect's plain-text fast path matches rich --------------------------------------------
+
+
+def test_plain_line_breaks_match_rich():
+    """`inspect` wraps colourless lines itself; the breaks must be rich's."""
+    import random
+
+    from rich._wrap import divide_line
+
+    from meshdiag.render.inspect_text import _line_breaks
+
+    rng = random.Random(3)
+    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40]
+    for _ in range(20000):
+        s = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 60)))
+        w = rng.randint(1, 30)
+        assert _line_breaks(s, w) == divide_line(s, w, fold=True), (s, w)
+
+
+def test_plain_rendering_matches_rich_for_summary_lines():
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from meshdiag.render.inspect_text import Line, _plain_lines
+
+    samples = [
+        Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),
+        Line(
+            ("  ×17 ", "bold"),
+            ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "green"),
+            "  %x.1@26:50, %sharding_constraint.16@32:116, %sharding_constraint.17@38:116 (+14 more)",
+            ("\n      = {devices=[2,1,4]<=[8] last_tile_dim_replicate}", "dim"),
+        ),
+        Line("  section: IR Dump Before AnalyzeMeshPass (analyze-mesh)", style="cyan"),
+    ]
+    for width in (12, 33, 80, 200):
+        console = Console(file=io.StringIO(), width=width, height=25, color_system=None)
+        for line in samples:
+            with console.capture() as cap:
+                console.print(line.text())
+            assert _plain_lines(line.plain, width) == cap.get()
+        assert _plain_lines("tab\there", width) is None  # rich expands tabs itself
+        assert isinstance(samples[0].text(), Text)

@@ -4,6 +4,7 @@ then the findings."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -81,7 +82,13 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
             yield Line((f"  ×{count} ", "bold"), (text, "green"), f"  {where}{more}")
         if pictures < MAX_PICTURES:
             found = next(
-                ((v, lay) for v in vals if (lay := value_layout(v, m, mesh, split)) is not None),
+                (
+                    (v, lay)
+                    for v in vals
+                    if v.shape is not None  # no picture without a global shape
+                    and v.hlo is not None
+                    and (lay := value_layout(v, m, mesh, split)) is not None
+                ),
                 None,
             )
             if found is not None:
@@ -214,9 +221,10 @@ def _plain(t: Text, width: int) -> str | None:
 
 def _plain_lines(p: str, width: int) -> str | None:
     """`p` as rich prints it on a colourless console `width` cells wide, computed directly:
-    each line word-wrapped by rich's own line breaker and cut to the width. None when rich
-    must do it: control characters, or characters wider than one cell."""
-    if _divide_line is None or not (p.isascii() or cell_len(p) == len(p)):
+    each line word-wrapped the way rich breaks lines, and cut to the width. None when rich
+    must do it: control characters, or characters other than ASCII and `×` (which may be
+    wider than one cell)."""
+    if not (p.isascii() or p.replace("×", "").isascii()):
         return None
     out = []
     for line in p.split("\n"):
@@ -225,18 +233,41 @@ def _plain_lines(p: str, width: int) -> str | None:
         if len(line) <= width:
             out.append(line)
             continue
-        bounds = [0, *_divide_line(line, width, fold=True), len(line)]
+        bounds = [0, *_line_breaks(line, width), len(line)]
         # rich then drops trailing spaces past the width and folds the rest: the same cut
         out.extend(line[a:b][:width] for a, b in zip(bounds, bounds[1:], strict=False))
     out.append("")
     return "\n".join(out)
 
 
-try:  # rich's word wrapper, so wrapped lines break where rich would break them
-    from rich._wrap import divide_line as _divide_line
-    from rich.cells import cell_len
-except ImportError:  # another rich: let it render everything itself
-    _divide_line = None  # type: ignore[assignment]
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _line_breaks(text: str, width: int) -> list[int]:
+    """Where rich's word wrap (`rich._wrap.divide_line`, fold on) breaks `text`, for text
+    whose characters are one cell each: a word (with the spaces after it) goes on the
+    current line when its non-space part fits, else on a new line; a word longer than a
+    line is folded into `width`-long pieces."""
+    breaks: list[int] = []
+    offset = 0  # cells used on the current line
+    for m in _WORD.finditer(text):
+        start, word = m.start(), m.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:  # fold it
+            pieces = [word[i : i + width] for i in range(0, len(word), width)]
+            for piece in pieces[:-1]:
+                if start:
+                    breaks.append(start)
+                start += len(piece)
+            if start:
+                breaks.append(start)
+            offset = len(pieces[-1])
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    return breaks
 
 
 #: rendered text by key, for one console (`render_file`)
