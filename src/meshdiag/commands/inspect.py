@@ -45,14 +45,17 @@ def inspect(
     global_mesh = load_mesh(mesh)
     from ..inspect import map_files
     from ..ir.scan import expand_paths
+    from ..spool import SpoolDir
 
     files = list(expand_paths(paths))
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
+    # workers spool each file's output to disk and the parent copies it out in order
+    spool = SpoolDir()
     try:
         if fmt == "json":
-            state = (global_mesh, target, split_rule, layouts, None)
-            results = map_files(_json_one, files, jobs, _init, (state,))
-            _write_json(results, progress)
+            state = (global_mesh, target, split_rule, layouts, None, spool.directory)
+            results = map_files(_json_spooled, files, jobs, _init, (state,))
+            _write_json(results, progress, spool)
         else:
             from rich.console import Console
 
@@ -64,10 +67,11 @@ def inspect(
                 "color_system": console.color_system,
                 "force_terminal": console.is_terminal,
             }
-            state = (global_mesh, target, split_rule, False, look)
-            results = map_files(_text_one, files, jobs, _init, (state,))
-            _write_text(results, console, progress)
+            state = (global_mesh, target, split_rule, False, look, spool.directory)
+            results = map_files(_text_spooled, files, jobs, _init, (state,))
+            _write_text(results, console, progress, spool)
     finally:
+        spool.close()
         if progress is not None:
             progress.stop()
 
@@ -79,9 +83,11 @@ _STATE: dict = {}
 
 def _init(state: tuple) -> None:
     from ..checks.registry import module_checks
+    from ..spool import SpoolDir
 
-    mesh, target, split, layouts, look = state
+    mesh, target, split, layouts, look, spool_dir = state
     _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
+    SpoolDir.worker_init(spool_dir)
     _STATE["console"] = None  # made by the first file rendered as text
     _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
 
@@ -133,7 +139,23 @@ def _text_one(path: str) -> tuple[str, str, int]:
     return path, text, len(item.findings)
 
 
-def _write_json(results, progress) -> None:
+def _json_spooled(path: str):
+    """`_json_one` with the file's JSON left in this worker's spool file."""
+    from ..spool import spool_write
+
+    path, data, found = _json_one(path)
+    return path, spool_write(data), found
+
+
+def _text_spooled(path: str):
+    """`_text_one` with the rendered text left in this worker's spool file (UTF-8)."""
+    from ..spool import spool_write
+
+    path, text, found = _text_one(path)
+    return path, spool_write(text.encode("utf-8")), found
+
+
+def _write_json(results, progress, spool) -> None:
     """Stream the document: each file's JSON goes out as soon as it is ready, in order.
 
     `json.dumps` of a list is its items' dumps joined by ", ": the same bytes as one dumps.
@@ -151,7 +173,7 @@ def _write_json(results, progress) -> None:
             progress.advance(path)
         if i:
             out.write(b", ")
-        out.write(data)
+        spool.copy(data, out)
         findings.extend(found)
     out.write(b'], "findings": [')
     out.write(", ".join(findings).encode("ascii"))
@@ -159,14 +181,21 @@ def _write_json(results, progress) -> None:
     out.flush()
 
 
-def _write_text(results, console, progress) -> None:
+def _write_text(results, console, progress, spool) -> None:
     n_files = n_findings = 0
-    for path, text, found in results:
+    console.file.flush()
+    out = getattr(console.file, "buffer", None)  # the spooled text is UTF-8 bytes
+    for path, spooled, found in results:
         if progress is not None:
             progress.advance(path)
         n_files += 1
         n_findings += found
-        console.file.write(text)
+        if out is not None:
+            spool.copy(spooled, out)
+        else:  # a text-only stream
+            console.file.write(spool.read(spooled).decode("utf-8"))
+    if out is not None:
+        out.flush()
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
 
 

@@ -1,0 +1,148 @@
+"""Ordered output from worker processes, without pickling it through a pipe.
+
+`inspect --format json` over a big dump directory writes hundreds of MB; sending each
+file's output back as a pickled result costs a copy into the pickle, two through the pipe,
+one out of it and the parent's time under the GIL. Instead each worker appends its outputs
+to a spool file of its own and returns only where they are (`Spooled`); the parent copies
+them to its output in order with `os.sendfile` (in the kernel) and deletes a spool file as
+soon as it has read past it.
+
+    with SpoolDir() as spool:                        # parent: a private temporary directory
+        results = map_files(fn, files, jobs, spool.worker_init, ())
+        for spooled in results: spool.copy(spooled, out)
+
+Workers write in task order and the parent reads results in task order, so once a result
+names a worker's next spool file, everything in the previous one has been copied: spool
+files are rotated every `ROTATE` bytes and disk use stays bounded by the work in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import BinaryIO, NamedTuple
+
+#: a worker starts a new spool file after this many bytes
+ROTATE = 32 << 20
+
+
+class Spooled(NamedTuple):
+    """Where a worker put one output: spool file, offset, length."""
+
+    path: str
+    offset: int
+    length: int
+
+
+class _Writer:
+    """The worker side: appends to its own spool file in `directory`, rotating."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.serial = 0
+        self.fd = -1
+        self.path = ""
+        self.size = 0
+
+    def write(self, data: bytes) -> Spooled:
+        if self.fd < 0 or self.size >= ROTATE:
+            self._rotate()
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        spooled = Spooled(self.path, self.size, len(data))
+        self.size += len(data)
+        return spooled
+
+    def _rotate(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.serial += 1
+        self.path = os.path.join(self.directory, f"{os.getpid()}.{self.serial}")
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        self.size = 0
+
+
+_WRITER: _Writer | None = None
+
+
+def spool_write(data: bytes) -> Spooled:
+    """Append `data` to this worker's spool (after `SpoolDir.worker_init` ran here)."""
+    assert _WRITER is not None, "spool_write outside a spooling worker"
+    return _WRITER.write(data)
+
+
+def _init_writer(directory: str) -> None:
+    global _WRITER
+    _WRITER = _Writer(directory)
+
+
+class SpoolDir:
+    """The parent side: a private temporary directory for the workers' spool files, and
+    the in-order copy out of them."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="meshdiag-spool-")
+        self._fds: dict[str, int] = {}
+        #: the spool file each worker (by pid in the file name) was last read from
+        self._current: dict[str, str] = {}
+
+    @property
+    def init_args(self) -> tuple[str]:
+        return (self.directory,)
+
+    worker_init = staticmethod(_init_writer)
+
+    def copy(self, s: Spooled, out: BinaryIO) -> None:
+        """Write the spooled bytes to `out` (sendfile when `out` is a real file)."""
+        fd = self._open(s.path)
+        try:
+            out_fd = out.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file: captured output
+            out_fd = -1
+        if out_fd >= 0 and hasattr(os, "sendfile"):
+            out.flush()
+            offset, left = s.offset, s.length
+            try:
+                while left:
+                    n = os.sendfile(out_fd, fd, offset, left)
+                    if n == 0:
+                        break
+                    offset += n
+                    left -= n
+                if not left:
+                    return
+            except OSError:  # sendfile cannot write there: copy through memory
+                pass
+            out.write(os.pread(fd, left, offset))
+            return
+        out.write(os.pread(fd, s.length, s.offset))
+
+    def read(self, s: Spooled) -> bytes:
+        return os.pread(self._open(s.path), s.length, s.offset)
+
+    def _open(self, path: str) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            worker = os.path.basename(path).split(".", 1)[0]
+            previous = self._current.get(worker)
+            if previous is not None:  # read past it: everything in it was copied
+                os.close(self._fds.pop(previous))
+                os.unlink(previous)
+            self._current[worker] = path
+            fd = self._fds[path] = os.open(path, os.O_RDONLY)
+        return fd
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> SpoolDir:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
