@@ -224,14 +224,16 @@ def test_plain_line_breaks_match_rich():
 
     from rich._wrap import divide_line
 
-    from meshdiag.render.inspect_text import _line_breaks
+    from meshdiag.render.inspect_text import _line_breaks, _line_breaks_words
 
     rng = random.Random(3)
-    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40]
-    for _ in range(20000):
-        s = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 60)))
-        w = rng.randint(1, 30)
-        assert _line_breaks(s, w) == divide_line(s, w, fold=True), (s, w)
+    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40, " " * 10]
+    for _ in range(30000):
+        s = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 80)))
+        w = rng.randint(1, 40)
+        expected = divide_line(s, w, fold=True)
+        assert _line_breaks(s, w) == expected, (s, w)
+        assert _line_breaks_words(s, w) == expected, (s, w)
 
 
 def test_plain_rendering_matches_rich_for_summary_lines():
