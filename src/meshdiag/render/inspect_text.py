@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from ..inspect import gspmd_text, num_devices, value_layout
+from .grid import LayoutPicture
+
 if TYPE_CHECKING:
     from ..findings import Finding
     from ..inspect import Inspected
@@ -47,8 +50,6 @@ def mesh_grid(d: MeshDecl):
 
 
 def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterator:
-    from ..inspect import gspmd_text, value_layout
-
     head = m.name or "(anonymous module)"
     extra = [m.dialect]
     if m.partitioned:
@@ -92,9 +93,6 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
                 None,
             )
             if found is not None:
-                from ..inspect import num_devices
-                from .grid import LayoutPicture
-
                 v, lay = found
                 pictures += 1
                 # the picture is a function of what the layout was computed from
@@ -347,13 +345,14 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
                 continue
         if isinstance(part, Cached):
             key = part.key
-            part = part.renderable
         elif isinstance(part, Text) and part.end == "\n":
             key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
         else:
             key = None
         hit = cache.get(key) if key is not None else None
         if hit is None:
+            if isinstance(part, Cached):  # made only now: it was not rendered before
+                part = part.renderable
             with console.capture() as cap:
                 console.print(part)
             hit = cap.get()
