@@ -290,7 +290,7 @@ def file_json_text(report: FileReport) -> str:
     for m in report.modules:
         d = module_json(m, values=False)
         head = dumps(d)
-        vals = ", ".join(_value_texts(m))
+        vals = _values_text(m)
         mods.append(f'{head[:-1]}, "values": [{vals}]}}')
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
 
@@ -304,6 +304,63 @@ _AROUND: dict[int, tuple[object, bool, list[tuple[str, str]]]] = {}
 #: is compared by identity, as the same text can have another tiled form in a module with
 #: other meshes
 _REST: dict[tuple, tuple[object, str]] = {}
+
+
+def _values_text(m: ModuleReport) -> str:
+    """The module's values as JSON array items (joined by ", "). The fragments around each
+    row's line number are memoised per module content (repeated modules are the common
+    case), and the rows are joined at C speed."""
+    items = m.items
+    if any(it.__class__ is Value for it in items):  # one-off values: row by row
+        return ", ".join(_value_texts(m))
+    key = (tuple(map(id, items)), m.partitioned)
+    hit = _ROWS_JSON.get(key)
+    if hit is None:
+        befores: list[str] = []
+        afters: list[str] = []
+        counts: list[int] = []
+        for item in items:
+            frags = _fragments(item, m.partitioned)
+            counts.append(len(frags))
+            for before, after in frags:
+                befores.append(before)
+                afters.append(after)
+        single = all(c == 1 for c in counts)
+        if len(_ROWS_JSON) >= 4096:
+            _ROWS_JSON.clear()
+        hit = _ROWS_JSON[key] = (tuple(items), befores, afters, None if single else counts)
+    _, befores, afters, counts = hit
+    lines = m.lines
+    if counts is not None:  # an entry with several values: its line once per value
+        lines = [ln for ln, c in zip(lines, counts, strict=True) for _ in range(c)]
+    return ", ".join(map("".join, zip(befores, map(str, lines), afters, strict=True)))
+
+
+#: per module content (entry identities, partitioned): (entries, fragments before and after
+#: each row's line number, values per entry when some entry has several)
+_ROWS_JSON: dict[tuple, tuple] = {}
+
+
+def _fragments(item, part: bool) -> list[tuple[str, str]]:
+    """(before, after) the line number of each value of a column entry, memoised."""
+    import json
+
+    hit = _AROUND.get(id(item))
+    if hit is None or hit[0] is not item or hit[1] is not part:
+        dumps = json.dumps
+        frags = []
+        for p in item.protos:
+            v = per_device(p) if part else p
+            frags.append(
+                (
+                    f'{{"name": {dumps(v.name)}, "line": ',
+                    f', "column": {v.column}, {_rest_text(v)}',
+                )
+            )
+        if len(_AROUND) >= 65536:
+            _AROUND.clear()
+        hit = _AROUND[id(item)] = (item, part, frags)
+    return hit[2]
 
 
 def _value_texts(m: ModuleReport) -> list[str]:
