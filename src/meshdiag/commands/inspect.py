@@ -46,6 +46,7 @@ def inspect(
     from ..inspect import map_files
     from ..ir.scan import expand_paths
     from ..spool import SpoolDir
+    from . import inspect_worker as worker
 
     files = list(expand_paths(paths))
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
@@ -54,7 +55,7 @@ def inspect(
     try:
         if fmt == "json":
             state = (global_mesh, target, split_rule, layouts, None, spool.directory)
-            results = map_files(_json_spooled, files, jobs, _init, (state,))
+            results = map_files(worker.json_spooled, files, jobs, worker.init, (state,))
             _write_json(results, progress, spool)
         else:
             from rich.console import Console
@@ -68,91 +69,12 @@ def inspect(
                 "force_terminal": console.is_terminal,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory)
-            results = map_files(_text_spooled, files, jobs, _init, (state,))
+            results = map_files(worker.text_spooled, files, jobs, worker.init, (state,))
             _write_text(results, console, progress, spool)
     finally:
         spool.close()
         if progress is not None:
             progress.stop()
-
-
-# -- per file, in a worker process (or in this one for --jobs 1) ---------------------------
-
-_STATE: dict = {}
-
-
-def _init(state: tuple) -> None:
-    from ..checks.registry import module_checks
-    from ..spool import SpoolDir
-
-    mesh, target, split, layouts, look, spool_dir = state
-    _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
-    SpoolDir.worker_init(spool_dir)
-    _STATE["console"] = None  # made by the first file rendered as text
-    _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
-
-
-def _inspected(path: str):
-    from ..inspect import Inspected, run_checks
-    from ..ir.scan import scan_path
-
-    st = _STATE
-    report = scan_path(path)
-    return Inspected(
-        report, run_checks(report, st["mesh"], st["target"], st["split"], st["checks"])
-    )
-
-
-def _json_one(path: str) -> tuple[str, bytes, list[str]]:
-    """(path, the file's JSON, each finding's JSON): text crosses the process boundary, not
-    objects, and the parent only concatenates. The file's JSON comes encoded (json.dumps
-    writes ASCII): the parent passes the bytes on."""
-    import json
-
-    from ..inspect import file_json, file_json_text
-
-    st = _STATE
-    item = _inspected(path)
-    if st["layouts"]:
-        doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=True)
-        text = json.dumps(doc)
-    else:
-        text = file_json_text(item.report)
-    return path, text.encode("ascii"), [json.dumps(f.to_json()) for f in item.findings]
-
-
-def _text_one(path: str) -> tuple[str, str, int]:
-    """(path, the file's rendered summary, number of findings)."""
-    import io
-
-    from rich.console import Console
-
-    from ..render.inspect_text import render_file
-
-    st = _STATE
-    item = _inspected(path)
-    console = st.get("console")
-    if console is None:  # one per process: rendered parts are reused across files
-        console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, **st["look"])
-        st["console"] = console
-    text = render_file(item, console, mesh=st["mesh"], split=st["split"])
-    return path, text, len(item.findings)
-
-
-def _json_spooled(path: str):
-    """`_json_one` with the file's JSON left in this worker's spool file."""
-    from ..spool import spool_write
-
-    path, data, found = _json_one(path)
-    return path, spool_write(data), found
-
-
-def _text_spooled(path: str):
-    """`_text_one` with the rendered text left in this worker's spool file (UTF-8)."""
-    from ..spool import spool_write
-
-    path, text, found = _text_one(path)
-    return path, spool_write(text.encode("utf-8")), found
 
 
 def _write_json(results, progress, spool) -> None:

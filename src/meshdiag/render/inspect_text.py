@@ -84,20 +84,37 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
         if pictures < MAX_PICTURES:
             found = next(
                 (
-                    (v, lay)
+                    found
                     for v in vals
                     if v.shape is not None  # no picture without a global shape
                     and v.hlo is not None
-                    and (lay := value_layout(v, m, mesh, split)) is not None
+                    and (found := _layout(v, m, mesh, split))[2] is not None
                 ),
                 None,
             )
             if found is not None:
-                v, lay = found
+                v, n, lay = found
                 pictures += 1
                 # the picture is a function of what the layout was computed from
-                key = ("picture", v.hlo, v.shape, num_devices(v, m, mesh), split, g or text)
+                key = ("picture", v.hlo, v.shape, n, split, g or text)
                 yield Cached(key, LayoutPicture, lay, g or text, max_cells=32, compact=True)
+
+
+#: layouts by (sharding identity, shape, device count, split): (sharding, layout or None)
+_LAYOUTS: dict[tuple, tuple[object, object]] = {}
+
+
+def _layout(v, m: ModuleReport, mesh: Mesh | None, split: str) -> tuple:
+    """(v, its device count, its layout or None), memoised: every module of a pass dump asks
+    for the same few."""
+    n = num_devices(v, m, mesh)
+    key = (id(v.hlo), v.shape, n, split)
+    hit = _LAYOUTS.get(key)
+    if hit is None or hit[0] is not v.hlo:
+        if len(_LAYOUTS) >= 8192:
+            _LAYOUTS.clear()
+        hit = _LAYOUTS[key] = (v.hlo, value_layout(v, m, mesh, split))
+    return v, n, hit[1]
 
 
 def _by_text(m: ModuleReport) -> dict[str, tuple[int, list, dict]]:
@@ -313,8 +330,10 @@ def _line_breaks_words(text: str, width: int) -> list[int]:
     return breaks
 
 
-#: rendered text by key, for one console (`render_file`)
+#: rendered text by key, for one console (`render_file`); `_WRAPPED`: a Line's plain text
+#: wrapped to that console's width ("" when rich must render it)
 _RENDERED: dict = {}
+_WRAPPED: dict[str, str] = {}
 _RENDERED_FOR: list = [None]
 
 
@@ -324,19 +343,30 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
     reused. `console` must write to a buffer of its own."""
     if _RENDERED_FOR[0] is not console:
         _RENDERED.clear()
+        _WRAPPED.clear()
         _RENDERED_FOR[0] = console
     cache = _RENDERED
     # without colours a plain Text is printed without rich's render pipeline (every module
     # header and sharding line of a big dump is a Text of its own)
     plain_ok = console.color_system is None
     width = console.width
+    wrapped = _WRAPPED
     out = []
     for part in file_parts(item, mesh=mesh, split=split):
         if part.__class__ is Line:
-            text = _plain_lines(part.plain, width) if plain_ok else None
-            if text is not None:
-                out.append(text)
-                continue
+            if plain_ok:
+                # the same lines come back file after file (pass dumps print each module
+                # from line 1): wrapped once per distinct text
+                plain = part.plain
+                text = wrapped.get(plain)
+                if text is None:
+                    text = _plain_lines(plain, width)
+                    if len(wrapped) >= 16384:
+                        wrapped.clear()
+                    wrapped[plain] = text or ""
+                if text:
+                    out.append(text)
+                    continue
             part = part.text()
         elif plain_ok and part.__class__ is Text:
             text = _plain(part, width)

@@ -1,0 +1,76 @@
+"""`meshdiag inspect`'s work on one file, in a worker process (or in the command's own for
+--jobs 1): scan, check, render to JSON or text, leave the output in the worker's spool.
+
+Kept apart from the command module so its imports (the scanner, checks, renderers) load
+only when files are inspected, not for `meshdiag --help`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from ..checks.registry import module_checks
+from ..inspect import Inspected, file_json, file_json_text, run_checks
+from ..ir.scan import scan_path
+from ..render.inspect_text import render_file
+from ..spool import SpoolDir, spool_write
+
+#: what every file of the run shares: global mesh, target, split, layouts, text look,
+#: the console the text is rendered with, the checks
+_STATE: dict = {}
+
+
+def init(state: tuple) -> None:
+    mesh, target, split, layouts, look, spool_dir = state
+    _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
+    SpoolDir.worker_init(spool_dir)
+    _STATE["console"] = None  # made by the first file rendered as text
+    _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
+
+
+def inspected(path: str) -> Inspected:
+    st = _STATE
+    report = scan_path(path)
+    return Inspected(
+        report, run_checks(report, st["mesh"], st["target"], st["split"], st["checks"])
+    )
+
+
+def json_one(path: str) -> tuple[str, bytes, list[str]]:
+    """(path, the file's JSON, each finding's JSON). The file's JSON comes encoded (json.dumps
+    writes ASCII): the parent passes the bytes on."""
+    st = _STATE
+    item = inspected(path)
+    if st["layouts"]:
+        doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=True)
+        text = json.dumps(doc)
+    else:
+        text = file_json_text(item.report)
+    return path, text.encode("ascii"), [json.dumps(f.to_json()) for f in item.findings]
+
+
+def text_one(path: str) -> tuple[str, str, int]:
+    """(path, the file's rendered summary, number of findings)."""
+    st = _STATE
+    item = inspected(path)
+    console = st.get("console")
+    if console is None:  # one per process: rendered parts are reused across files
+        console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, **st["look"])
+        st["console"] = console
+    text = render_file(item, console, mesh=st["mesh"], split=st["split"])
+    return path, text, len(item.findings)
+
+
+def json_spooled(path: str):
+    """`json_one` with the file's JSON left in this worker's spool file."""
+    path, data, found = json_one(path)
+    return path, spool_write(data), found
+
+
+def text_spooled(path: str):
+    """`text_one` with the rendered text left in this worker's spool file (UTF-8)."""
+    path, text, found = text_one(path)
+    return path, spool_write(text.encode("utf-8")), found
