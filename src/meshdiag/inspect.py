@@ -153,11 +153,13 @@ def map_files(
     initargs: tuple = (),
     *,
     min_files: int = MIN_PARALLEL_FILES,
+    chunksize: int | None = None,
     context=None,
     died: str = "a worker process died (out of memory or killed); rerun with --jobs 1",
 ) -> Iterator[T]:
     """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it
-    (at least `min_files` files), started by `context` (default `mp_context()`).
+    (at least `min_files` files), started by `context` (default `mp_context()`), `chunksize`
+    files per task (default: enough tasks to keep every worker busy to the end).
 
     `fn`, `initializer` and `initargs` must be picklable (module-level functions) unless
     `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
@@ -182,7 +184,7 @@ def map_files(
         _preload()  # imported once here, inherited by every worker
     # small chunks keep the output flowing in order and the cores evenly loaded to the end;
     # enough of them to amortise the IPC
-    chunk = max(1, min(64, len(files) // (jobs * 16)))
+    chunk = chunksize or max(1, min(64, len(files) // (jobs * 16)))
     try:
         with ProcessPoolExecutor(
             max_workers=jobs, mp_context=mp, initializer=initializer, initargs=initargs

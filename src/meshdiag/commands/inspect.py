@@ -43,19 +43,26 @@ def inspect(
     check_format(fmt)
     split_rule = check_rule(split or "xla")
     global_mesh = load_mesh(mesh)
-    from ..inspect import map_files
+    from ..inspect import MIN_PARALLEL_FILES, default_jobs, map_files
     from ..ir.scan import expand_paths
     from ..spool import SpoolDir
     from . import inspect_worker as worker
 
     files = list(expand_paths(paths))
+    if "-" in files:
+        jobs = 1  # stdin is this process's
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
-    # workers spool each file's output to disk and the parent copies it out in order
+    # files go to the workers in batches; a worker leaves a batch's output in its spool
+    # file and the parent copies it out in order: one result and one copy per batch
+    n = default_jobs() if jobs is None else max(jobs, 1)
+    size = max(1, min(64, len(files) // (n * 16)))
+    batches = [files[i : i + size] for i in range(0, len(files), size)]
+    par = {"min_files": max(1, MIN_PARALLEL_FILES // size), "chunksize": 1}
     spool = SpoolDir()
     try:
         if fmt == "json":
             state = (global_mesh, target, split_rule, layouts, None, spool.directory)
-            results = map_files(worker.json_spooled, files, jobs, worker.init, (state,))
+            results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
             _write_json(results, progress, spool)
         else:
             from rich.console import Console
@@ -69,7 +76,7 @@ def inspect(
                 "force_terminal": console.is_terminal,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory)
-            results = map_files(worker.text_spooled, files, jobs, worker.init, (state,))
+            results = map_files(worker.text_batch, batches, jobs, worker.init, (state,), **par)
             _write_text(results, console, progress, spool)
     finally:
         spool.close()
@@ -90,12 +97,12 @@ def _write_json(results, progress, spool) -> None:
     out = sys.stdout.buffer  # the files' JSON comes as ASCII bytes
     out.write(b'{"version": %d, "files": [' % JSON_VERSION)
     findings: list[str] = []
-    for i, (path, data, found) in enumerate(results):
+    for i, (paths, spooled, found) in enumerate(results):
         if progress is not None:
-            progress.advance(path)
+            progress.advance(paths)
         if i:
             out.write(b", ")
-        spool.copy(data, out)
+        spool.copy(spooled, out)  # the batch's files, joined by ", " already
         findings.extend(found)
     out.write(b'], "findings": [')
     out.write(", ".join(findings).encode("ascii"))
@@ -107,10 +114,10 @@ def _write_text(results, console, progress, spool) -> None:
     n_files = n_findings = 0
     console.file.flush()
     out = getattr(console.file, "buffer", None)  # the spooled text is UTF-8 bytes
-    for path, spooled, found in results:
+    for paths, spooled, found in results:
         if progress is not None:
-            progress.advance(path)
-        n_files += 1
+            progress.advance(paths)
+        n_files += len(paths)
         n_findings += found
         if out is not None:
             spool.copy(spooled, out)
@@ -132,10 +139,12 @@ class _Progress:
         self._task = None
         self._n = 0
 
-    def advance(self, path: str) -> None:
+    def advance(self, paths: list[str]) -> None:
+        """`paths` are done."""
         import time
 
-        self._n += 1
+        self._n += len(paths)
+        path = paths[-1]
         if self._bar is None:
             if time.monotonic() - self._start < 0.5:
                 return

@@ -64,13 +64,25 @@ def text_one(path: str) -> tuple[str, str, int]:
     return path, text, len(item.findings)
 
 
-def json_spooled(path: str):
-    """`json_one` with the file's JSON left in this worker's spool file."""
-    path, data, found = json_one(path)
-    return path, spool_write(data), found
+def json_batch(paths: list[str]):
+    """(paths, where their JSON is in this worker's spool — joined by ", " —, their
+    findings' JSON)."""
+    parts = []
+    findings: list[str] = []
+    for path in paths:
+        _, data, found = json_one(path)
+        parts.append(data)
+        findings.extend(found)
+    return paths, spool_write(b", ".join(parts)), findings
 
 
-def text_spooled(path: str):
-    """`text_one` with the rendered text left in this worker's spool file (UTF-8)."""
-    path, text, found = text_one(path)
-    return path, spool_write(text.encode("utf-8")), found
+def text_batch(paths: list[str]):
+    """(paths, where their rendered text is in this worker's spool (UTF-8), how many
+    findings they have)."""
+    texts = []
+    findings = 0
+    for path in paths:
+        _, text, found = text_one(path)
+        texts.append(text)
+        findings += found
+    return paths, spool_write("".join(texts).encode("utf-8")), findings
