@@ -226,8 +226,11 @@ def test_plain_line_breaks_match_rich():
 
     from meshdiag.render.inspect_text import _line_breaks, _line_breaks_words
 
+    # folds of a first word with leading spaces, and of one after a fold's spaces
+    for s, w in [("             {           bbb c", 1), ("a " + "b" * 30 + " " * 9 + "c" * 15, 8)]:
+        assert _line_breaks(s, w) == divide_line(s, w, fold=True) == _line_breaks_words(s, w)
     rng = random.Random(3)
-    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40, " " * 10]
+    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40, " " * 10, "b" * 13]
     for _ in range(30000):
         s = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 80)))
         w = rng.randint(1, 40)

@@ -287,21 +287,30 @@ def _line_breaks(text: str, width: int) -> list[int]:
     A word (with the spaces after it) stays on the current line while its non-space part
     ends within `width` of the line's start, so each break is at the start of the word that
     crosses that limit: found with two string searches per output line, not a Python step
-    per word. A word longer than a line is folded (`_line_breaks_words` does that)."""
+    per word. A line's first word wider than the line is folded into `width`-long pieces
+    (its trailing spaces included); the next line starts at the last piece."""
     breaks: list[int] = []
+    n = len(text)
     last = len(text.rstrip(" "))  # where the last word's non-space part ends
     s = 0  # start of the current line
     while last > s + width:
         limit = s + width  # index of the first cell past the line
-        first = len(text) - len(text[s:].lstrip(" "))  # the line's first non-space
+        # where the line's first word starts: the text's first word takes the spaces
+        # before it; a line after a fold starts in the folded word's last piece
+        first = n - len(text.lstrip(" ")) if s == 0 else s
         if text[limit] == " ":
-            w = len(text) - len(text[limit:].lstrip(" "))  # the next word after the limit
+            w = n - len(text[limit:].lstrip(" "))  # the next word after the limit
         else:
             w = text.rfind(" ", s, limit) + 1  # the word running over the limit
-        if w <= first:  # the line's first word alone is wider than a line: folded
-            return _line_breaks_words(text, width)
-        breaks.append(w)
-        s = w
+        if w > first:
+            breaks.append(w)
+            s = w
+            continue
+        # the line's first word is wider than a line: fold it where each piece ends
+        end = text.find(" ", max(limit, first))  # its non-space part ends here ...
+        end = n if end < 0 else n - len(text[end:].lstrip(" "))  # ... its spaces here
+        breaks.extend(range(s + width, end, width))
+        s = breaks[-1]
     return breaks
 
 
