@@ -56,18 +56,30 @@ def scan_path(path: str) -> FileReport:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
-            # unbuffered: the scanner reads big blocks itself, a buffer only adds a copy
-            stream = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
-            small = _read_small(stream)
-            if small is not None:  # most dump files: one read, then scanned in memory
-                stream.close()
-                return scan_bytes(path, small)
+            data, stream = _open(path)  # type: ignore[assignment]
+            if data is not None:  # most dump files: one read, then scanned in memory
+                return scan_bytes(path, data)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
         return scan_file(path, stream)
+
+
+def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
+    """A small regular file's bytes (`_read_small`), else an unbuffered stream on it (the
+    scanner reads big blocks itself: a buffer would only add a copy)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        data = _read_small(fd)
+        if data is None:
+            return None, open(fd, "rb", buffering=0)  # the stream owns `fd` from here
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return data, None
 
 
 def scan_bytes(path: str, data: bytes) -> FileReport:
@@ -94,18 +106,22 @@ def _skipped(b: Builder, path: str, head: bytes) -> bool:
     return False
 
 
-def _read_small(f) -> bytes | None:
+def _read_small(fd: int) -> bytes | None:
     """A regular file of at most one block, read whole; None for anything else (pipes,
     devices, big files: streamed). Reading one byte more than its size notices a file that
     grew (and asks for no more memory than the file needs)."""
-    st = os.fstat(f.fileno())
+    st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
         return None
-    data = f.read(st.st_size + 1)
-    if len(data) > st.st_size:  # it grew meanwhile: stream it after all
-        f.seek(0)
-        return None
-    return data
+    want = st.st_size + 1
+    data = os.read(fd, want)
+    while len(data) < want:  # a short read before the end (signals): read on
+        more = os.read(fd, want - len(data))
+        if not more:
+            return data
+        data += more
+    os.lseek(fd, 0, os.SEEK_SET)  # it grew meanwhile: stream it after all
+    return None
 
 
 def scan_file(path: str, stream: BinaryIO) -> FileReport:
@@ -177,6 +193,19 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
         if raw.startswith(b"ENTRY ") and b.module is not None and b.module.dialect == "hlo":
             hlo.entry(b, raw, lineno)
             return
+        # and in MLIR: a module header, a mesh declaration (what mlir.handle would find
+        # after checks that cannot match these lines)
+        if b.module is None or b.module.dialect == "mlir":
+            if raw.startswith(b"module ") and mlir.module_line(b, raw, lineno):
+                return
+            if (
+                raw.lstrip(b" ").startswith(b"sdy.mesh @")
+                and b": error:" not in raw
+                and b": warning:" not in raw
+                and not b.manual
+            ):
+                mlir.mesh_line(b, raw, lineno)
+                return
         rec = linecache.lookup(b, raw)
         if rec is not None:
             linecache.play(rec, b, lineno)
