@@ -238,14 +238,24 @@ def finding_lines(findings: list[Finding]) -> Iterator:
 
 
 def file_parts(item: Inspected, *, mesh: Mesh | None, split: str) -> list:
+    """Everything `render_file` prints for a file, as renderables."""
     r = item.report
-    parts: list = [Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")]
+    parts: list = [_file_head(item)]
     for m in r.modules:
         parts.extend(module_summary(m, mesh=mesh, split=split))
-    if item.findings:
-        parts.append(Text(f"{len(item.findings)} finding(s):", style="bold"))
-        parts.extend(finding_lines(item.findings))
+    parts.extend(_file_tail(item))
     return parts
+
+
+def _file_head(item: Inspected) -> Text:
+    r = item.report
+    return Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
+
+
+def _file_tail(item: Inspected) -> list:
+    if not item.findings:
+        return []
+    return [Text(f"{len(item.findings)} finding(s):", style="bold"), *finding_lines(item.findings)]
 
 
 def _plain(t: Text, width: int) -> str | None:
@@ -349,56 +359,92 @@ _RENDERED_FOR: list = [None]
 def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> str:
     """What printing `file_parts(...)` one after the other, then a blank line, writes to
     `console`; repeated parts (meshes, pictures, one-line texts) are rendered once and
-    reused. `console` must write to a buffer of its own."""
+    reused, and so are whole module summaries seen before (the same annotated lines at the
+    same places: pass dumps print a module again and again). `console` must write to a
+    buffer of its own."""
     if _RENDERED_FOR[0] is not console:
         _RENDERED.clear()
         _WRAPPED.clear()
+        _MODULES.clear()
         _RENDERED_FOR[0] = console
-    cache = _RENDERED
-    # without colours a plain Text is printed without rich's render pipeline (every module
-    # header and sharding line of a big dump is a Text of its own)
-    plain_ok = console.color_system is None
-    width = console.width
-    wrapped = _WRAPPED
-    out = []
-    for part in file_parts(item, mesh=mesh, split=split):
-        if part.__class__ is Line:
-            if plain_ok:
-                # the same lines come back file after file (pass dumps print each module
-                # from line 1): wrapped once per distinct text
-                plain = part.plain
-                text = wrapped.get(plain)
-                if text is None:
-                    text = _plain_lines(plain, width)
-                    if len(wrapped) >= 16384:
-                        wrapped.clear()
-                    wrapped[plain] = text or ""
-                if text:
-                    out.append(text)
-                    continue
-            part = part.text()
-        elif plain_ok and part.__class__ is Text:
-            text = _plain(part, width)
-            if text is not None:
-                out.append(text)
-                continue
-        if isinstance(part, Cached):
-            key = part.key
-        elif isinstance(part, Text) and part.end == "\n":
-            key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
-        else:
-            key = None
-        hit = cache.get(key) if key is not None else None
-        if hit is None:
-            if isinstance(part, Cached):  # made only now: it was not rendered before
-                part = part.renderable
-            with console.capture() as cap:
-                console.print(part)
-            hit = cap.get()
-            if key is not None:
-                if len(cache) >= 4096:
-                    cache.clear()
-                cache[key] = hit
-        out.append(hit)
+    out = [_render(_file_head(item), console)]
+    for m in item.report.modules:
+        groups, key = _summary_key(m, mesh, split)
+        hit = _MODULES.get(key)
+        if hit is None or hit[0] is not groups:
+            text = "".join(_render(p, console) for p in module_summary(m, mesh=mesh, split=split))
+            if len(_MODULES) >= 4096:
+                _MODULES.clear()
+            hit = _MODULES[key] = (groups, text)  # holds the groups: their id stays theirs
+        out.append(hit[1])
+    out.extend(_render(p, console) for p in _file_tail(item))
     out.append("\n")  # console.print(): an empty line
     return "".join(out)
+
+
+#: rendered module summaries by `_summary_key`: (the module's text groups, the text)
+_MODULES: dict[tuple, tuple[object, str]] = {}
+
+
+def _summary_key(m: ModuleReport, mesh: Mesh | None, split: str) -> tuple[dict, tuple]:
+    """(the module's text groups, a key of everything its summary shows): the groups (by
+    identity: modules with the same annotated lines share them) and the lines they point
+    at, its header, meshes, diagnostics."""
+    groups = _text_groups(m)
+    lines = m.lines
+    where = tuple(lines[i] for e in groups.values() for _, i, _ in e[1])
+    return groups, (
+        id(groups),
+        where,
+        m.name,
+        m.line,
+        m.section,
+        m.dialect,
+        m.partitioned,
+        m.num_partitions,
+        tuple((d.name, d.text) for d in m.meshes),
+        tuple((d.line, d.severity, d.message) for d in m.diagnostics),
+        mesh,
+        split,
+    )
+
+
+def _render(part, console) -> str:
+    """One renderable as `console` prints it: plain text computed directly on a colourless
+    console, rich's rendering otherwise (cached by key for repeated parts)."""
+    plain_ok = console.color_system is None
+    if part.__class__ is Line:
+        if plain_ok:
+            # the same lines come back file after file: wrapped once per distinct text
+            plain = part.plain
+            text = _WRAPPED.get(plain)
+            if text is None:
+                text = _plain_lines(plain, console.width)
+                if len(_WRAPPED) >= 16384:
+                    _WRAPPED.clear()
+                _WRAPPED[plain] = text or ""
+            if text:
+                return text
+        part = part.text()
+    elif plain_ok and part.__class__ is Text:
+        text = _plain(part, console.width)
+        if text is not None:
+            return text
+    if isinstance(part, Cached):
+        key = part.key
+    elif isinstance(part, Text) and part.end == "\n":
+        key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
+    else:
+        key = None
+    hit = _RENDERED.get(key) if key is not None else None
+    if hit is None:
+        if isinstance(part, Cached):  # made only now: it was not rendered before
+            part = part.renderable
+        with console.capture() as cap:
+            console.print(part)
+        hit = cap.get()
+        if key is not None:
+            if len(_RENDERED) >= 4096:
+                _RENDERED.clear()
+            _RENDERED[key] = hit
+    return hit
