@@ -134,3 +134,16 @@ def test_text_summary_names_each_location():
     # the sharding shared by %arg0, %0 and %1 lists each of them at its own line
     assert "%arg0@14:" in out and "%0@15:" in out and "%1@16:" in out
     assert "5 sharded values" in out
+
+
+def test_content_memos_are_bounded(monkeypatch):
+    from meshdiag import contentmemo
+    from meshdiag.contentmemo import ContentMemo
+
+    monkeypatch.setattr(contentmemo, "MAX_ROWS", 100)
+    monkeypatch.setattr(contentmemo, "MAX_MODULE_ROWS", 10)
+    memo = ContentMemo()
+    assert memo.put("big", 11, "v") == "v" and memo.get("big") is None  # too big to keep
+    for k in range(30):
+        memo.put(k, 9, k)
+    assert memo.get(29) == 29 and len(memo) <= 10  # started over past the budget

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from .contentmemo import ContentMemo
 from .errors import MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
@@ -53,7 +54,7 @@ def run_checks(
     setting = (mesh, target, split, tuple(checks))
     for module in report.modules:
         key = _clean_key(module, setting)
-        if key in _CLEAN:
+        if _CLEAN.get(key) is not None:
             continue  # the same annotated lines and meshes came through clean before
         found = []
         for fn in checks.values():
@@ -64,9 +65,8 @@ def run_checks(
         if found:
             out.extend(found)
         else:
-            if len(_CLEAN) >= 8192:
-                _CLEAN.clear()
-            _CLEAN[key] = tuple(module.items)  # holds the items: ids are not reused meanwhile
+            # holds the items: their ids are not reused meanwhile
+            _CLEAN.put(key, len(module.items), tuple(module.items))
     out.sort(key=lambda f: f.sort_key())
     return out
 
@@ -74,7 +74,7 @@ def run_checks(
 #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a real
 #: every-pass dump repeats most modules' annotated lines exactly (27 of 36 in one XLA dump
 #: of a sharded MLP), and they need no second look
-_CLEAN: dict[tuple, tuple] = {}
+_CLEAN = ContentMemo()
 
 
 def _clean_key(module: ModuleReport, setting: tuple) -> tuple:
@@ -290,11 +290,21 @@ def file_json_text(report: FileReport) -> str:
     dumps = json.dumps
     mods = []
     for m in report.modules:
-        d = module_json(m, values=False)
-        head = dumps(d)
-        vals = _values_text(m)
-        mods.append(f'{head[:-1]}, "values": [{vals}]}}')
+        head = dumps(module_json(m, values=False))
+        items = m.items
+        # a module printed again at the same lines (pass dumps): its whole JSON once
+        key = (head, tuple(map(id, items)), tuple(m.lines), m.partitioned)
+        hit = _MODULE_JSON.get(key)
+        if hit is None:
+            text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
+            # holds the entries: their ids are not reused meanwhile
+            hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (tuple(items), text))
+        mods.append(hit[1])
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
+
+
+#: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)
+_MODULE_JSON = ContentMemo()
 
 
 #: the JSON of a column entry's values around their line number, by the entry's identity:
@@ -328,9 +338,8 @@ def _values_text(m: ModuleReport) -> str:
                 befores.append(before)
                 afters.append(after)
         single = all(c == 1 for c in counts)
-        if len(_ROWS_JSON) >= 4096:
-            _ROWS_JSON.clear()
-        hit = _ROWS_JSON[key] = (tuple(items), befores, afters, None if single else counts)
+        hit = (tuple(items), befores, afters, None if single else counts)
+        _ROWS_JSON.put(key, 3 * len(befores), hit)
     _, befores, afters, counts = hit
     lines = m.lines
     if counts is not None:  # an entry with several values: its line once per value
@@ -340,7 +349,7 @@ def _values_text(m: ModuleReport) -> str:
 
 #: per module content (entry identities, partitioned): (entries, fragments before and after
 #: each row's line number, values per entry when some entry has several)
-_ROWS_JSON: dict[tuple, tuple] = {}
+_ROWS_JSON = ContentMemo()
 
 
 def _fragments(item, part: bool) -> list[tuple[str, str]]:

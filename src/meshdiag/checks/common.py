@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ..contentmemo import ContentMemo
 from ..errors import MeshdiagError
 from ..sharding import HloSharding, NamedSharding
 
@@ -166,13 +167,11 @@ def tiled_shardings(module: ModuleReport) -> list[HloSharding]:
     if hit is not None:
         return hit[1]
     found = _tiled_shardings(items)
-    if len(_BY_ITEMS) >= 4096:
-        _BY_ITEMS.clear()
-    _BY_ITEMS[key] = (items, found)  # holds the items: their ids are not reused meanwhile
+    _BY_ITEMS.put(key, len(items), (items, found))  # holds the items: ids stay theirs
     return found
 
 
-_BY_ITEMS: dict[tuple[int, ...], tuple[tuple, list[HloSharding]]] = {}
+_BY_ITEMS = ContentMemo()
 
 
 def _tiled_shardings(items: tuple) -> list[HloSharding]:

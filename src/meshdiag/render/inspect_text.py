@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from ..contentmemo import ContentMemo
 from ..inspect import gspmd_text, num_devices, value_layout
 from .grid import LayoutPicture
 
@@ -154,13 +155,11 @@ def _text_groups(m: ModuleReport) -> dict[str, list]:
                 if e[0] <= FIRST_LOCATIONS:
                     e[1].append((name, i, col))
                 e[2][id(v)] = v
-    if len(_GROUPS) >= 4096:
-        _GROUPS.clear()
-    _GROUPS[key] = (items, by_text)  # holds the items: their ids are not reused meanwhile
+    _GROUPS.put(key, len(items), (items, by_text))  # holds the items: ids stay theirs
     return by_text
 
 
-_GROUPS: dict[tuple, tuple[tuple, dict[str, list]]] = {}
+_GROUPS = ContentMemo()
 
 
 #: a column entry's values as (text, name, column, value as the module holds it), by the
@@ -373,9 +372,8 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
         hit = _MODULES.get(key)
         if hit is None or hit[0] is not groups:
             text = "".join(_render(p, console) for p in module_summary(m, mesh=mesh, split=split))
-            if len(_MODULES) >= 4096:
-                _MODULES.clear()
-            hit = _MODULES[key] = (groups, text)  # holds the groups: their id stays theirs
+            # holds the groups: their id stays theirs
+            hit = _MODULES.put(key, len(key[1]) + len(text) // 64, (groups, text))
         out.append(hit[1])
     out.extend(_render(p, console) for p in _file_tail(item))
     out.append("\n")  # console.print(): an empty line
@@ -383,7 +381,7 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
 
 
 #: rendered module summaries by `_summary_key`: (the module's text groups, the text)
-_MODULES: dict[tuple, tuple[object, str]] = {}
+_MODULES = ContentMemo()
 
 
 def _summary_key(m: ModuleReport, mesh: Mesh | None, split: str) -> tuple[dict, tuple]:
