@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QUICK = ("bench_layout.py", "bench_simulate.py")
-BIG = ("bench_inspect.py", "bench_lint.py")
+BIG = ("bench_inspect.py", "bench_lint.py", "bench_fastscan.py")
 
 
 def main() -> int:
