@@ -39,6 +39,9 @@ ANNOT = re.compile(
 #: the stripped sharding after the operand of sdy.sharding_constraint / sdy.reshard
 CONSTRAINT = re.compile(r"\bsdy\.(sharding_constraint|reshard) (%[\w.$#\-]+) <")
 XLA_MESHES = re.compile(r'\bxla\.sdy\.meshes = "')
+#: a signature entry's name and its type (the first tensor or tuple type in it)
+ARG_NAME = re.compile(r"\s*(%[\w.$\-]+)\s*:")
+ARG_TYPE = re.compile(r"tensor<[^>]*>|tuple<")
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
@@ -220,8 +223,7 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     for a, e in split_top(line, lparen + 1, rparen - 1):
-        piece = line[a:e]
-        mn = re.match(r"\s*(%[\w.$\-]+)\s*:", piece)
+        mn = ARG_NAME.match(line, a, e)
         name = mn.group(1) if mn else f"%arg{a}"
         _annotations(b, line, lineno, a, e, [name], "arg")
     rest = line[rparen:]
@@ -333,7 +335,7 @@ def _annotations(
             if body is not None:
                 types = op_result_types(line, body)
             else:
-                mt = re.search(r"tensor<[^>]*>|tuple<", line[start:end])
+                mt = ARG_TYPE.search(line, start, end)
                 types = [mt.group(0)] if mt else []
         if tok.endswith('"'):  # a string attribute: mhlo.sharding / xla.sdy.sharding
             cstart = m.end()
