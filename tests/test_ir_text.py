@@ -176,3 +176,53 @@ def test_real_annotated_lines():
                 assert text.split_top(line, pos, len(line)) == ref_split_top(line, pos, len(line))
                 assert text.op_result_types(line, pos) == ref_op_result_types(line, pos)
     assert n > 100
+
+
+# -- annotation tokens ---------------------------------------------------------------------
+
+TOKEN_FRAGMENTS = [
+    "#sdy.",
+    "sharding",
+    "_per_value",
+    "<",
+    ' = "',
+    "=<",
+    "mhlo.",
+    "xla.sdy.",
+    "out_",
+    "x",
+    "_",
+    " ",
+    "{",
+    "%0",
+    "é",
+    "2",
+]
+token_lines = st.lists(st.sampled_from(TOKEN_FRAGMENTS), max_size=30).map("".join)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(token_lines, st.data())
+def test_annotation_tokens_match_the_regex(s, data):
+    from meshdiag.ir.mlir import ANNOT, annotations_in
+
+    start = data.draw(st.integers(0, len(s)))
+    end = data.draw(st.integers(start, len(s)))
+    expected = [(m.start(), m.end(), m.group(0)) for m in ANNOT.finditer(s, start, end)]
+    assert annotations_in(s, start, end) == expected
+
+
+def test_annotation_tokens_on_real_lines():
+    from pathlib import Path
+
+    from meshdiag.ir.mlir import ANNOT, annotations_in
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    n = 0
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix != ".json":
+            for line in p.read_text(errors="replace").splitlines():
+                expected = [(m.start(), m.end(), m.group(0)) for m in ANNOT.finditer(line)]
+                assert annotations_in(line, 0, len(line)) == expected
+                n += len(expected)
+    assert n > 100

@@ -36,6 +36,41 @@ ANNOT = re.compile(
     r'|\bxla\.sdy\.sharding = "'
     r"|\b(?:out_)?sharding=<"
 )
+#: where an annotation token's `sharding` is, and what follows it (`annotations_in`)
+_SHARDING_TOKEN = re.compile(r'sharding(?:_per_value<|<| = "|=<)')
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def annotations_in(line: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """`(start, end, text)` of each ANNOT match in `line[start:end]`, the same as
+    `ANNOT.finditer(line, start, end)` but found from the literal `sharding` every token
+    contains: an alternation with word boundaries makes the regex engine try every
+    position, which costs more than the rest of reading a long op line."""
+    out = []
+    for m in _SHARDING_TOKEN.finditer(line, start, end):
+        p, e = m.span()
+        suffix = line[p + 8 : e]
+        if suffix in ("<", "_per_value<"):
+            if p - 5 >= start and line.startswith("#sdy.", p - 5):
+                out.append((p - 5, e, line[p - 5 : e]))
+        elif suffix == ' = "':
+            for prefix in ("mhlo.", "xla.sdy."):
+                q = p - len(prefix)
+                if q >= start and line.startswith(prefix, q) and (q == 0 or not _word(line[q - 1])):
+                    out.append((q, e, line[q:e]))
+                    break
+        else:  # `=<`: `sharding=<` or `out_sharding=<`, each at a word boundary
+            q = p - 4
+            if q >= start and line.startswith("out_", q) and (q == 0 or not _word(line[q - 1])):
+                out.append((q, e, line[q:e]))
+            elif p == 0 or not _word(line[p - 1]):
+                out.append((p, e, line[p:e]))
+    return out
+
+
 #: the stripped sharding after the operand of sdy.sharding_constraint / sdy.reshard
 CONSTRAINT = re.compile(r"\bsdy\.(sharding_constraint|reshard) (%[\w.$#\-]+) <")
 XLA_MESHES = re.compile(r'\bxla\.sdy\.meshes = "')
@@ -73,7 +108,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if "sdy.mesh @" in line:
         _mesh_op(b, line, lineno)
         return
-    fm = FUNC.search(line)
+    fm = FUNC.search(line) if "func.func" in line else None
     if fm:
         linecache.run(_func, b, line, lineno, fm.end() - 1)
         return
@@ -274,7 +309,11 @@ def _op(b: Builder, line: str, lineno: int) -> None:
         kind = "reshard" if opname.endswith("reshard") else "constraint"
     elif opname and "custom_call" in opname:
         kind = "custom_call"
-    cm = CONSTRAINT.search(line, body)
+    cm = (
+        CONSTRAINT.search(line, body)
+        if "sdy.sharding_constraint " in line or "sdy.reshard " in line
+        else None
+    )
     if cm:
         start = cm.end() - 1
         end = match_end(line, start)
@@ -327,10 +366,9 @@ def _annotations(
     """
     types: list[str] | None = None
     skip = -1  # end of a string attribute already read: annotations inside belong to it
-    for m in ANNOT.finditer(line, start, end):
-        if m.start() < skip:
+    for tok_start, tok_end, tok in annotations_in(line, start, end):
+        if tok_start < skip:
             continue
-        tok = m.group(0)
         if types is None:
             if body is not None:
                 types = op_result_types(line, body)
@@ -338,7 +376,7 @@ def _annotations(
                 mt = ARG_TYPE.search(line, start, end)
                 types = [mt.group(0)] if mt else []
         if tok.endswith('"'):  # a string attribute: mhlo.sharding / xla.sdy.sharding
-            cstart = m.end()
+            cstart = tok_end
             cend = string_end(line, cstart)
             if cend < 0 or cend > end:
                 b.problem(f"{tok.split(' ')[0]}: unterminated string", lineno, cstart)
@@ -351,8 +389,8 @@ def _annotations(
             else:
                 _emit_sdy(b, names, types, lineno, cstart + 1, text, kind, opname)
             continue
-        astart = m.end() - 1 if tok.endswith("=<") else m.start()
-        aend = match_end(line, m.end() - 1)
+        astart = tok_end - 1 if tok.endswith("=<") else tok_start
+        aend = match_end(line, tok_end - 1)
         if aend < 0 or aend > end:  # not closed on this line: let the parser say where
             text = line[astart:end].rstrip()
             p = annot.parse_named(text, b.mesh_key, b.manual_axes)
