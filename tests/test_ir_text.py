@@ -138,6 +138,7 @@ def ref_op_result_types(line: str, start: int) -> list[str]:
 
 
 FRAGMENTS = list('<>[]{}()",:-\\ ab=#@%') + [" : ", "->", '\\"', "\n", "tensor<8x8xf32>", " loc(x)"]
+FRAGMENTS += ["é", "😀", "<" * 300, ">" * 300]  # wide characters; deeper than a small stack
 lines = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 
 
@@ -226,3 +227,15 @@ def test_annotation_tokens_on_real_lines():
                 assert annotations_in(line, 0, len(line)) == expected
                 n += len(expected)
     assert n > 100
+
+
+def test_native_match_end_matches_python():
+    from meshdiag.ir import text
+
+    if text._native_match_end is None:
+        import pytest
+
+        pytest.fail("the native scanner is not built in this environment")
+    for s in ["<" * 5000 + ">" * 5000, '<"\\">', '<"\\', "(a -> b)", "<x😀>", "[é}"]:
+        for pos in range(min(len(s), 50)):
+            assert text._native_match_end(s, pos) == text.match_end_py(s, pos)

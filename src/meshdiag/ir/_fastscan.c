@@ -274,8 +274,100 @@ static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t 
     return Py_BuildValue("(nnnn)", (Py_ssize_t)-1, (Py_ssize_t)-1, lineno, n);
 }
 
+/* ---- match_end: the bracket closing s[pos] --------------------------------------------
+ * The same answer as `text.match_end_py` (its reference): the index after the bracket that
+ * closes s[pos] (one of < [ { ( ), skipping double-quoted strings (a backslash escapes the
+ * next character) and the `->` arrow; -1 when the text ends first or a closer does not
+ * match. Annotated MLIR lines are dense with brackets: one Python step per bracket was most
+ * of the cost of reading a line for the first time. */
+
+static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "match_end(s, pos) takes 2 arguments");
+        return NULL;
+    }
+    PyObject *s = args[0];
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "match_end: s must be a str");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (pos < 0)
+        pos = 0;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    char small[256];
+    char *stack = small;
+    Py_ssize_t cap = (Py_ssize_t)sizeof(small), depth = 0, result = -1;
+    for (Py_ssize_t p = pos; p < n; p++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        char want = 0;
+        switch (c) {
+        case '"': {
+            Py_ssize_t q = p + 1;
+            while (q < n) {
+                Py_UCS4 d = PyUnicode_READ(kind, data, q);
+                if (d == '"')
+                    break;
+                q += d == '\\' ? 2 : 1;
+            }
+            p = q; /* the loop's p++ steps past the closing quote */
+            continue;
+        }
+        case '<': want = '>'; break;
+        case '[': want = ']'; break;
+        case '{': want = '}'; break;
+        case '(': want = ')'; break;
+        case '>':
+            if (p > 0 && PyUnicode_READ(kind, data, p - 1) == '-')
+                continue; /* `->` */
+            /* fall through */
+        case ']':
+        case '}':
+        case ')':
+            if (depth == 0 || stack[depth - 1] != (char)c)
+                goto done;
+            if (--depth == 0) {
+                result = p + 1;
+                goto done;
+            }
+            continue;
+        default:
+            continue;
+        }
+        if (depth == cap) { /* deeper than the small stack: grow on the heap */
+            Py_ssize_t ncap = cap * 2;
+            char *bigger = PyMem_Malloc((size_t)ncap);
+            if (bigger == NULL) {
+                if (stack != small)
+                    PyMem_Free(stack);
+                return PyErr_NoMemory();
+            }
+            memcpy(bigger, stack, (size_t)depth);
+            if (stack != small)
+                PyMem_Free(stack);
+            stack = bigger;
+            cap = ncap;
+        }
+        stack[depth++] = want;
+    }
+done:
+    if (stack != small)
+        PyMem_Free(stack);
+    return PyLong_FromSsize_t(result);
+}
+
+PyDoc_STRVAR(match_end_doc,
+             "match_end(s, pos) -> int\n\n"
+             "Index after the bracket closing s[pos], skipping quoted strings and '->';\n"
+             "-1 when the text ends first (see meshdiag.ir.text.match_end_py).");
+
 static PyMethodDef methods[] = {
     {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
+    {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,7 +33,14 @@ def _closing_quote(s: str, pos: int, end: int) -> int:
 
 def match_end(s: str, pos: int) -> int:
     """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
-    the `->` arrow; -1 when the line ends first."""
+    the `->` arrow; -1 when the line ends first. Native when the extension is built."""
+    if _native_match_end is not None and pos >= 0:
+        return _native_match_end(s, pos)
+    return match_end_py(s, pos)
+
+
+def match_end_py(s: str, pos: int) -> int:
+    """`match_end` in Python: the reference for the native one, and the fallback."""
     n = len(s)
     stack: list[str] = []
     search = _BRACKETS.search
@@ -54,6 +61,21 @@ def match_end(s: str, pos: int) -> int:
                 return p + 1
         m = search(s, p + 1)
     return -1
+
+
+def _load_native():
+    import os
+
+    if os.environ.get("MESHDIAG_PURE_PYTHON"):
+        return None
+    try:
+        from ._fastscan import match_end as native
+    except ImportError:  # not built: the Python version
+        return None
+    return native
+
+
+_native_match_end = _load_native()
 
 
 def brace_end(s: str, pos: int) -> int:
