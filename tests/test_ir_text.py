@@ -236,6 +236,11 @@ def test_native_match_end_matches_python():
         import pytest
 
         pytest.fail("the native scanner is not built in this environment")
-    for s in ["<" * 5000 + ">" * 5000, '<"\\">', '<"\\', "(a -> b)", "<x😀>", "[é}"]:
+    samples = ["<" * 5000 + ">" * 5000, '<"\\">', '<"\\', "(a -> b)", "<x😀>", "[é}"]
+    samples += ["a : b", ":x", " : ", '%0 = f "a : b" : (t<1>) -> t', "x, (y, z), 'é'"]
+    for s in samples:
         for pos in range(min(len(s), 50)):
             assert text._native_match_end(s, pos) == text.match_end_py(s, pos)
+            assert text._native_top_colon(s, pos) == text._top_colon(s, pos)
+            for end in range(pos, min(len(s), pos + 12) + 1):
+                assert text._native_split_top(s, pos, end) == text.split_top_py(s, pos, end)

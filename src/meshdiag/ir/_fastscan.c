@@ -365,7 +365,136 @@ PyDoc_STRVAR(match_end_doc,
              "Index after the bracket closing s[pos], skipping quoted strings and '->';\n"
              "-1 when the text ends first (see meshdiag.ir.text.match_end_py).");
 
+/* ---- split_top and the top-level colon of an op line --------------------------------
+ * `text.split_top_py` and the scan in `text.op_result_types_py`, in C: the same bracket
+ * and quote rules as match_end (without matching pairs: only the depth counts). */
+
+static int read_str_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                         PyObject **s, Py_ssize_t *a, Py_ssize_t *b) {
+    if (nargs != want) {
+        PyErr_SetString(PyExc_TypeError, "wrong number of arguments");
+        return -1;
+    }
+    *s = args[0];
+    if (!PyUnicode_Check(*s)) {
+        PyErr_SetString(PyExc_TypeError, "expected a str");
+        return -1;
+    }
+    *a = PyLong_AsSsize_t(args[1]);
+    if (*a == -1 && PyErr_Occurred())
+        return -1;
+    if (want == 3) {
+        *b = PyLong_AsSsize_t(args[2]);
+        if (*b == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* index of the quote closing a string whose content starts at q (a backslash escapes the
+ * next character); `end` or more when it is not closed before `end` */
+static Py_ssize_t closing_quote(int kind, const void *data, Py_ssize_t q, Py_ssize_t end) {
+    while (q < end) {
+        Py_UCS4 d = PyUnicode_READ(kind, data, q);
+        if (d == '"')
+            break;
+        q += d == '\\' ? 2 : 1;
+    }
+    return q;
+}
+
+static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *s;
+    Py_ssize_t start, end;
+    if (read_str_args(args, nargs, 3, &s, &start, &end) < 0)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (start < 0 || end > n) {
+        PyErr_SetString(PyExc_ValueError, "split_top: span outside the text");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    PyObject *spans = PyList_New(0);
+    if (spans == NULL)
+        return NULL;
+    Py_ssize_t depth = 0, item = start, p = start;
+    while (p < end) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c == '"') {
+            p = closing_quote(kind, data, p + 1, end) + 1;
+            continue;
+        }
+        if (c == '<' || c == '[' || c == '{' || c == '(') {
+            depth++;
+        } else if (c == '>' || c == ']' || c == '}' || c == ')') {
+            if (!(c == '>' && p > 0 && PyUnicode_READ(kind, data, p - 1) == '-'))
+                depth--;
+        } else if (c == ',' && depth == 0) {
+            PyObject *span = Py_BuildValue("(nn)", item, p);
+            if (span == NULL || PyList_Append(spans, span) < 0) {
+                Py_XDECREF(span);
+                Py_DECREF(spans);
+                return NULL;
+            }
+            Py_DECREF(span);
+            item = p + 1;
+        }
+        p++;
+    }
+    if (item < end || PyList_GET_SIZE(spans) > 0) {
+        PyObject *span = Py_BuildValue("(nn)", item, end);
+        if (span == NULL || PyList_Append(spans, span) < 0) {
+            Py_XDECREF(span);
+            Py_DECREF(spans);
+            return NULL;
+        }
+        Py_DECREF(span);
+    }
+    return spans;
+}
+
+static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *s;
+    Py_ssize_t start, unused = 0;
+    if (read_str_args(args, nargs, 2, &s, &start, &unused) < 0)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t depth = 0, colon = -1, arrow = -1, p = start < 0 ? 0 : start;
+    while (p < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c == '"') {
+            p = closing_quote(kind, data, p + 1, n) + 1;
+            continue;
+        }
+        /* the reference reads s[p - 1] with Python's indexing: s[-1] at p == 0 */
+        Py_UCS4 before = PyUnicode_READ(kind, data, p > 0 ? p - 1 : n - 1);
+        if (c == '<' || c == '[' || c == '{' || c == '(') {
+            depth++;
+        } else if (c == '>' || c == ']' || c == '}' || c == ')') {
+            if (c == '>' && before == '-') {
+                if (depth == 0 && colon >= 0)
+                    arrow = p + 1;
+            } else {
+                depth--;
+            }
+        } else if (c == ':' && depth == 0 && p > 0 && p + 1 < n && before == ' ' &&
+                   PyUnicode_READ(kind, data, p + 1) == ' ') {
+            colon = p + 1;
+            arrow = -1;
+        }
+        p++;
+    }
+    return Py_BuildValue("(nn)", colon, arrow);
+}
+
 static PyMethodDef methods[] = {
+    {"split_top", (PyCFunction)(void (*)(void))split_top, METH_FASTCALL,
+     "split_top(s, start, end): see meshdiag.ir.text.split_top_py"},
+    {"top_colon", (PyCFunction)(void (*)(void))top_colon, METH_FASTCALL,
+     "top_colon(body, start) -> (colon, arrow): see meshdiag.ir.text.op_result_types_py"},
     {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {NULL, NULL, 0, NULL},

@@ -63,19 +63,21 @@ def match_end_py(s: str, pos: int) -> int:
     return -1
 
 
-def _load_native():
+def _load_native(name: str):
     import os
 
     if os.environ.get("MESHDIAG_PURE_PYTHON"):
         return None
     try:
-        from ._fastscan import match_end as native
-    except ImportError:  # not built: the Python version
+        from . import _fastscan
+    except ImportError:  # not built: the Python versions
         return None
-    return native
+    return getattr(_fastscan, name)
 
 
-_native_match_end = _load_native()
+_native_match_end = _load_native("match_end")
+_native_split_top = _load_native("split_top")
+_native_top_colon = _load_native("top_colon")
 
 
 def brace_end(s: str, pos: int) -> int:
@@ -102,7 +104,15 @@ def brace_end(s: str, pos: int) -> int:
 
 
 def split_top(s: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Spans of `s[start:end]` separated by commas at bracket depth 0 (quotes respected)."""
+    """Spans of `s[start:end]` separated by commas at bracket depth 0 (quotes respected).
+    Native when the extension is built."""
+    if _native_split_top is not None and 0 <= start and end <= len(s):
+        return _native_split_top(s, start, end)
+    return split_top_py(s, start, end)
+
+
+def split_top_py(s: str, start: int, end: int) -> list[tuple[int, int]]:
+    """`split_top` in Python: the reference for the native one, and the fallback."""
     spans = []
     depth = 0
     item = start
@@ -199,6 +209,16 @@ def hlo_shapes(t: str) -> list[tuple[tuple[int, ...] | None, str]]:
 def op_result_types(line: str, start: int) -> list[str]:
     """The result types of an MLIR op line: after the last top-level ` : ` (and `->`)."""
     body = strip_loc(line)
+    if _native_top_colon is not None:
+        colon, arrow = _native_top_colon(body, start)
+    else:
+        colon, arrow = _top_colon(body, start)
+    return _types_after(body, colon, arrow)
+
+
+def _top_colon(body: str, start: int) -> tuple[int, int]:
+    """Where the last top-level ` : ` of an op line ends, and the `->` after it (-1 when
+    none): the reference for the native `top_colon`, and the fallback."""
     n = len(body)
     depth = 0
     colon = -1
@@ -223,6 +243,10 @@ def op_result_types(line: str, start: int) -> list[str]:
         else:
             depth -= 1
         m = search(body, p + 1)
+    return colon, arrow
+
+
+def _types_after(body: str, colon: int, arrow: int) -> list[str]:
     if colon < 0:
         return []
     rest = body[arrow if arrow >= 0 else colon :].strip()
