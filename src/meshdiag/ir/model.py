@@ -7,7 +7,6 @@ Lines and columns are 1-based and point into the original file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -114,7 +113,7 @@ class ModuleReport:
     Value or the LineValues of a repeated line — so a dump that repeats a line ten thousand
     times holds one set of Values for it. `values` gives them as Value objects,
     `value_groups()` once per distinct value with all its lines (what checks and summaries
-    want), `rows()` the columns themselves (what the JSON writer wants).
+    want); `lines` and `items` are the columns themselves.
     """
 
     def __init__(
@@ -160,7 +159,7 @@ class ModuleReport:
     @property
     def values(self) -> list[Value]:
         """Every value in file order, one Value each (a new list each time the module
-        changed; `value_groups()` and `rows()` are cheaper)."""
+        changed; `value_groups()` is cheaper)."""
         stamp = (len(self.items), self.partitioned)
         memo = self._values
         if memo is not None and memo[0] == stamp:
@@ -236,18 +235,6 @@ class ModuleReport:
                     ls.append(line)
             memo = self._lines_by_item = (stamp, by_item)
         return memo[1].get(id(item), [])
-
-    def rows(self) -> Iterator[tuple[int, Value]]:
-        """(line, Value) pairs in file order without copying repeated values: a value of a
-        LineValues comes as its prototype (line 0, shapes already per device in a
-        partitioned module); take the line from the pair."""
-        part = self.partitioned
-        for line, it in zip(self.lines, self.items, strict=True):
-            if it.__class__ is Value:
-                yield line, it  # type: ignore[misc]
-            else:
-                for p in it.protos:  # type: ignore[union-attr]
-                    yield line, (per_device(p) if part else p)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ModuleReport):

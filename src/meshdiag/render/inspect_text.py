@@ -323,31 +323,6 @@ def _line_breaks(text: str, width: int) -> list[int]:
     return breaks
 
 
-def _line_breaks_words(text: str, width: int) -> list[int]:
-    """`_line_breaks` one word at a time, folding words longer than a line into
-    `width`-long pieces (rich's `divide_line` for one-cell text)."""
-    breaks: list[int] = []
-    offset = 0  # cells used on the current line
-    for m in _WORD.finditer(text):
-        start, word = m.start(), m.group()
-        length = len(word.rstrip())
-        if width - offset >= length:
-            offset += len(word)
-        elif length > width:  # fold it
-            pieces = [word[i : i + width] for i in range(0, len(word), width)]
-            for piece in pieces[:-1]:
-                if start:
-                    breaks.append(start)
-                start += len(piece)
-            if start:
-                breaks.append(start)
-            offset = len(pieces[-1])
-        elif offset and start:
-            breaks.append(start)
-            offset = len(word)
-    return breaks
-
-
 #: rendered text by key, for one console (`render_file`); `_WRAPPED`: a Line's plain text
 #: wrapped to that console's width ("" when rich must render it)
 _RENDERED: dict = {}
