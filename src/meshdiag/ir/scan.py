@@ -107,21 +107,23 @@ def _skipped(b: Builder, path: str, head: bytes) -> bool:
 
 
 def _read_small(fd: int) -> bytes | None:
-    """A regular file of at most one block, read whole; None for anything else (pipes,
-    devices, big files: streamed). Reading one byte more than its size notices a file that
-    grew (and asks for no more memory than the file needs)."""
+    """A regular file of at most one block, read whole as it was when opened; None for
+    anything else (pipes, devices, big files: streamed). Asking for one byte more than its
+    size notices a file that grew meanwhile (and asks for no more memory than it needs)."""
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
+    size = st.st_size
+    if not stat.S_ISREG(st.st_mode) or size > min(BLOCK, max_line_bytes()):
         return None
-    want = st.st_size + 1
-    data = os.read(fd, want)
-    while len(data) < want:  # a short read before the end (signals): read on
-        more = os.read(fd, want - len(data))
+    data = os.read(fd, size + 1)
+    while len(data) < size:  # a short read before the end (signals): read on
+        more = os.read(fd, size + 1 - len(data))
         if not more:
-            return data
+            return data  # it shrank meanwhile: what is there
         data += more
-    os.lseek(fd, 0, os.SEEK_SET)  # it grew meanwhile: stream it after all
-    return None
+    if len(data) > size:  # it grew meanwhile: stream it after all
+        os.lseek(fd, 0, os.SEEK_SET)
+        return None
+    return data
 
 
 def scan_file(path: str, stream: BinaryIO) -> FileReport:
