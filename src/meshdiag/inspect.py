@@ -375,44 +375,20 @@ def _fragments(item, part: bool) -> list[tuple[str, str]]:
 
 
 def _value_texts(m: ModuleReport) -> list[str]:
-    """Each value's JSON in file order: a repeated line's values are two cached fragments
-    around the line number."""
+    """Each value's JSON in file order, row by row (for modules holding one-off Values)."""
     import json
 
-    dumps = json.dumps
-    around = _AROUND
-    get = around.get
     part = m.partitioned
     out: list[str] = []
-    add = out.append
     for line, item in zip(m.lines, m.items, strict=True):
-        hit = get(id(item))
-        if hit is None or hit[0] is not item or hit[1] is not part:
-            if item.__class__ is Value:  # a one-off value: printed whole, not kept
-                v = item
-                add(
-                    f'{{"name": {dumps(v.name)}, "line": {line}, "column": {v.column}, {_rest_text(v)}'
-                )  # type: ignore[union-attr]
-                continue
-            frags = []
-            for p in item.protos:  # type: ignore[union-attr]
-                v = per_device(p) if part else p
-                frags.append(
-                    (
-                        f'{{"name": {dumps(v.name)}, "line": ',
-                        f', "column": {v.column}, {_rest_text(v)}',
-                    )
-                )
-            if len(around) >= 65536:
-                around.clear()
-            hit = around[id(item)] = (item, part, frags)
-        frags = hit[2]
-        if len(frags) == 1:
-            before, after = frags[0]
-            add(f"{before}{line}{after}")
+        if item.__class__ is Value:  # a one-off value: printed whole, not kept
+            v = item
+            out.append(
+                f'{{"name": {json.dumps(v.name)}, "line": {line}, "column": {v.column}, '  # type: ignore[union-attr]
+                f"{_rest_text(v)}"  # type: ignore[arg-type]
+            )
         else:
-            for before, after in frags:
-                add(f"{before}{line}{after}")
+            out.extend(f"{before}{line}{after}" for before, after in _fragments(item, part))
     return out
 
 
