@@ -51,6 +51,11 @@ def _num_partitions(header: str) -> int | None:
     return None
 
 
+def cache_clear() -> None:
+    _header.cache_clear()
+    _header_raw.cache_clear()
+
+
 def header(b: Builder, raw: bytes, lineno: int) -> None:
     """An ASCII `HloModule` line as the scanner reads it (memoised by its bytes)."""
     _start(b, _header_raw(raw), lineno)

@@ -1,12 +1,14 @@
-"""Stream a dump and yield only the lines that may matter, with their 1-based numbers.
+"""Blocks of a dump and the candidate lines in them: the lines that may matter, with
+their 1-based numbers.
 
-The file is read in blocks of `BLOCK` bytes. Candidate lines are found over the whole block
-with `bytes.find` (C substring search, far faster than one alternation regex over every
-byte): one loop over the frequent word (`shard`: sharding / reshard), one `find` per rare
-word; each hit gives its line's start and end at once. Lines are yielded as raw bytes (the scanner replays lines it has seen without decoding
-them). Memory stays bounded by the block size plus the longest line allowed
-(`MAX_ANNOTATION_CHARS * 4` bytes): a longer line is reported and skipped in bounded chunks,
-never held whole.
+`read_blocks` reads a stream in blocks of `BLOCK` bytes cut at line ends. Memory stays
+bounded by the block size plus the longest line allowed (`MAX_ANNOTATION_CHARS * 4` bytes):
+a longer line is reported and skipped in bounded chunks, never held whole.
+
+A candidate line contains `sharding`, `reshard` or one of the words that mark structure
+(`_RARE`). `scan_known` walks a block's candidates in order, appending the ones a dict
+already knows and stopping at the others; it is native (`_fastscan.c`, one pass over the
+bytes) when built, else `scan_known_py`, its reference, built on `candidate_spans`.
 """
 
 from __future__ import annotations

@@ -3,10 +3,13 @@
     for report in scan_paths(["dump_dir/", "module.mlir.gz", "-"]):
         ...
 
-Files are read as a stream of byte blocks (`lines.py`) and only candidate lines are looked
-at: one seen before is replayed from the line cache (`linecache.py`) without decoding it, the
-others are decoded and handed to the MLIR or HLO handlers. Every path yields a FileReport, even when it cannot be
-read: the problem is an MD001 finding and the scan goes on with the next file.
+A small file is read whole, a big one in 1 MiB blocks (`lines.py`). In each block the
+scanner (`lines.scan_known`, native) walks the candidate lines and appends the ones already
+read in the same module state to the module's value columns itself (`linecache.fast_known`
+says which); it hands every other candidate to `_line`: module structure, lines seen in
+another state or with problems to report again (`linecache`), and new lines, which are
+decoded and read by the MLIR or HLO handlers. Every path yields a FileReport, even when it
+cannot be read: the problem is an MD001 finding and the scan goes on with the next file.
 """
 
 from __future__ import annotations
@@ -204,7 +207,6 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
                 raw.lstrip(b" ").startswith(b"sdy.mesh @")
                 and b": error:" not in raw
                 and b": warning:" not in raw
-                and not b.manual
             ):
                 mlir.mesh_line(b, raw, lineno)
                 return
@@ -236,8 +238,7 @@ def clear_caches() -> None:
     linecache.clear()
     annot.cache_clear()
     mlir.cache_clear()
-    hlo._header.cache_clear()
-    hlo._header_raw.cache_clear()
+    hlo.cache_clear()
 
 
 def _partitioned_by_name(path: str) -> bool:
