@@ -4,6 +4,11 @@ Pass dumps print the same module again and again (every pass that changes nothin
 annotated lines repeat verbatim. A line handler runs against a `Recorder`; the recorded
 values and problems are replayed into the real builder at each occurrence, with the line
 number of that occurrence. The cache is bounded by the characters it holds.
+
+The common case never gets here: a recording that only adds values is also entered in the
+module state's `fast_known` dict (raw line → its shared LineValues, or None for a line
+that yields nothing), from which the native scanner appends occurrences to the module's
+columns by itself.
 """
 
 from __future__ import annotations
