@@ -82,7 +82,7 @@ BAD: list[tuple[list[str], str | None]] = [
     (["lint", DUMP, "--config", MISSING], None),
     (["lint", DUMP, "--config", DUMP, "--isolated"], None),
     (["lint", DUMP, "-m", "batch=2;model="], "column"),
-    (["lint", "-"], "stdin"),
+    (["lint", "-", "-"], "stdin"),
 ]
 
 #: unknown options and missing arguments: typer/click's usage block, still exit 2

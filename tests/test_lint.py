@@ -371,3 +371,29 @@ def test_output_file_sarif(capsys, work):
         for r in doc["runs"][0]["results"]
     }
     assert uris == {"dump.mlir"}
+
+
+# -- stdin -------------------------------------------------------------------------------------
+
+
+def test_stdin_dump(capsys, monkeypatch):
+    """`meshdiag lint -` reads a dump from stdin, with suppression comments honoured."""
+    import io
+    import sys
+
+    data = (SEED / "distorted_mesh.mlir").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    rc, out, _ = run(capsys, "-", *MESH, "--output-format", "json")
+    assert rc == 1
+    found = json.loads(out)["findings"]
+    assert {"MD101", "MD102", "MD103"} <= {f["code"] for f in found}
+    assert {f["path"] for f in found} == {"<stdin>"}
+    # a comment on the line before silences that finding, as in a file
+    lines = data.decode().splitlines(keepends=True)
+    line = next(f["line"] for f in found if f["code"] == "MD102")
+    lines.insert(line - 1, "// meshdiag: ignore[MD102]\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(lines).encode())))
+    rc, out, _ = run(capsys, "-", *MESH, "--output-format", "json")
+    after = [(f["code"], f["line"]) for f in json.loads(out)["findings"]]
+    assert ("MD102", line + 1) not in after  # the silenced one, one line further down now
+    assert sum(c == "MD102" for c, _ in after) == sum(f["code"] == "MD102" for f in found) - 1

@@ -21,7 +21,9 @@ def register(app: typer.Typer) -> None:
 def lint(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(help="Dump files and directories, mesh configs [default: .]"),
+        typer.Argument(
+            help="Dump files and directories, mesh configs, '-' for a dump on stdin [default: .]"
+        ),
     ] = None,
     mesh: MeshOpt = None,
     target: TargetOpt = None,
@@ -102,8 +104,8 @@ def lint(
     if config and isolated:
         raise MeshdiagError("--config and --isolated cannot be used together")
     paths = paths or ["."]
-    if "-" in paths:
-        raise MeshdiagError("lint reads files and directories, not stdin; save the dump first")
+    if paths.count("-") > 1:
+        raise MeshdiagError("'-' (stdin) can be given once")
     rules = {r.code: r for r in all_rules()}
     cli = CliOptions(
         select=split_selectors(select),

@@ -63,8 +63,15 @@ NOT_IR = (
 )
 
 
+#: what findings and reports call a dump read from stdin (as `inspect` does)
+STDIN = "<stdin>"
+
+
 def display_path(path: str, cwd: str | None = None) -> str:
-    """`path` relative to the working directory when it is below it, else as given."""
+    """`path` relative to the working directory when it is below it, else as given;
+    `<stdin>` for `-`."""
+    if path == "-":
+        return STDIN
     if os.sep == "/" and path[:1] not in ("/", "") and not (_DOTS & set(path.split("/"))):
         return path  # already relative and normal: the walk's paths below a relative root
     cwd = cwd or os.getcwd()
@@ -132,7 +139,9 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
             walk(d, real_d)
 
     for p in paths:
-        if os.path.isdir(p):
+        if p == "-":  # a dump on stdin
+            add(p, p)
+        elif os.path.isdir(p):
             walk(p, os.path.realpath(p))
         elif os.path.exists(p):
             add(p)
@@ -170,12 +179,30 @@ def _selection(all_codes, off: frozenset[str]) -> tuple[list[str], dict, frozens
 
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
     """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
-    and the settings, so it runs in worker processes."""
+    and the settings, so it runs in worker processes. `-` is a dump on stdin: copied to a
+    temporary file first (in bounded chunks), so suppression comments can be read back."""
+    if path != "-":
+        return _lint_file(path, settings, display_path(path))
+    import shutil
+    import sys
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="meshdiag-stdin-", suffix=".txt") as tmp:
+        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+        tmp.flush()
+        return _lint_file(tmp.name, settings, STDIN, rules_path="-")
+
+
+def _lint_file(
+    path: str, settings: LintSettings, shown: str, rules_path: str | None = None
+) -> list[Finding]:
+    """`lint_file` of the file at `path`, reported as `shown`; per-file ignores match
+    `rules_path` (default: `path`)."""
     from ..inspect import run_checks
     from ..ir.model import FileReport
 
-    shown = display_path(path)
-    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
+    rules_path = path if rules_path is None else rules_path
+    off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
     codes, checks, enabled = _selection(settings.codes, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
