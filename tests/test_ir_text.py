@@ -244,3 +244,17 @@ def test_native_match_end_matches_python():
             assert text._native_top_colon(s, pos) == text._top_colon(s, pos)
             for end in range(pos, min(len(s), pos + 12) + 1):
                 assert text._native_split_top(s, pos, end) == text.split_top_py(s, pos, end)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["sharding={", "sharding", "={", "x", ".", "_", " ", "é", "{"]), max_size=20
+    ).map("".join),
+    st.data(),
+)
+def test_hlo_sharding_braces_match_the_regex(s, data):
+    from meshdiag.ir.hlo import SHARDING, sharding_braces
+
+    after = data.draw(st.integers(0, len(s)))
+    assert sharding_braces(s, after) == [m.end() - 1 for m in SHARDING.finditer(s, after)]

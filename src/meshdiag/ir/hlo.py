@@ -131,8 +131,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         if t:
             op = f"custom-call {t.group(1)}"
             kind = "custom_call"
-    for m in SHARDING.finditer(line, after):
-        start = m.end() - 1
+    for start in sharding_braces(line, after):
         end = brace_end(line, start)
         if end < 0:
             b.value(
@@ -149,7 +148,8 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         text = line[start:end]
         parsed = annot.leaves(annot.parse_hlo_text(text))
         _emit(b, name, parsed, shapes, lineno, start + 1, text, "gspmd", kind, op)
-    for m in SDY_ATTR.finditer(line, after):
+    sdy_attrs = SDY_ATTR.finditer(line, after) if 'xla.sdy.sharding="' in line else ()
+    for m in sdy_attrs:
         cstart = m.end()
         cend = string_end(line, cstart)
         if cend < 0:
@@ -163,6 +163,19 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         else:
             items = [annot.parse_named(text, b.mesh_key)]
         _emit(b, name, items, shapes, lineno, cstart + 1, text, "sdy", kind, op)
+
+
+def sharding_braces(line: str, after: int) -> list[int]:
+    """Where the `{` of each `sharding={` at or after `after` is (not preceded by a word
+    character or `.`): what `SHARDING.finditer(line, after)` finds, by `str.find` — a regex
+    that starts with a lookbehind tries every position of the line."""
+    out = []
+    p = line.find("sharding={", after)
+    while p >= 0:
+        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] in "_."):
+            out.append(p + len("sharding="))
+        p = line.find("sharding={", p + 1)
+    return out
 
 
 def _emit(b, name, parsed, shapes, lineno, col, text, notation, kind, op) -> None:
