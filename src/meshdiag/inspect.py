@@ -66,7 +66,7 @@ def run_checks(
             out.extend(found)
         else:
             # holds the items: their ids are not reused meanwhile
-            _CLEAN.put(key, len(module.items), tuple(module.items))
+            _CLEAN.put(key, len(module.items), module.entries()[0])
     out.sort(key=lambda f: f.sort_key())
     return out
 
@@ -82,7 +82,7 @@ def _clean_key(module: ModuleReport, setting: tuple) -> tuple:
     say where a finding goes): its values (by their shared column entries), its meshes and
     diagnostics, how it is partitioned, and the global settings."""
     return (
-        tuple(map(id, module.items)),
+        module.entries()[1],
         module.partitioned,
         module.num_partitions,
         tuple((d.name, d.text, d.source) for d in module.meshes),
@@ -291,14 +291,14 @@ def file_json_text(report: FileReport) -> str:
     mods = []
     for m in report.modules:
         head = dumps(module_json(m, values=False))
-        items = m.items
+        items, ids = m.entries()
         # a module printed again at the same lines (pass dumps): its whole JSON once
-        key = (head, tuple(map(id, items)), tuple(m.lines), m.partitioned)
+        key = (head, ids, tuple(m.lines), m.partitioned)
         hit = _MODULE_JSON.get(key)
         if hit is None:
             text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
             # holds the entries: their ids are not reused meanwhile
-            hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (tuple(items), text))
+            hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
         mods.append(hit[1])
     return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
 
@@ -322,10 +322,10 @@ def _values_text(m: ModuleReport) -> str:
     """The module's values as JSON array items (joined by ", "). The fragments around each
     row's line number are memoised per module content (repeated modules are the common
     case), and the rows are joined at C speed."""
-    items = m.items
+    items, ids = m.entries()
     if any(it.__class__ is Value for it in items):  # one-off values: row by row
         return ", ".join(_value_texts(m))
-    key = (tuple(map(id, items)), m.partitioned)
+    key = (ids, m.partitioned)
     hit = _ROWS_JSON.get(key)
     if hit is None:
         befores: list[str] = []
@@ -338,7 +338,7 @@ def _values_text(m: ModuleReport) -> str:
                 befores.append(before)
                 afters.append(after)
         single = all(c == 1 for c in counts)
-        hit = (tuple(items), befores, afters, None if single else counts)
+        hit = (items, befores, afters, None if single else counts)
         _ROWS_JSON.put(key, 3 * len(befores), hit)
     _, befores, afters, counts = hit
     lines = m.lines

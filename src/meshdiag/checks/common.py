@@ -161,8 +161,7 @@ def tiled_shardings(module: ModuleReport) -> list[HloSharding]:
     """The distinct tiled leaves of the module's GSPMD shardings, in order of first use.
     Memoised by the module's column entries in order (pass dumps print the same annotated
     lines module after module)."""
-    items = tuple(module.items)
-    key = tuple(map(id, items))
+    items, key = module.entries()
     hit = _BY_ITEMS.get(key)
     if hit is not None:
         return hit[1]

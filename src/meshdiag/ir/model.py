@@ -144,7 +144,8 @@ class ModuleReport:
         self._values: tuple | None = None  # (stamp, list): `values`, memoised
         self._groups: tuple | None = None  # (stamp, list): `value_groups()`, memoised
         self._lines_by_item: tuple | None = None  # (stamp, {id(item): lines}): `lines_of`
-        self._ids: tuple | None = None  # (stamp, frozenset): `item_ids`
+        #: (stamp, entries, their ids, the ids as a set or None): `entries`, `item_ids`
+        self._entries: tuple | None = None
         for v in values or ():
             self.add(v)
 
@@ -211,14 +212,24 @@ class ModuleReport:
         self._groups = (stamp, groups)
         return groups
 
-    def item_ids(self) -> frozenset[int]:
-        """The identities of the column entries (distinct lines), kept until the module
-        changes."""
+    def entries(self) -> tuple[tuple[Value | LineValues, ...], tuple[int, ...]]:
+        """(the column entries, their identities) in order, kept until the module changes:
+        the identities key every memo by module content (pass dumps repeat modules' lines
+        exactly); a memo keeps the entries so the ids stay theirs."""
         stamp = len(self.items)
-        memo = self._ids
+        memo = self._entries
         if memo is None or memo[0] != stamp:
-            memo = self._ids = (stamp, frozenset(map(id, self.items)))
-        return memo[1]
+            items = tuple(self.items)
+            memo = self._entries = (stamp, items, tuple(map(id, items)), None)
+        return memo[1], memo[2]
+
+    def item_ids(self) -> frozenset[int]:
+        """The identities of the column entries, as a set (kept like `entries`)."""
+        self.entries()
+        memo = self._entries
+        if memo[3] is None:  # type: ignore[index]
+            memo = self._entries = (*memo[:3], frozenset(memo[2]))  # type: ignore[index]
+        return memo[3]  # type: ignore[index]
 
     def lines_of(self, item: object) -> list[int]:
         """The lines of a column entry (one pass over the module for all entries, kept)."""

@@ -133,8 +133,8 @@ def _text_groups(m: ModuleReport) -> dict[str, list]:
     """`_by_text` with row positions instead of line numbers, memoised by the module's
     column entries: a real pass dump repeats most modules' annotated lines exactly (in one
     every-pass XLA dump of a sharded MLP, 27 of 36 modules)."""
-    items = tuple(m.items)
-    key = (tuple(map(id, items)), m.partitioned)
+    items, ids = m.entries()
+    key = (ids, m.partitioned)
     hit = _GROUPS.get(key)
     if hit is not None:
         return hit[1]
