@@ -15,7 +15,6 @@ HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")
 ENTRY = re.compile(r"^ENTRY\s+%?([^\s(]+)")
 INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
-SHARDING = re.compile(r"(?<![\w.])sharding=\{")
 SDY_ATTR = re.compile(r'\bxla\.sdy\.sharding="')
 SDY_MESHES = re.compile(r'([\w.$\-]+|"[^"]*") = #sdy\.mesh<')
 OPCODE = re.compile(r"\s*([\w\-]+)\(")
@@ -167,8 +166,8 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
 
 def sharding_braces(line: str, after: int) -> list[int]:
     """Where the `{` of each `sharding={` at or after `after` is (not preceded by a word
-    character or `.`): what `SHARDING.finditer(line, after)` finds, by `str.find` — a regex
-    that starts with a lookbehind tries every position of the line."""
+    character or `.`), by `str.find`: a regex that starts with a lookbehind tries every
+    position of the line (the tests check this against one)."""
     out = []
     p = line.find("sharding={", after)
     while p >= 0:

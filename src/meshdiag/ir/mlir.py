@@ -28,14 +28,6 @@ FUNC = re.compile(r"\bfunc\.func\s+(?:(?:public|private|nested)\s+)?@(\"[^\"]*\"
 NUM_PARTITIONS = re.compile(r"mhlo\.num_partitions = (\d+)")
 OP_NAME = re.compile(r'(?:"([\w.]+)"|([a-z_][\w]*\.[\w.]+))')
 
-#: annotations inside an attribute dict or op syntax
-ANNOT = re.compile(
-    r"#sdy\.sharding_per_value<"
-    r"|#sdy\.sharding<"
-    r'|\bmhlo\.sharding = "'
-    r'|\bxla\.sdy\.sharding = "'
-    r"|\b(?:out_)?sharding=<"
-)
 #: where an annotation token's `sharding` is, and what follows it (`annotations_in`)
 _SHARDING_TOKEN = re.compile(r'sharding(?:_per_value<|<| = "|=<)')
 
@@ -45,10 +37,12 @@ def _word(c: str) -> bool:
 
 
 def annotations_in(line: str, start: int, end: int) -> list[tuple[int, int, str]]:
-    """`(start, end, text)` of each ANNOT match in `line[start:end]`, the same as
-    `ANNOT.finditer(line, start, end)` but found from the literal `sharding` every token
-    contains: an alternation with word boundaries makes the regex engine try every
-    position, which costs more than the rest of reading a long op line."""
+    """`(start, end, text)` of each annotation token in `line[start:end]`, left to right:
+    `#sdy.sharding_per_value<`, `#sdy.sharding<`, `mhlo.sharding = "`,
+    `xla.sdy.sharding = "`, `sharding=<` and `out_sharding=<` (the last four at a word
+    boundary). Found from the literal `sharding` every token contains: one regex with
+    that alternation makes the engine try every position of a long op line (the tests
+    check this against it)."""
     out = []
     for m in _SHARDING_TOKEN.finditer(line, start, end):
         p, e = m.span()
@@ -254,7 +248,7 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
         for a, e in zip(starts, starts[1:], strict=False):
             name = re.match(r"%[\w.$\-]+", line[a:]).group(0)  # type: ignore[union-attr]
             _annotations(b, line, lineno, a, e, [name], "arg")
-        if ANNOT.search(line) is None:  # nothing to pin the problem on: report the signature
+        if not annotations_in(line, 0, len(line)):  # nothing to pin the problem on
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     for a, e in split_top(line, lparen + 1, rparen - 1):
