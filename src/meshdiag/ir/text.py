@@ -7,6 +7,7 @@ unreadable type gives `None`, and the caller reports what it could not read.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 _OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
 _CLOSE = {">", "]", "}", ")"}
@@ -31,6 +32,21 @@ def _closing_quote(s: str, pos: int, end: int) -> int:
     return q
 
 
+def _tokens(s: str, pattern: re.Pattern, start: int, end: int) -> Iterator[tuple[int, str]]:
+    """(position, character) of each character `pattern` matches in `s[start:end]`, left
+    to right, quoted strings skipped (the walk ends in one not closed before `end`)."""
+    search = pattern.search
+    m = search(s, start, end)
+    while m is not None:
+        p = m.start()
+        c = s[p]
+        if c == '"':
+            m = search(s, _closing_quote(s, p + 1, end) + 1, end)
+            continue
+        yield p, c
+        m = search(s, p + 1, end)
+
+
 def match_end(s: str, pos: int) -> int:
     """Index after the bracket closing `s[pos]` (any of `<[{(`), skipping quoted strings and
     the `->` arrow; -1 when the line ends first. Native when the extension is built."""
@@ -41,16 +57,8 @@ def match_end(s: str, pos: int) -> int:
 
 def match_end_py(s: str, pos: int) -> int:
     """`match_end` in Python: the reference for the native one, and the fallback."""
-    n = len(s)
     stack: list[str] = []
-    search = _BRACKETS.search
-    m = search(s, pos)
-    while m is not None:
-        p = m.start()
-        c = s[p]
-        if c == '"':
-            m = search(s, _closing_quote(s, p + 1, n) + 1)
-            continue
+    for p, c in _tokens(s, _BRACKETS, pos, len(s)):
         if c in _OPEN:
             stack.append(_OPEN[c])
         elif not (c == ">" and p > 0 and s[p - 1] == "-"):  # `->` is not a bracket
@@ -59,7 +67,6 @@ def match_end_py(s: str, pos: int) -> int:
             stack.pop()
             if not stack:
                 return p + 1
-        m = search(s, p + 1)
     return -1
 
 
@@ -84,22 +91,13 @@ def brace_end(s: str, pos: int) -> int:
     """Index after the `}` closing `s[pos] == "{"` (HLO text: only braces nest; `<=` is not
     a bracket), skipping quoted strings; -1 when the line ends first."""
     depth = 0
-    n = len(s)
-    search = _BRACES.search
-    m = search(s, pos)
-    while m is not None:
-        p = m.start()
-        c = s[p]
-        if c == '"':
-            m = search(s, _closing_quote(s, p + 1, n) + 1)
-            continue
+    for p, c in _tokens(s, _BRACES, pos, len(s)):
         if c == "{":
             depth += 1
         else:
             depth -= 1
             if depth == 0:
                 return p + 1
-        m = search(s, p + 1)
     return -1
 
 
@@ -116,17 +114,7 @@ def split_top_py(s: str, start: int, end: int) -> list[tuple[int, int]]:
     spans = []
     depth = 0
     item = start
-    search = _BRACKETS_COMMA.search
-    m = search(s, start, end)
-    while m is not None:
-        p = m.start()
-        c = s[p]
-        if c == '"':
-            q = _closing_quote(s, p + 1, end) + 1
-            if q >= end:
-                break
-            m = search(s, q, end)
-            continue
+    for p, c in _tokens(s, _BRACKETS_COMMA, start, end):
         if c in _OPEN:
             depth += 1
         elif c == ",":
@@ -135,7 +123,6 @@ def split_top_py(s: str, start: int, end: int) -> list[tuple[int, int]]:
                 item = p + 1
         elif not (c == ">" and p > 0 and s[p - 1] == "-"):
             depth -= 1
-        m = search(s, p + 1, end)
     if item < end or spans:
         spans.append((item, end))
     return spans
@@ -219,18 +206,10 @@ def op_result_types(line: str, start: int) -> list[str]:
 def _top_colon(body: str, start: int) -> tuple[int, int]:
     """Where the last top-level ` : ` of an op line ends, and the `->` after it (-1 when
     none): the reference for the native `top_colon`, and the fallback."""
-    n = len(body)
     depth = 0
     colon = -1
     arrow = -1
-    search = _BRACKETS_COLON.search
-    m = search(body, start)
-    while m is not None:
-        p = m.start()
-        c = body[p]
-        if c == '"':
-            m = search(body, _closing_quote(body, p + 1, n) + 1)
-            continue
+    for p, c in _tokens(body, _BRACKETS_COLON, start, len(body)):
         if c in _OPEN:
             depth += 1
         elif c == ":":
@@ -242,7 +221,6 @@ def _top_colon(body: str, start: int) -> tuple[int, int]:
                 arrow = p + 1
         else:
             depth -= 1
-        m = search(body, p + 1)
     return colon, arrow
 
 
