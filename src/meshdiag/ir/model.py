@@ -154,10 +154,6 @@ class ModuleReport:
         self.items.append(v)
 
     @property
-    def value_count(self) -> int:
-        return sum(g.count for g in self.value_groups())
-
-    @property
     def values(self) -> list[Value]:
         """Every value in file order, one Value each (a new list each time the module
         changed; `value_groups()` is cheaper)."""

@@ -236,16 +236,6 @@ def finding_lines(findings: list[Finding]) -> Iterator:
         yield t
 
 
-def file_parts(item: Inspected, *, mesh: Mesh | None, split: str) -> list:
-    """Everything `render_file` prints for a file, as renderables."""
-    r = item.report
-    parts: list = [_file_head(item)]
-    for m in r.modules:
-        parts.extend(module_summary(m, mesh=mesh, split=split))
-    parts.extend(_file_tail(item))
-    return parts
-
-
 def _file_head(item: Inspected) -> Text:
     r = item.report
     return Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
@@ -331,8 +321,8 @@ _RENDERED_FOR: list = [None]
 
 
 def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> str:
-    """What printing `file_parts(...)` one after the other, then a blank line, writes to
-    `console`; repeated parts (meshes, pictures, one-line texts) are rendered once and
+    """What printing the file's header, its modules' summaries and its findings, then a
+    blank line, writes to `console`; repeated parts (meshes, pictures, one-line texts) are rendered once and
     reused, and so are whole module summaries seen before (the same annotated lines at the
     same places: pass dumps print a module again and again). `console` must write to a
     buffer of its own."""
