@@ -132,24 +132,6 @@ def _module_header(line: str) -> tuple[str | None, int | None] | None:
 _MODULE_BODY = re.compile(r"\s*(?:builtin\.)?module\s*(attributes\b|\{)")
 
 
-def module_line(b: Builder, raw: bytes, lineno: int) -> bool:
-    """An ASCII line starting with `module `, as `handle` reads it; False when it does not
-    open a module (then `handle` must look at it)."""
-    line = raw.decode("ascii")
-    header = _module_header(line)
-    if header is None:
-        return False
-    mod = b.start_module(header[0], lineno, "mlir")
-    mod.num_partitions = header[1]
-    _xla_meshes(b, line, lineno)
-    return True
-
-
-def mesh_line(b: Builder, raw: bytes, lineno: int) -> None:
-    """An ASCII `sdy.mesh @...` line, as `handle` reads it."""
-    _mesh_op(b, raw.decode("ascii"), lineno)
-
-
 def cache_clear() -> None:
     for f in (_module_header, _mesh_ops_in, _xla_meshes_in):
         f.cache_clear()

@@ -198,18 +198,6 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
         if raw.startswith(b"ENTRY ") and b.module is not None and b.module.dialect == "hlo":
             hlo.entry(b, raw, lineno)
             return
-        # and in MLIR: a module header, a mesh declaration (what mlir.handle would find
-        # after checks that cannot match these lines)
-        if b.module is None or b.module.dialect == "mlir":
-            if raw.startswith(b"module ") and mlir.module_line(b, raw, lineno):
-                return
-            if (
-                raw.lstrip(b" ").startswith(b"sdy.mesh @")
-                and b": error:" not in raw
-                and b": warning:" not in raw
-            ):
-                mlir.mesh_line(b, raw, lineno)
-                return
         rec = linecache.lookup(b, raw)
         if rec is not None:
             linecache.play(rec, b, lineno)
