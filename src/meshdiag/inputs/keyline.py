@@ -1,0 +1,122 @@
+"""The line a key path sits on in TOML or JSON text.
+
+`tomllib` and `json` give no positions, so the text is read again, line by line for TOML
+(table headers, dotted keys, inline tables) and key by key for JSON. The answer is the line
+of the deepest part of the path found: `("mesh", "axes", "x")` in an inline table
+`axes = {x = 0}` is the `axes` line. Pure text work, no TOML or JSON parser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+Path = tuple[str | int, ...]
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_WS = " \t"
+
+
+def _key_parts(text: str, pos: int) -> tuple[list[str], int] | None:
+    """A (dotted) TOML key starting at `pos`: its parts and where it ends; None if none."""
+    parts: list[str] = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in _WS:
+            pos += 1
+        if pos >= n:
+            return None
+        c = text[pos]
+        if c == '"':
+            end = pos + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                return None
+            try:
+                parts.append(json.loads(text[pos : end + 1]))
+            except ValueError:
+                parts.append(text[pos + 1 : end])
+            pos = end + 1
+        elif c == "'":
+            end = text.find("'", pos + 1)
+            if end < 0:
+                return None
+            parts.append(text[pos + 1 : end])
+            pos = end + 1
+        else:
+            m = _BARE.match(text, pos)
+            if m is None:
+                return None
+            parts.append(m.group())
+            pos = m.end()
+        while pos < n and text[pos] in _WS:
+            pos += 1
+        if pos < n and text[pos] == ".":
+            pos += 1
+            continue
+        return parts, pos
+
+
+def _common(a: Path, b: list[str] | tuple) -> int:
+    k = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        k += 1
+    return k
+
+
+def toml_key_line(text: str, path: Path) -> int | None:
+    """1-based line of `path` (or of its deepest part written in the file) in TOML `text`."""
+    path = tuple(path)
+    table: list[str] = []
+    best_line, best_depth = None, 0
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.lstrip(_WS)
+        if not s or s[0] == "#":
+            continue
+        if s[0] == "[":  # a table header: [a.b] or [[a.b]]
+            double = s.startswith("[[")
+            got = _key_parts(s, 2 if double else 1)
+            if got is None:
+                continue
+            table = got[0]
+            full = table
+        else:
+            got = _key_parts(s, 0)
+            if got is None or got[1] >= len(s) or s[got[1]] != "=":
+                continue
+            full = table + got[0]
+        depth = _common(path, full)
+        if depth == len(full) and depth > best_depth:
+            # the whole key is on the path: deeper keys may sit in its inline value
+            best_line, best_depth = lineno, depth
+            if depth == len(path):
+                break
+            rest = s[got[1] :]
+            for part in path[depth:]:  # keys of an inline table on the same line
+                if not isinstance(part, str) or not re.search(
+                    r"[{,]\s*(?:" + re.escape(part) + r"|\"" + re.escape(part) + r"\")\s*=", rest
+                ):
+                    break
+                best_depth += 1
+    return best_line
+
+
+def json_key_line(text: str, path: Path) -> int | None:
+    """1-based line of `path` (or of its deepest key found) in JSON `text`: each key is
+    looked for after the previous one."""
+    pos, found = 0, None
+    for part in path:
+        if not isinstance(part, str):
+            continue
+        m = re.compile(re.escape(json.dumps(part)) + r"\s*:").search(text, pos)
+        if m is None:
+            break
+        pos, found = m.end(), m.start()
+    return None if found is None else text.count("\n", 0, found) + 1
+
+
+def key_line(text: str, path: Path, *, is_json: bool) -> int | None:
+    return json_key_line(text, path) if is_json else toml_key_line(text, path)
