@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.formats.meshtext import parse_mesh
@@ -188,3 +190,51 @@ def test_cli_reports_a_bad_config_in_one_line_with_exit_2(tmp_path) -> None:
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1
     assert r.stderr.startswith(f"meshdiag: error: {tmp_path / 'meshdiag.toml'}:3: 'fail-on'")
+
+
+# -- any table: a located one-line error or a valid config, never a crash -------------------
+
+_KEYS = ["mesh", "target", "split", "fail-on", "select", "ignore", "extend-select", "exclude"]
+_scalars = st.one_of(
+    st.integers(-3, 10),
+    st.booleans(),
+    st.sampled_from(["xla", "error", "MD1", "2x4", "tt-mlir", "é x", 'a"b', ""]),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["axes", "x", "device_ids", "y z", "shape"]), inner),
+    ),
+    max_leaves=6,
+)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return json.dumps(value) if isinstance(value, str) else str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from([*_KEYS, "per-file-ignores", "selct", "x y"]), _values),
+    st.integers(0, 3),
+)
+def test_any_config_table_is_valid_or_one_located_line(tmp_path_factory, table, blank) -> None:
+    tmp = tmp_path_factory.mktemp("cfg")
+    lines = [f"{json.dumps(k)} = {_toml(v)}" for k, v in table.items()]
+    text = "\n" * blank + "\n".join(lines) + "\n"
+    (tmp / "meshdiag.toml").write_text(text)
+    try:
+        resolve_settings(CliOptions(), CODES, cwd=str(tmp))
+    except FileError as e:
+        assert 1 <= e.line <= text.count("\n") and "\n" not in str(e)
+        if table:  # the line holds a key of the table
+            assert text.splitlines()[e.line - 1].strip()
+    except MeshdiagError as e:  # selection, target or mesh-text problems: one line
+        assert "\n" not in str(e)

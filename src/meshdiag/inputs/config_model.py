@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
 from ..errors import MeshdiagError
 from ..lint.config import FAIL_ON, SPLITS
@@ -18,11 +18,12 @@ from .mesh_model import MeshTable, build_mesh
 from .problems import Source, validate
 
 
-def _one_or_many(value: object) -> object:
+def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else value
 
 
-Strings = Annotated[list[StrictStr], BeforeValidator(_one_or_many)]
+#: a list of strings, or one string for a one-item list
+Strings = Annotated[StrictStr | list[StrictStr], AfterValidator(_as_list)]
 
 
 class LintConfig(BaseModel):
