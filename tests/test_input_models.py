@@ -173,6 +173,11 @@ def test_inline_mapping_errors_have_no_file_location() -> None:
         parse_mesh('{"axes": {"x": "2"}}')
     assert not isinstance(e.value, FileError)
     assert str(e.value) == "'axes.x' must be an integer, not '2'"
+    # Python-literal mappings may have keys that are not strings: still one message
+    for text in ("{1: 2}", "{'mesh': {'axes': {'x': 2}, 5: 1}}", "{'axes': {1: 2}}"):
+        with pytest.raises(MeshdiagError) as e:
+            parse_mesh(text)
+        assert "\n" not in str(e.value) and "string" in str(e.value)
     # torch_xla's repr still reads
     m = parse_mesh("{'device_ids': [1, 0], 'mesh_shape': (2,), 'axis_names': ('x',)}")
     assert m.axes == (("x", 2),) and m.ids == (1, 0)

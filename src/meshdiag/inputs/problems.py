@@ -81,7 +81,7 @@ def _data_loc(loc: tuple, data: object) -> Path:
     out: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
+        if isinstance(node, dict) and not isinstance(part, (list, dict)) and part in node:
             node = node[part]
         elif isinstance(node, (list, tuple)) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
@@ -136,7 +136,7 @@ def problem(
     first = next((err for err in same if err["type"] not in _EXPECTED), same[0])
     kind = first["type"]
     where = key_path(source.prefix + loc)
-    if kind == "extra_forbidden":
+    if kind == "extra_forbidden" and loc:
         known = _known_keys(model, loc[:-1])
         table = key_path(source.prefix + loc[:-1])
         inside = (f'"{table}"' if source.is_json else f"[{table}]") if table else ""
