@@ -128,6 +128,8 @@ def test_a_mesh_file_named_by_the_config_is_located_in_that_file(tmp_path) -> No
         ("m.toml", "# c\naxes = [['x', 2, 3]]\n", 2, "'axes[0]'", MeshdiagError),
         ("m.toml", "[mesh]\naxes = {x = 2}\naxis = 1\n", 3, "unknown key 'axis'", MeshdiagError),
         ("m.toml", "[mesh]\nmesh_shape = [2]\naxis_names = []\n", 1, "name every", MeshdiagError),
+        ("m.toml", "[mesh]\nshape = [2, 2]\nnames = ['x']\n", 1, "name every", MeshdiagError),
+        ("m.toml", "[mesh]\naxes = {x = 2}\nshape = [2]\n", 1, "give one of", MeshdiagError),
         ("m.json", '{\n"mesh": {\n"axes": {"x": 2.0}}}', 3, "'mesh.axes.x'", MeshdiagError),
         (
             "m.json",

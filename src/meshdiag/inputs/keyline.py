@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _WS = " \t"
@@ -58,7 +58,7 @@ def _key_parts(text: str, pos: int) -> tuple[list[str], int] | None:
         return parts, pos
 
 
-def _common(a: Path, b: list[str] | tuple) -> int:
+def _common(a: KeyPath, b: list[str] | tuple) -> int:
     k = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -67,7 +67,7 @@ def _common(a: Path, b: list[str] | tuple) -> int:
     return k
 
 
-def toml_key_line(text: str, path: Path) -> int | None:
+def toml_key_line(text: str, path: KeyPath) -> int | None:
     """1-based line of `path` (or of its deepest part written in the file) in TOML `text`."""
     path = tuple(path)
     table: list[str] = []
@@ -104,7 +104,7 @@ def toml_key_line(text: str, path: Path) -> int | None:
     return best_line
 
 
-def json_key_line(text: str, path: Path) -> int | None:
+def json_key_line(text: str, path: KeyPath) -> int | None:
     """1-based line of `path` (or of its deepest key found) in JSON `text`: each key is
     looked for after the previous one."""
     pos, found = 0, None
@@ -118,5 +118,5 @@ def json_key_line(text: str, path: Path) -> int | None:
     return None if found is None else text.count("\n", 0, found) + 1
 
 
-def key_line(text: str, path: Path, *, is_json: bool) -> int | None:
+def key_line(text: str, path: KeyPath, *, is_json: bool) -> int | None:
     return json_key_line(text, path) if is_json else toml_key_line(text, path)

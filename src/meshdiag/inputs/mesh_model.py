@@ -62,6 +62,9 @@ class MeshTable(BaseModel):
         if self.mesh_shape is not None and self.axis_names is not None:
             if len(self.axis_names) != len(self.mesh_shape):
                 raise ValueError("axis_names must name every mesh_shape entry")
+        if self.shape is not None and self.names is not None:
+            if len(self.names) != len(self.shape):
+                raise ValueError("names must name every shape entry")
         return self
 
     def axis_list(self) -> list[tuple[str, int]]:
@@ -72,10 +75,12 @@ class MeshTable(BaseModel):
         names = self.axis_names if self.mesh_shape is not None else self.names
         if not names:
             names = [f"axis_{i}" for i in range(len(sizes))]
-        return [(str(n), s) for n, s in zip(names, sizes, strict=False)]
+        return [(str(n), s) for n, s in zip(names, sizes, strict=True)]
 
     def form(self) -> str:
-        return "axes" if self.axes is not None else "mesh_shape" if self.mesh_shape else "shape"
+        if self.axes is not None:
+            return "axes"
+        return "mesh_shape" if self.mesh_shape is not None else "shape"
 
 
 class MeshFileDoc(BaseModel):

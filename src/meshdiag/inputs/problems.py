@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LimitError, MeshdiagError
-from .keyline import Path, key_line
+from .keyline import KeyPath, key_line
 
 #: how a type is named to a user, per pydantic error type (TOML word first, JSON second)
 _EXPECTED = {
@@ -55,16 +55,16 @@ class Source:
     #: keys before the model's own (("tool", "meshdiag") for a pyproject table)
     prefix: tuple[str, ...] = ()
 
-    def line(self, loc: Path) -> int:
+    def line(self, loc: KeyPath) -> int:
         return key_line(self.text, self.prefix + tuple(loc), is_json=self.is_json) or 1
 
-    def located(self, loc: Path, message: str, *, limit: bool = False) -> MeshdiagError:
+    def located(self, loc: KeyPath, message: str, *, limit: bool = False) -> MeshdiagError:
         if self.path is None:
             return LimitError(message) if limit else MeshdiagError(message)
         return (FileLimitError if limit else FileError)(self.path, self.line(loc), message)
 
 
-def key_path(loc: Path) -> str:
+def key_path(loc: KeyPath) -> str:
     """`mesh.axes.x`, `select[1]`, `per-file-ignores."tests/*.mlir"` (TOML dotted keys)."""
     out = ""
     for part in loc:
@@ -76,7 +76,7 @@ def key_path(loc: Path) -> str:
     return out
 
 
-def _data_loc(loc: tuple, data: object) -> Path:
+def _data_loc(loc: tuple, data: object) -> KeyPath:
     """`loc` without the union member tags pydantic adds: only keys and indices present."""
     out: list[str | int] = []
     node = data
@@ -97,7 +97,7 @@ def _show(value: object, limit: int = 40) -> str:
     return text.translate({c: 0x2400 + c for c in range(32)})
 
 
-def _known_keys(model: type[BaseModel], loc: Path) -> list[str]:
+def _known_keys(model: type[BaseModel], loc: KeyPath) -> list[str]:
     """The keys the model accepts at the table `loc` (walking nested models by alias)."""
     current: type[BaseModel] | None = model
     for part in loc:
@@ -115,12 +115,10 @@ def _known_keys(model: type[BaseModel], loc: Path) -> list[str]:
     return sorted(f.alias or n for n, f in current.model_fields.items())
 
 
-def validate(
-    model: type[BaseModel], data: object, source: Source, *, context: dict | None = None
-) -> BaseModel:
+def validate(model: type[BaseModel], data: object, source: Source) -> BaseModel:
     """`model` validated from `data`; a one-line located MeshdiagError when it does not fit."""
     try:
-        return model.model_validate(data, context=context)
+        return model.model_validate(data)
     except ValidationError as e:
         raise problem(e, model, data, source) from None
 
