@@ -52,10 +52,16 @@ def test_toml_key_line_follows_tables_dotted_and_quoted_keys() -> None:
     assert toml_key_line(text, ("nowhere",)) is None
 
 
-def test_json_key_line_finds_nested_keys_in_order() -> None:
-    text = '{\n  "axes": 1,\n  "mesh": {\n    "axes": [["x", 0]]\n  }\n}\n'
-    assert json_key_line(text, ("mesh", "axes", 0, 1)) == 4
-    assert json_key_line(text, ("axes",)) == 2
+def test_json_key_line_follows_the_path_exactly() -> None:
+    text = (
+        '{\n  "other": {"axes": 9},\n  "mesh": {\n    "name": "axes",\n    "axes": [\n'
+        '      ["x", 2],\n      ["y", 0]\n    ]\n  },\n  "axes": 1,\n  "axes": 2\n}\n'
+    )
+    assert json_key_line(text, ("mesh", "axes")) == 5
+    assert json_key_line(text, ("mesh", "axes", 1)) == 7
+    assert json_key_line(text, ("mesh", "axes", 1, 1)) == 7
+    assert json_key_line(text, ("axes",)) == 11  # a repeated key: the copy json.loads keeps
+    assert json_key_line(text, ("mesh", "missing")) == 3  # the deepest part found
     assert json_key_line(text, ("missing",)) is None
 
 

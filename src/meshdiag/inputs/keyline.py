@@ -1,9 +1,10 @@
 """The line a key path sits on in TOML or JSON text.
 
-`tomllib` and `json` give no positions, so the text is read again, line by line for TOML
-(table headers, dotted keys, inline tables) and key by key for JSON. The answer is the line
+`tomllib` and `json` give no positions, so the text is read again: line by line for TOML
+(table headers, dotted keys, inline tables), and for JSON along the path only, skipping the
+values beside it with the C decoder. The answer is the line
 of the deepest part of the path found: `("mesh", "axes", "x")` in an inline table
-`axes = {x = 0}` is the `axes` line. Pure text work, no TOML or JSON parser.
+`axes = {x = 0}` is the `axes` line. No TOML parser; for JSON only `json`'s decoder.
 """
 
 from __future__ import annotations
@@ -104,17 +105,58 @@ def toml_key_line(text: str, path: KeyPath) -> int | None:
     return best_line
 
 
+_DECODER = json.JSONDecoder()
+_JSON_WS = " \t\r\n"
+
+
+def _ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _JSON_WS:
+        i += 1
+    return i
+
+
+def _member(text: str, i: int, part: str | int) -> int | None:
+    """Where the value of key/index `part` starts in the object/array at `i` (None: absent).
+    Values off the path are skipped whole by the C decoder; a repeated key's last copy wins,
+    as in `json.loads`."""
+    if text[i] == "{" and isinstance(part, str):
+        i, hit = _ws(text, i + 1), None
+        while i < len(text) and text[i] == '"':
+            key, i = _DECODER.raw_decode(text, i)
+            i = _ws(text, _ws(text, i) + 1)  # past ':'
+            if key == part:
+                hit = i
+            _, i = _DECODER.raw_decode(text, i)
+            i = _ws(text, i)
+            if i < len(text) and text[i] == ",":
+                i = _ws(text, i + 1)
+        return hit
+    if text[i] == "[" and isinstance(part, int):
+        i = _ws(text, i + 1)
+        for _ in range(part):
+            if i >= len(text) or text[i] == "]":
+                return None
+            _, i = _DECODER.raw_decode(text, i)
+            i = _ws(text, i)
+            if i < len(text) and text[i] == ",":
+                i = _ws(text, i + 1)
+        return i if i < len(text) and text[i] != "]" else None
+    return None
+
+
 def json_key_line(text: str, path: KeyPath) -> int | None:
-    """1-based line of `path` (or of its deepest key found) in JSON `text`: each key is
-    looked for after the previous one."""
-    pos, found = 0, None
-    for part in path:
-        if not isinstance(part, str):
-            continue
-        m = re.compile(re.escape(json.dumps(part)) + r"\s*:").search(text, pos)
-        if m is None:
-            break
-        pos, found = m.end(), m.start()
+    """1-based line of `path`'s value (or of the deepest part found) in JSON `text`."""
+    i, found = _ws(text, 0), None
+    try:
+        for part in path:
+            if i >= len(text):
+                break
+            i = _member(text, i, part)
+            if i is None:
+                break
+            found = i
+    except ValueError:  # not JSON after all: what was found so far
+        pass
     return None if found is None else text.count("\n", 0, found) + 1
 
 
