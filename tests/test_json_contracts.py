@@ -5,11 +5,14 @@ the contract fails validation; every command with `--format` has a documented sc
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.cli import app, main
 from meshdiag.contracts import all_schemas, documents, schema
@@ -29,6 +32,7 @@ def run(capsys, args: list[str]) -> tuple[int, str]:
     return e.value.code, out
 
 
+@functools.cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
     s = schema(name)
     jsonschema.Draft202012Validator.check_schema(s)
@@ -197,3 +201,41 @@ def test_schema_of_an_unknown_document_is_a_usage_error(capsys) -> None:
     err = capsys.readouterr().err
     assert e.value.code == 2 and "no JSON document named 'inspekt'" in err
     assert err.count("\n") == 1
+
+
+# -- random layouts: the library's JSON is the command's JSON, and fits the schema ----------
+
+
+@st.composite
+def _layout_cases(draw):
+    sizes = draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=3))
+    names = [f"a{i}" for i in range(len(sizes))]
+    rank = draw(st.integers(0, 3))
+    shape = [draw(st.integers(0, 9)) for _ in range(rank)]
+    free = list(names)
+    spec = []
+    for _ in range(rank):
+        if free and draw(st.booleans()):
+            spec.append(repr(free.pop(draw(st.integers(0, len(free) - 1)))))
+        else:
+            spec.append("None")
+    mesh = ",".join(f"{n}={s}" for n, s in zip(names, sizes, strict=True))
+    split = draw(st.sampled_from(["xla", "chunk", "array-split"]))
+    return f"P({', '.join(spec)})", mesh, shape, split
+
+
+@settings(max_examples=60, deadline=None)
+@given(_layout_cases())
+def test_random_layout_documents_fit_the_schema(case) -> None:
+    from meshdiag import layout, parse_mesh, parse_sharding
+    from meshdiag.checks.md105_uneven_shard import uneven_findings
+    from meshdiag.formats.detect import to_hlo
+    from meshdiag.formats.gspmd import print_gspmd
+
+    spec, mesh_text, shape, split = case
+    mesh = parse_mesh(mesh_text)
+    hlo = to_hlo(parse_sharding(spec, mesh=mesh), mesh)
+    doc = layout(hlo, tuple(shape), split=split, num_devices=mesh.size).to_json(print_gspmd(hlo))
+    doc["findings"] = [f.to_json() for f in uneven_findings(hlo, shape, split, where={})]
+    assert len(doc["devices"]) == mesh.size
+    validator("layout").validate(doc)
