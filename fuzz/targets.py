@@ -167,6 +167,53 @@ def check_mesh(text: str) -> None:
                         raise AssertionError(f"PartitionSpec {text!r} -> {printed!r} differs")
 
 
+# -- config and mesh files -----------------------------------------------------------------
+
+
+def check_files(text: str) -> None:
+    """The text as a `meshdiag.toml`, a TOML mesh file and a JSON mesh file: each is accepted
+    or refused with one line, and a located error points at a line of the text."""
+    import json
+    import tomllib
+
+    from meshdiag.inputs.config_model import config_mesh, validate_config
+    from meshdiag.inputs.mesh_model import MeshTable, read_mesh_file
+    from meshdiag.inputs.problems import FileError, Source
+
+    # a mesh given as text may name a file; the fuzzer must not read any
+    text = text.replace("/", "|").replace(".toml", ".t").replace(".json", ".j")
+    n_lines = text.count("\n") + 1
+
+    def located(fn) -> None:
+        try:
+            fn()
+        except FileError as err:
+            _check_error(err, text)
+            if not 1 <= err.line <= n_lines:
+                raise AssertionError(f"error line {err.line} outside the text: {err}") from None
+        except MeshdiagError as err:
+            _check_error(err, text)
+
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        table = None
+    if table is not None:
+        source = Source("meshdiag.toml", text)
+
+        def config() -> None:
+            cfg = validate_config(table, source)
+            if isinstance(cfg.mesh, MeshTable):
+                config_mesh(cfg, source, ".")
+
+        located(config)
+    raw = text.encode("utf-8", errors="replace")
+    located(lambda: read_mesh_file("m.toml", raw))
+    with contextlib.suppress(ValueError):
+        json.loads(text)
+        located(lambda: read_mesh_file("m.json", raw))
+
+
 # -- the IR scanner ---------------------------------------------------------------------------
 
 
@@ -227,6 +274,10 @@ def preload() -> None:
         "meshdiag.ir.scan",
         "meshdiag.inspect",
         "meshdiag.checks.registry",
+        "meshdiag.inputs.keyline",
+        "meshdiag.inputs.problems",
+        "meshdiag.inputs.mesh_model",
+        "meshdiag.inputs.config_model",
     ):
         importlib.import_module(name)
     from meshdiag.checks.registry import module_checks

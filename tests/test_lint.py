@@ -229,7 +229,7 @@ def test_mesh_config_files(capsys, work):
     assert rc == 1
     assert ("meshes/transposed.toml", "MD103", 3) in got
     assert ("meshes/flat.json", "MD103", 2) in got
-    assert ("meshes/broken.toml", "MD001", 1) in got
+    assert ("meshes/broken.toml", "MD001", 2) in got  # the line of the bad key, `axes`
     assert not any(p in ("meshes/good.toml", "meshes/notmesh.json") for p, _, _ in got)
     assert not any(p.endswith("pyproject.toml") for p, _, _ in got)
     # only the mesh rules run on a mesh file: no MD101 even with a different global mesh

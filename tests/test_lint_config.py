@@ -99,7 +99,7 @@ def test_isolated_and_explicit_config(tmp_path):
         ("select = 3\n", "'select'"),
         ('fail-on = "fatal"\n', "'fail-on'"),
         ('split = "weird"\n', "'split'"),
-        ("[per-file-ignores]\n'x' = 3\n", "per-file-ignores 'x'"),
+        ("[per-file-ignores]\n'x' = 3\n", "meshdiag.toml:2: 'per-file-ignores.x'"),
         ("select = [\n", "not valid TOML"),
         ('select = ["MD9"]\n', "no rule matches"),
         ('select = ["banana"]\n', "invalid rule selector"),

@@ -23,7 +23,7 @@ class Finding:
     module: str | None = None
 
     def to_json(self) -> dict:
-        """The finding fields of DESIGN.md's JSON contract."""
+        """The finding fields of the JSON contract (docs/json.md, `contracts/_base.py`)."""
         d = asdict(self)
         d.pop("module")
         return {

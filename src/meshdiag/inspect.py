@@ -1,7 +1,7 @@
 """`inspect` as a library: scan IR dumps, run the module checks, build the JSON document.
 
     from meshdiag.inspect import inspect_paths
-    doc = inspect_paths(["dump.mlir"], mesh=None, layouts=True)   # DESIGN.md's inspect JSON
+    doc = inspect_paths(["dump.mlir"], mesh=None, layouts=True)   # the inspect JSON (docs/json.md)
 
 `iter_inspect` yields one `Inspected` per file so callers can stream huge dump directories
 (the CLI writes each file's JSON as soon as it is scanned).
@@ -214,7 +214,7 @@ def inspect_paths(
     split: str = "xla",
     layouts: bool = False,
 ) -> dict:
-    """The whole inspect JSON document (DESIGN.md) for `paths`."""
+    """The whole inspect JSON document (docs/json.md) for `paths`."""
     files = []
     findings: list[Finding] = []
     for item in iter_inspect(paths, mesh=mesh, target=target, split=split):

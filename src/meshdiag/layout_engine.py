@@ -157,7 +157,7 @@ class Layout:
             )
 
     def to_json(self, gspmd: str | None = None) -> dict:
-        """DESIGN.md's `meshdiag layout --format json` document."""
+        """The `meshdiag layout --format json` document (docs/json.md, `contracts/layout.py`)."""
         return {
             "version": JSON_VERSION,
             "shape": list(self.shape),

@@ -186,7 +186,8 @@ class CopySimulation:
         raise MeshdiagError(f"device {device_id} is not in the mesh")
 
     def to_json(self) -> dict:
-        """DESIGN.md's `meshdiag simulate-copy --format json` document."""
+        """The `meshdiag simulate-copy --format json` document (docs/json.md,
+        `contracts/simulate_copy.py`)."""
         return {
             "version": JSON_VERSION,
             "mesh": {"shape": list(self.mesh.shape)},

@@ -149,53 +149,16 @@ def _dict_mesh(t: str) -> Mesh:
 
 
 def _mesh_from_mapping(data: dict, what: str) -> Mesh:
-    if "mesh" in data and isinstance(data["mesh"], str):
-        return parse_mesh(data["mesh"])
-    if "mesh" in data and isinstance(data["mesh"], dict):
-        data = data["mesh"]
-    ids = data.get("device_ids")
-    if isinstance(ids, tuple):
-        ids = list(ids)
-    if "mesh_shape" in data:  # torch_xla
-        shape = data["mesh_shape"]
-        names = data.get("axis_names")
-        if not isinstance(shape, (list, tuple)):
-            raise MeshdiagError(f"{what}: mesh_shape must be a list of sizes")
-        if names is None:
-            names = [f"axis_{i}" for i in range(len(shape))]
-        if not isinstance(names, (list, tuple)) or len(names) != len(shape):
-            raise MeshdiagError(f"{what}: axis_names must name every mesh_shape entry")
-        axes = list(zip((str(n) for n in names), shape, strict=True))
-    elif "axes" in data:
-        raw = data["axes"]
-        if isinstance(raw, dict):
-            axes = [(str(k), v) for k, v in raw.items()]
-        elif isinstance(raw, (list, tuple)) and all(
-            isinstance(a, (list, tuple)) and len(a) == 2 for a in raw
-        ):
-            axes = [(str(a[0]), a[1]) for a in raw]
-        else:
-            raise MeshdiagError(
-                f"{what}: 'axes' must be a table {{batch = 2}} or a list [[\"batch\", 2]]"
-            )
-    elif "shape" in data:
-        shape = data["shape"]
-        if not isinstance(shape, (list, tuple)):
-            raise MeshdiagError(f"{what}: 'shape' must be a list of sizes")
-        names = data.get("names") or [f"axis_{i}" for i in range(len(shape))]
-        axes = list(zip((str(n) for n in names), shape, strict=False))
-    else:
-        raise MeshdiagError(f"{what} has no 'axes' (e.g. axes = {{batch = 2, model = 4}})")
-    if len(axes) > MAX_RANK:  # before any per-axis work: a 300k-axis file is refused at once
-        return mesh_from_axes(axes, ids, what=what)
-    names = [a for a, _ in axes]
-    dup = next((a for a in names if names.count(a) > 1), None)
-    if dup is not None:
-        raise MeshdiagError(f"{what}: mesh axis {dup!r} appears more than once")
-    return mesh_from_axes(axes, ids, what=what)
+    """A mapping given as text (not a file): validated by the mesh model, errors unlocated."""
+    from ..inputs.mesh_model import mesh_from_mapping
+    from ..inputs.problems import Source
+
+    return mesh_from_mapping(data, Source(None), what)
 
 
 def _mesh_file(path: str) -> Mesh:
+    """A `.toml`/`.json` mesh file: validated by the mesh model (`inputs/mesh_model.py`), so
+    an error names the file, the key and its line."""
     if not os.path.isfile(path):
         raise MeshdiagError(f"mesh file '{path}' does not exist")
     try:
@@ -203,20 +166,6 @@ def _mesh_file(path: str) -> Mesh:
             raw = f.read(1 << 22)
     except OSError as e:
         raise MeshdiagError(f"cannot read mesh file '{path}': {e.strerror}") from None
-    if path.lower().endswith(".json"):
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise MeshdiagError(f"mesh file '{path}' is not valid JSON: {e}") from None
-    else:
-        import tomllib
+    from ..inputs.mesh_model import read_mesh_file
 
-        try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise MeshdiagError(f"mesh file '{path}' is not valid TOML: {e}") from None
-    if not isinstance(data, dict):
-        raise MeshdiagError(f"mesh file '{path}' must hold a table/object")
-    if "tool" in data and isinstance(data["tool"], dict) and "meshdiag" in data["tool"]:
-        data = data["tool"]["meshdiag"]
-    return _mesh_from_mapping(data, f"mesh file '{path}'")
+    return read_mesh_file(path, raw)

@@ -32,15 +32,12 @@ CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one direct
 FAIL_ON = ("error", "warning", "info")
 SPLITS = ("xla", "chunk", "array-split", "even")
 
-_STRING_KEYS = ("target", "split", "fail-on")
-_LIST_KEYS = ("select", "ignore", "extend-select", "exclude")
-KEYS = frozenset(("mesh", *_STRING_KEYS, *_LIST_KEYS, "per-file-ignores"))
-
 
 @dataclass(frozen=True)
 class FileConfig:
     path: str  # absolute path of the file
-    values: dict  # validated keys of KEYS
+    values: dict  # the keys the file sets, validated (`inputs/config_model.py`)
+    text: str = ""  # the file's text, to locate errors found later (the mesh)
 
     @property
     def base(self) -> str:
@@ -55,6 +52,11 @@ class FileConfig:
 def _label(path: str) -> str:
     """How messages name a config file: its meshdiag table in a pyproject.toml, else the file."""
     return f"[tool.meshdiag] in {path}" if os.path.basename(path) == "pyproject.toml" else path
+
+
+def _read_text(path: str) -> str:
+    with open(path, "rb") as fh:
+        return fh.read().decode("utf-8", errors="replace")
 
 
 def _read_toml(path: str) -> dict:
@@ -95,58 +97,28 @@ def find_config(start: str | None = None) -> str | None:
         directory = parent
 
 
-def _validate(table: dict, where: str) -> dict:
-    out: dict = {}
-    for key, value in table.items():
-        if key not in KEYS:
-            raise MeshdiagError(
-                f"unknown key {key!r} in {where}; known keys: {', '.join(sorted(KEYS))}"
-            )
-        if key == "mesh":  # mesh text, a mesh file, or a table like a mesh file's [mesh]
-            if not isinstance(value, (str, dict)):
-                raise MeshdiagError(f"'mesh' in {where} must be a string or a table")
-        elif key in _STRING_KEYS:
-            if not isinstance(value, str):
-                raise MeshdiagError(f"{key!r} in {where} must be a string")
-        elif key in _LIST_KEYS:
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise MeshdiagError(f"{key!r} in {where} must be a list of strings")
-        else:  # per-file-ignores: glob -> [codes]
-            if not isinstance(value, dict):
-                raise MeshdiagError(f"'per-file-ignores' in {where} must be a table")
-            fixed = {}
-            for glob, codes in value.items():
-                if isinstance(codes, str):
-                    codes = [codes]
-                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-                    raise MeshdiagError(
-                        f"per-file-ignores {glob!r} in {where} must be a list of codes"
-                    )
-                fixed[glob] = codes
-            value = fixed
-        out[key] = value
-    if "fail-on" in out and out["fail-on"] not in FAIL_ON:
-        raise MeshdiagError(
-            f"'fail-on' in {where} is {out['fail-on']!r}; expected one of {', '.join(FAIL_ON)}"
-        )
-    if "split" in out and out["split"] not in SPLITS:
-        raise MeshdiagError(
-            f"'split' in {where} is {out['split']!r}; expected one of {', '.join(SPLITS)}"
-        )
-    return out
+def _source(path: str, text: str):
+    from ..inputs.problems import Source
+
+    prefix = ("tool", "meshdiag") if os.path.basename(path) == "pyproject.toml" else ()
+    return Source(path, text, False, prefix)
 
 
 def load_config(path: str) -> FileConfig:
-    """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml)."""
+    """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml).
+
+    Validation (`inputs/config_model.py`, pydantic) names the file, the key and its line."""
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise MeshdiagError(f"config file {path} does not exist")
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
-    return FileConfig(path, _validate(table, _label(path)))
+    from ..inputs.config_model import config_values, validate_config
+
+    text = _read_text(path)
+    values = config_values(validate_config(table, _source(path, text)))
+    return FileConfig(path, values, text)
 
 
 # -- merging with the command line ---------------------------------------------------------
@@ -182,15 +154,6 @@ class LintSettings:
     fail_on: str = "warning"
     root: str = field(default_factory=os.getcwd)  # config directory, else the cwd
     config_path: str | None = None
-
-
-def _resolve_mesh_text(text: str, base: str) -> str:
-    """A mesh value that names a file is taken relative to the config's directory."""
-    if text.endswith((".toml", ".json")) and not os.path.isabs(text):
-        candidate = os.path.join(base, text)
-        if os.path.exists(candidate):
-            return candidate
-    return text
 
 
 def _parse_mesh(text: str, where: str):
@@ -238,12 +201,11 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
 
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
-    elif isinstance(values.get("mesh"), dict):
-        import json
+    elif config is not None and "mesh" in values:
+        from ..inputs.config_model import config_mesh, validate_config
 
-        mesh = _parse_mesh(json.dumps({"mesh": values["mesh"]}), origin)
-    elif "mesh" in values:
-        mesh = _parse_mesh(_resolve_mesh_text(values["mesh"], base), origin)
+        source = _source(config.path, config.text)
+        mesh = config_mesh(validate_config(values, source), source, base)
     else:
         mesh = None
 

@@ -73,6 +73,9 @@ def read_mesh_file(path: str) -> MeshFile | None:
     try:
         mesh = parse_mesh(path)
     except MeshdiagError as e:
+        where = getattr(e, "line", None) if getattr(e, "path", None) == path else None
+        if where is not None:  # located by the mesh model: that key's line
+            return MeshFile(path, None, where, 1, f"cannot parse the mesh: {e.detail}")
         return MeshFile(path, None, line, column, f"cannot parse the mesh: {e}")
     return MeshFile(path, mesh, line, column)
 

@@ -1,4 +1,4 @@
-"""`{"version": 1, "findings": [...]}` with exactly DESIGN.md's finding fields."""
+"""`{"version": 1, "findings": [...]}` with exactly the finding fields of docs/json.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One finding object per line (DESIGN.md's finding fields), nothing else."""
+"""One finding object per line (the finding fields of docs/json.md), nothing else."""
 
 from __future__ import annotations
 

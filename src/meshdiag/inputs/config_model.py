@@ -1,0 +1,71 @@
+"""The lint configuration's model: `meshdiag.toml` (top-level keys) or `[tool.meshdiag]`.
+
+A string where a list is expected is a one-item list (`select = "MD1"`), as before; keys are
+the ones `meshdiag lint` has options for. `lint/config.py` finds the file and merges it with
+the command line; this module only says what a valid table is.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+
+from ..errors import MeshdiagError
+from ..lint.config import FAIL_ON, SPLITS
+from .mesh_model import MeshTable, build_mesh
+from .problems import Source, validate
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+#: a list of strings, or one string for a one-item list
+Strings = Annotated[StrictStr | list[StrictStr], AfterValidator(_as_list)]
+
+
+class LintConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: mesh text, a mesh file (relative to the config's directory), or a mesh table
+    mesh: StrictStr | MeshTable | None = None
+    target: StrictStr | None = None
+    split: Literal[SPLITS] | None = None  # type: ignore[valid-type]
+    fail_on: Literal[FAIL_ON] | None = Field(None, alias="fail-on")  # type: ignore[valid-type]
+    select: Strings | None = None
+    extend_select: Strings | None = Field(None, alias="extend-select")
+    ignore: Strings | None = None
+    exclude: Strings | None = None
+    #: glob -> codes
+    per_file_ignores: dict[str, Strings] | None = Field(None, alias="per-file-ignores")
+
+
+def validate_config(table: dict, source: Source) -> LintConfig:
+    return validate(LintConfig, table, source)  # type: ignore[return-value]
+
+
+def config_values(config: LintConfig) -> dict:
+    """The keys the file set, by their TOML names (a mesh table as a plain dict)."""
+    return config.model_dump(by_alias=True, exclude_unset=True, exclude_none=True)
+
+
+def config_mesh(config: LintConfig, source: Source, base: str):
+    """The config's mesh (None without one); a mesh file is taken relative to `base`."""
+    mesh = config.mesh
+    if mesh is None:
+        return None
+    if isinstance(mesh, MeshTable):
+        return build_mesh(mesh, source, ("mesh",), "mesh")
+    from ..formats.meshtext import parse_mesh
+
+    text = mesh
+    if text.endswith((".toml", ".json")) and not os.path.isabs(text):
+        candidate = os.path.join(base, text)
+        if os.path.exists(candidate):
+            text = candidate
+    try:
+        return parse_mesh(text)
+    except MeshdiagError as e:
+        raise source.located(("mesh",), f"mesh {mesh!r}: {e}") from None
