@@ -82,7 +82,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             v0, s0 = first_tiled
             ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
     if ref is not None:
-        out.extend(value_findings(module, ctx, RULE, (ref, ref_what), _judge))
+        facts = (ref, ref_what, module.partitioned)
+        out.extend(value_findings(module, ctx, RULE, facts, _judge))
     if ctx.target:
         target = get_target(ctx.target)
         if target.kind == "system":
@@ -100,21 +101,31 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _judge(v: Value, facts: tuple[int, str]) -> list[tuple[str, str | None]]:
-    """GSPMD tiled shardings over another device count than the module's."""
+def _judge(v: Value, facts: tuple[int, str, bool]) -> list[tuple[str, str | None]]:
+    """GSPMD tiled shardings over another device count than the module's.
+
+    After SPMD partitioning (`partitioned`), the shardings left on instructions are
+    leftovers the partitioner no longer reads, and the ones it built for grouped
+    partitioning (a dot or reshard done within each group of devices, e.g. `dynamic-slice`
+    and `collective-permute` in `*.spmd-cleanup.*` files) are group-local: over a group's
+    device count, a divisor of num_partitions. Only counts that no device group has (not a
+    divisor) are reported there.
+    """
     from ..sharding import HloSharding
 
     s = v.sharding
     if v.notation != "gspmd" or not isinstance(s, HloSharding):
         return []
-    ref, ref_what = facts
+    ref, ref_what, partitioned = facts
     return [
         (
             f"{v.name}'s sharding {v.text} tiles over {n} devices but {ref_what} {ref}.",
             f"build the sharding over all {ref} devices (on the module's mesh)",
         )
         for leaf in s.leaves()
-        if leaf.is_tiled and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
+        if leaf.is_tiled
+        and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
+        and not (partitioned and n < ref and ref % n == 0)
     ]
 
 
