@@ -280,6 +280,48 @@ def merges_adjacent_axes(derived: Mesh, global_mesh: Mesh) -> bool:
     return i == len(g)
 
 
+def refines_global(derived: Mesh, global_mesh: Mesh) -> bool:
+    """Is every axis of `derived` one global axis, a sub-axis of one, or whole global axes
+    merged — decided from the devices: the derived mesh's device array, read as a tiling
+    (one tensor dim per axis), must be a named sharding on the global mesh in which each dim
+    is one (sub-)axis or whole axes only.
+
+    Such a mesh is what XLA's import derives from correct shardings on the global mesh: iota
+    canonicalisation merges whole adjacent axes (`('batch','model')` prints `<=[8]`), and a
+    sharding the compiler itself gave sub-axes (`[{"x","y":(1)2},{"y":(2)2}]` after a
+    reshape) splits them (2x2x2 on x=2,y=4). A derived axis that joins a whole axis with
+    part of another (the seed's 4x2 on batch=2,model=4: batch times model:(1)2) or a device
+    order no (sub-)axis assignment gives is not.
+    """
+    return bool(memo(_REFINES, _refines_global, derived, global_mesh))
+
+
+_REFINES: dict = {}
+
+
+def _refines_global(derived: Mesh, g: Mesh) -> bool:
+    from ..derive import hlo_to_named
+    from ..tiles import TileAssignment
+
+    d, g1 = derived.without_size1_axes(), g.without_size1_axes()
+    if d.size != g1.size:
+        return False
+    if not d.axes or not g1.axes:
+        return d.size == 1
+    tile = TileAssignment.from_devices(list(d.shape), list(d.ids))
+    try:
+        named = hlo_to_named(HloSharding.tiled(tile), g1)
+    except MeshdiagError:
+        return False
+    if named is None or named.whole is not None:
+        return False
+    for dim in named.dims:
+        refs = dim.axes
+        if len(refs) > 1 and any(r.is_sub for r in refs):
+            return False
+    return True
+
+
 # -- plain specs -------------------------------------------------------------------------
 def spec_of(ns: NamedSharding) -> PlainSpec:
     """The per-dim axis names of a plain named sharding."""
