@@ -398,16 +398,37 @@ def named_sharding(v: Value) -> NamedSharding | None:
     return v.sharding if isinstance(v.sharding, NamedSharding) else None
 
 
+def own_spec(v: Value) -> PlainSpec | None:
+    """The value's own plain spec (a named sharding with whole axes only), else None."""
+    n = named_sharding(v)
+    if n is None or n.whole is not None or n.replicated or n.unreduced or n.manual:
+        return None
+    if any(a.is_sub for d in n.dims for a in d.axes):
+        return None
+    return spec_of(n)
+
+
+def pick_spec(m: SpecMatch, own: PlainSpec | None) -> PlainSpec | None:
+    """The plain spec a fix suggests: the exact one; else, among those with the same tiling,
+    the value's own axes when one of them is (a permuted device order makes several specs
+    share a tiling: the fix must not rename the value's axes), else the one in mesh order."""
+    if m.exact is not None:
+        return m.exact
+    if own is not None and own in m.same_tiling:
+        return own
+    return m.same_tiling[0] if m.same_tiling else None
+
+
 def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
     """The sharding `v` should have on the global mesh, in the value's notation: the plain
-    spec with its tiling (the one keeping mesh order when several do)."""
+    spec with its tiling (`pick_spec`)."""
     s = value_hlo(v)
     if s is None:
         return None
     m = match_plain_spec(s, global_mesh)
     if m is None:
         return None
-    spec = m.exact or (m.same_tiling[0] if m.same_tiling else None)
+    spec = pick_spec(m, own_spec(v))
     if spec is None:
         return None
     from ..formats.gspmd import print_gspmd

@@ -8,6 +8,8 @@ from .common import (
     declared_meshes,
     memo,
     module_meshes,
+    own_spec,
+    pick_spec,
     refines_global,
     same_mesh,
     value_hlo,
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from ..ir.model import ModuleReport, Value
     from ..mesh import Mesh
     from ..sharding import HloSharding
+    from .common import PlainSpec
     from .context import CheckContext
 
 RULE = Rule(
@@ -84,7 +87,7 @@ def _judge(v: Value, facts: tuple[Mesh, frozenset[str], bool]) -> list[tuple[str
     out = []
     for leaf in s.leaves():
         # each distinct sharding judged once
-        verdict = memo(_VERDICTS, _verdict, leaf, g, sub_axes_ok)
+        verdict = memo(_VERDICTS, _verdict, leaf, g, sub_axes_ok, own_spec(v))
         if verdict is not None:
             message, fix = verdict
             out.append((f"{_name(v)} {message}", fix))
@@ -94,7 +97,9 @@ def _judge(v: Value, facts: tuple[Mesh, frozenset[str], bool]) -> list[tuple[str
 _VERDICTS: dict = {}
 
 
-def _verdict(leaf: HloSharding, g: Mesh, sub_axes_ok: bool) -> tuple[str, str] | None:
+def _verdict(
+    leaf: HloSharding, g: Mesh, sub_axes_ok: bool, own: PlainSpec | None
+) -> tuple[str, str] | None:
     """(message, fix) when `leaf` is not a plain spec on `g` (with `sub_axes_ok`: when no
     named sharding on `g`, sub-axes allowed, gives its devices), else None."""
     from .common import match_plain_spec
@@ -104,7 +109,7 @@ def _verdict(leaf: HloSharding, g: Mesh, sub_axes_ok: bool) -> tuple[str, str] |
         return None
     if sub_axes_ok and _on_global(leaf, g) is not None:
         return None
-    return _explain(leaf, g, m)
+    return _explain(leaf, g, m, own)
 
 
 def _has_sub_axes(v: Value) -> bool:
@@ -121,7 +126,7 @@ def _name(v: Value) -> str:
     return f"{v.name}'s sharding {v.text}"
 
 
-def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
+def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, str]:
     from ..formats.gspmd import print_gspmd
     from .common import plain_spec_hlo, pspec_text, sdy_dims_text
 
@@ -133,8 +138,8 @@ def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
     fits = _fits(s)
     if fits:
         parts.append(f"it fits the mesh{'es' if len(fits) > 1 else ''} {', '.join(fits)}")
-    if m.same_tiling:
-        spec = m.same_tiling[0]
+    spec = pick_spec(m, own)
+    if spec is not None:
         right = print_gspmd(plain_spec_hlo(spec, g))
         parts.append(f"{pspec_text(spec)} has the same tiling but another device order")
         fix = (
