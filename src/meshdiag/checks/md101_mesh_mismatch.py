@@ -70,6 +70,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             f"but the global mesh is <{g.short()}>, shape {g.shape_text()}: "
             f"{_difference(m, g, mm.derived)}."
         )
+        if ctx.ids_note:
+            message += f" ({ctx.ids_note}.)"
         name = mm.decl.name if mm.decl else "mesh"
         fixes = [sdy_mesh_text(g, name)]
         if mm.derived:
