@@ -97,7 +97,11 @@ def _difference(m, g, derived: bool) -> str:
         return f"its axes are permuted ({a.shape_text()} vs {b.shape_text()})"
     if a.shape == b.shape:
         return "the device order differs"
-    what = "its axes do not merge adjacent global axes" if derived else "the shapes differ"
+    what = (
+        "its axes are not global axes, sub-axes of one, or whole global axes merged"
+        if derived
+        else "the shapes differ"
+    )
     return f"{what} ({a.shape_text()} vs {b.shape_text()})"
 
 
