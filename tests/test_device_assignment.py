@@ -128,3 +128,31 @@ def test_mesh_ids_not_the_assigned_devices_is_an_error(capsys):
         ])  # fmt: skip
     _, err = capsys.readouterr()
     assert e.value.code == 2 and "not the devices --device-assignment lists" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "label"),
+    [
+        ([], "device ids: logical partition ids\n"),  # the whole first line
+        (
+            ["--mesh", '<["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>'],
+            "the mesh's device_ids as Shardy reads them",
+        ),
+        (
+            [
+                "--mesh",
+                '<["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>',
+                "--device-assignment",
+                "3,2,1,0",
+            ],
+            "device ids: physical devices",
+        ),
+    ],
+)
+def test_every_layout_says_its_id_space(capsys, extra, label):
+    with pytest.raises(SystemExit) as e:
+        main(["layout", "{devices=[2,2]<=[4]}", "--shape", "4,4", *extra])
+    out, err = capsys.readouterr()
+    assert e.value.code in (0, None), err
+    head = out.split("\n")[0] if label.endswith("\n") else " ".join(out.split("\n")[:3])
+    assert " ".join(label.split()) in " ".join(head.split())  # rich may wrap the line

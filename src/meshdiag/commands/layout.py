@@ -132,6 +132,11 @@ def run_layout(
         shown = relabel(hlo, da, len(shape))
         num_devices = max(da.devices) + 1
         ids_text = f"device ids: physical devices (logical partition → device: {da.mapping_text()})"
+    elif mesh is not None and mesh.device_ids is not None:
+        ids_text = (
+            "device ids: logical partition ids, the mesh's device_ids as Shardy reads them "
+            "(--device-assignment reads them as physical devices)"
+        )
     else:
         ids_text = "device ids: logical partition ids"
     lay = layout(shown, shape, split=split, num_devices=num_devices)
