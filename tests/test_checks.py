@@ -287,6 +287,23 @@ def test_md104_num_partitions_and_tile_counts():
     assert "num_partitions=4" in f.message and "num_partitions=8" in f.fix
 
 
+def test_md104_group_local_shardings_after_partitioning():
+    # what XLA's grouped partitioning leaves in *.spmd-cleanup.* files of a 32-partition module
+    group = [
+        gspmd("{devices=[1,4,1,4]0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 last_tile_dim_replicate}"),
+        gspmd("{devices=[1,1,4]0,1,2,3}", line=5),
+        gspmd("{devices=[8,1]<=[8]}", line=6),
+    ]
+    odd = gspmd("{devices=[12]<=[12]}", line=7)  # no device group of 32 has 12 devices
+    g32 = Mesh((("x", 2), ("y", 4), ("z", 4)))
+    m = module([*group, odd], num_partitions=32)
+    m.partitioned = True
+    (f,) = md104_device_count_mismatch.check(m, ctx(g32))
+    assert f.line == 7 and "12 devices but num_partitions is 32" in f.message
+    m = module(group, num_partitions=32)  # before partitioning they are mismatches
+    assert [f.line for f in md104_device_count_mismatch.check(m, ctx(g32))] == [3, 5, 6]
+
+
 def test_md104_gspmd_values_disagree_without_a_reference():
     m = module([gspmd("{devices=[2,4]<=[8]}"), gspmd("{devices=[2,2]<=[4]}", line=7)])
     (f,) = md104_device_count_mismatch.check(m, ctx(mesh=None))

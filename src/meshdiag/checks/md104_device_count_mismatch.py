@@ -24,7 +24,9 @@ RULE = Rule(
     "(maximal meshes excepted), `num_partitions` (HLO module config / "
     "`mhlo.num_partitions`), the number of devices in each GSPMD tile assignment, and, for a "
     "system target (n300, t3k, galaxy, ...), the machine's chip count against the module's "
-    "mesh (declared or derived).",
+    "mesh (declared or derived). After SPMD partitioning, shardings over one device group (a "
+    "divisor of num_partitions, left by grouped partitioning on e.g. `collective-permute`) "
+    "are not a mismatch.",
     why="Shardy documents that all meshes of a module have the same number of devices but "
     "does not enforce it; XLA's SPMD partitioner rejects a tile assignment whose device count "
     "is not num_partitions; a mesh bigger than the machine cannot be opened, and a smaller one "
