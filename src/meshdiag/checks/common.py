@@ -293,10 +293,17 @@ def refines_global(derived: Mesh, global_mesh: Mesh) -> bool:
     part of another (the seed's 4x2 on batch=2,model=4: batch times model:(1)2) or a device
     order no (sub-)axis assignment gives is not.
     """
-    return bool(memo(_REFINES, _refines_global, derived, global_mesh))
+    key = (derived, global_mesh)  # meshes hash by axes and device ids
+    hit = _REFINES.get(key)
+    if hit is None:
+        if len(_REFINES) >= 1024:
+            _REFINES.clear()
+        hit = _REFINES[key] = _refines_global(derived, global_mesh)
+    return hit
 
 
-_REFINES: dict = {}
+#: refines_global's answers (every module of a dump asks about the same few meshes)
+_REFINES: dict[tuple[Mesh, Mesh], bool] = {}
 
 
 def _refines_global(derived: Mesh, g: Mesh) -> bool:
