@@ -41,7 +41,7 @@ def every_pass_dumps(tmp_path_factory) -> dict[str, Path]:
 
 def lint_json(capsys, *args) -> list[dict]:
     with pytest.raises(SystemExit):
-        main(["lint", *map(str, args), "--output-format", "json"])
+        main(["lint", *map(str, args), "--output-format", "json", "--jobs", "1"])
     out, _ = capsys.readouterr()
     return json.loads(out)["findings"]
 
