@@ -13,6 +13,7 @@ from meshdiag.checks import (
     md107_rank_mismatch,
     md108_invalid_sharding,
 )
+from meshdiag.checks.common import module_meshes
 from meshdiag.checks.context import CheckContext
 from meshdiag.export import named_to_hlo
 from meshdiag.formats.gspmd import parse_gspmd
@@ -168,12 +169,37 @@ def test_md102_gspmd_seed_and_fixed():
     assert md102_off_mesh_sharding.check(module([gspmd(RIGHT_GSPMD)]), ctx()) == []
 
 
-def test_md102_sub_axes_on_the_global_mesh_fire():
+def test_md102_sub_axes_on_the_global_mesh_are_valid_layouts():
+    # issue 11 changed this: Shardy propagation gives sub-axes on the global mesh itself
+    # (a reshape of an ('x', 'y') dim), so an explicit sub-axis sharding on the declared global
+    # mesh is a layout of it, not an off-mesh sharding
     g = Mesh((("batch", 2), ("model", 4)), name="mesh")
-    bad = sdy(g, [[], ["batch", "model:(1)2"]])
-    assert codes(md102_off_mesh_sharding.check(module([bad], [g]), ctx())) == ["MD102"]
+    for dims in ([[], ["batch", "model:(1)2"]], [["batch", "model:(1)2"], ["model:(2)2"]]):
+        assert md102_off_mesh_sharding.check(module([sdy(g, dims)], [g]), ctx()) == []
     good = sdy(g, [["model"], ["batch"]])
     assert md102_off_mesh_sharding.check(module([good], [g]), ctx()) == []
+
+
+def test_md101_md102_derived_mesh_that_splits_global_axes():
+    # what XLA exports from [{"x","y":(1)2},{"y":(2)2}] next to plain specs: derived 2x2x2
+    x4y2, x2y4 = "{devices=[4,2]<=[8]}", "{devices=[2,4]<=[8]}"
+    m = module([gspmd(x4y2), gspmd(x2y4, name="%arg1", line=4)])
+    assert [mm.mesh.shape for mm in module_meshes(m)] == [(2, 2, 2)]
+    assert md101_mesh_mismatch.check(m, ctx()) == []
+    assert md102_off_mesh_sharding.check(m, ctx()) == []
+    # alone, [4,2]<=[8] derives 4x2, whose first axis joins batch with half of model: the
+    # seed's distortion, reported by both
+    alone = module([gspmd(x4y2)])
+    assert codes(md101_mesh_mismatch.check(alone, ctx())) == ["MD101"]
+    assert codes(md102_off_mesh_sharding.check(alone, ctx())) == ["MD102"]
+
+
+def test_md102_device_order_no_sub_axis_gives_fires_on_the_global_mesh():
+    swapped = "{devices=[8]0,1,2,3,5,4,6,7}"  # devices 4 and 5 swapped
+    m = module([gspmd("{devices=[2,4]<=[8]}"), gspmd(swapped, name="%arg1", line=4)])
+    (f,) = md102_off_mesh_sharding.check(m, ctx())
+    assert (f.code, f.line) == ("MD102", 4)
+    assert "no named sharding on it expresses it" in f.message
 
 
 @pytest.mark.parametrize(
@@ -259,6 +285,23 @@ def test_md104_num_partitions_and_tile_counts():
     m = module([], [GLOBAL.__class__(GLOBAL.axes, name="mesh")], num_partitions=4)
     (f,) = md104_device_count_mismatch.check(m, ctx())
     assert "num_partitions=4" in f.message and "num_partitions=8" in f.fix
+
+
+def test_md104_group_local_shardings_after_partitioning():
+    # what XLA's grouped partitioning leaves in *.spmd-cleanup.* files of a 32-partition module
+    group = [
+        gspmd("{devices=[1,4,1,4]0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 last_tile_dim_replicate}"),
+        gspmd("{devices=[1,1,4]0,1,2,3}", line=5),
+        gspmd("{devices=[8,1]<=[8]}", line=6),
+    ]
+    odd = gspmd("{devices=[12]<=[12]}", line=7)  # no device group of 32 has 12 devices
+    g32 = Mesh((("x", 2), ("y", 4), ("z", 4)))
+    m = module([*group, odd], num_partitions=32)
+    m.partitioned = True
+    (f,) = md104_device_count_mismatch.check(m, ctx(g32))
+    assert f.line == 7 and "12 devices but num_partitions is 32" in f.message
+    m = module(group, num_partitions=32)  # before partitioning they are mismatches
+    assert [f.line for f in md104_device_count_mismatch.check(m, ctx(g32))] == [3, 5, 6]
 
 
 def test_md104_gspmd_values_disagree_without_a_reference():

@@ -247,6 +247,9 @@ def test_cli_json_contract(capsys):
             }
             for d in range(8)
         ],
+        # issue 11: every layout says which id space its device numbers are in
+        "device_ids": "logical",
+        "device_assignment": None,
         "findings": [],  # meshdiag's addition to the contract: MD105 for uneven dims
     }
 

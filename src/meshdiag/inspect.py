@@ -49,7 +49,8 @@ def run_checks(
         from .checks.registry import module_checks
 
         checks = module_checks()
-    ctx = CheckContext(report.path, mesh=mesh, target=target, split=split)
+    mesh, ids_note = logical_global_mesh(report.path, mesh)
+    ctx = CheckContext(report.path, mesh=mesh, target=target, split=split, ids_note=ids_note)
     out = list(report.findings)
     setting = (mesh, target, split, tuple(checks))
     for module in report.modules:
@@ -69,6 +70,34 @@ def run_checks(
             _CLEAN.put(key, len(module.items), module.entries()[0])
     out.sort(key=lambda f: f.sort_key())
     return out
+
+
+def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]:
+    """The global mesh in the dump's id space, and a note saying how it got there.
+
+    Shardings in a dump name logical partition ids. When the dump states its device
+    assignment (JAX's compile_options.textproto) and the mesh lists device ids, those are
+    physical devices (`jax.sharding.Mesh(devices[perm])`): they become the partitions the
+    assignment runs on them. A mesh without device ids says nothing about the order.
+    """
+    if mesh is None or mesh.device_ids is None:
+        return mesh, ""
+    from .ir.devices import assignment_for
+
+    da = assignment_for(path)
+    if da is None:
+        return mesh, ""
+    logical = da.logical_mesh(mesh)
+    src = da.where
+    if logical is None:
+        return mesh, (
+            f"the mesh's device_ids are not the devices {src} assigns ({da.mapping_text()})"
+        )
+    return logical, (
+        f"the mesh's device_ids are physical devices; {src} runs logical partitions on "
+        f"them ({da.mapping_text()}), so the global mesh in the dump's ids is "
+        f"<{logical.short()}>"
+    )
 
 
 #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a real
@@ -235,9 +264,22 @@ def file_json(
 ) -> dict:
     return {
         "path": report.path,
+        **ids_json(report.path),
         "modules": [
             module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules
         ],
+    }
+
+
+def ids_json(path: str) -> dict:
+    """Which id space the file's device numbers are in, and the dump's device assignment
+    (logical partition → physical device) when its directory states one."""
+    from .ir.devices import assignment_for
+
+    da = assignment_for(path)
+    return {
+        "device_ids": "logical",
+        "device_assignment": da.to_json() if da is not None else None,
     }
 
 
@@ -300,7 +342,8 @@ def file_json_text(report: FileReport) -> str:
             # holds the entries: their ids are not reused meanwhile
             hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
         mods.append(hit[1])
-    return f'{{"path": {dumps(report.path)}, "modules": [{", ".join(mods)}]}}'
+    ids = dumps(ids_json(report.path))[1:-1]
+    return f'{{"path": {dumps(report.path)}, {ids}, "modules": [{", ".join(mods)}]}}'
 
 
 #: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)

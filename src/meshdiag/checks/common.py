@@ -280,6 +280,55 @@ def merges_adjacent_axes(derived: Mesh, global_mesh: Mesh) -> bool:
     return i == len(g)
 
 
+def refines_global(derived: Mesh, global_mesh: Mesh) -> bool:
+    """Is every axis of `derived` one global axis, a sub-axis of one, or whole global axes
+    merged — decided from the devices: the derived mesh's device array, read as a tiling
+    (one tensor dim per axis), must be a named sharding on the global mesh in which each dim
+    is one (sub-)axis or whole axes only.
+
+    Such a mesh is what XLA's import derives from correct shardings on the global mesh: iota
+    canonicalisation merges whole adjacent axes (`('batch','model')` prints `<=[8]`), and a
+    sharding the compiler itself gave sub-axes (`[{"x","y":(1)2},{"y":(2)2}]` after a
+    reshape) splits them (2x2x2 on x=2,y=4). A derived axis that joins a whole axis with
+    part of another (the seed's 4x2 on batch=2,model=4: batch times model:(1)2) or a device
+    order no (sub-)axis assignment gives is not.
+    """
+    key = (derived, global_mesh)  # meshes hash by axes and device ids
+    hit = _REFINES.get(key)
+    if hit is None:
+        if len(_REFINES) >= 1024:
+            _REFINES.clear()
+        hit = _REFINES[key] = _refines_global(derived, global_mesh)
+    return hit
+
+
+#: refines_global's answers (every module of a dump asks about the same few meshes)
+_REFINES: dict[tuple[Mesh, Mesh], bool] = {}
+
+
+def _refines_global(derived: Mesh, g: Mesh) -> bool:
+    from ..derive import hlo_to_named
+    from ..tiles import TileAssignment
+
+    d, g1 = derived.without_size1_axes(), g.without_size1_axes()
+    if d.size != g1.size:
+        return False
+    if not d.axes or not g1.axes:
+        return d.size == 1
+    tile = TileAssignment.from_devices(list(d.shape), list(d.ids))
+    try:
+        named = hlo_to_named(HloSharding.tiled(tile), g1)
+    except MeshdiagError:
+        return False
+    if named is None or named.whole is not None:
+        return False
+    for dim in named.dims:
+        refs = dim.axes
+        if len(refs) > 1 and any(r.is_sub for r in refs):
+            return False
+    return True
+
+
 # -- plain specs -------------------------------------------------------------------------
 def spec_of(ns: NamedSharding) -> PlainSpec:
     """The per-dim axis names of a plain named sharding."""
@@ -356,16 +405,37 @@ def named_sharding(v: Value) -> NamedSharding | None:
     return v.sharding if isinstance(v.sharding, NamedSharding) else None
 
 
+def own_spec(v: Value) -> PlainSpec | None:
+    """The value's own plain spec (a named sharding with whole axes only), else None."""
+    n = named_sharding(v)
+    if n is None or n.whole is not None or n.replicated or n.unreduced or n.manual:
+        return None
+    if any(a.is_sub for d in n.dims for a in d.axes):
+        return None
+    return spec_of(n)
+
+
+def pick_spec(m: SpecMatch, own: PlainSpec | None) -> PlainSpec | None:
+    """The plain spec a fix suggests: the exact one; else, among those with the same tiling,
+    the value's own axes when one of them is (a permuted device order makes several specs
+    share a tiling: the fix must not rename the value's axes), else the one in mesh order."""
+    if m.exact is not None:
+        return m.exact
+    if own is not None and own in m.same_tiling:
+        return own
+    return m.same_tiling[0] if m.same_tiling else None
+
+
 def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
     """The sharding `v` should have on the global mesh, in the value's notation: the plain
-    spec with its tiling (the one keeping mesh order when several do)."""
+    spec with its tiling (`pick_spec`)."""
     s = value_hlo(v)
     if s is None:
         return None
     m = match_plain_spec(s, global_mesh)
     if m is None:
         return None
-    spec = m.exact or (m.same_tiling[0] if m.same_tiling else None)
+    spec = pick_spec(m, own_spec(v))
     if spec is None:
         return None
     from ..formats.gspmd import print_gspmd

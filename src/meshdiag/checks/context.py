@@ -15,3 +15,6 @@ class CheckContext:
     mesh: Mesh | None = None  # the global mesh (--mesh / config); None when unknown
     target: str | None = None  # --target name (tt-mlir, generic, t3k, ...)
     split: str = "xla"
+    #: how `mesh` was put in the dump's id space (physical device ids → logical partitions
+    #: through the dump's device assignment), "" when it was taken as given
+    ids_note: str = ""

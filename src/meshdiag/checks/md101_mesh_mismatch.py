@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from .common import (
     corrected_sharding,
-    merges_adjacent_axes,
     module_label,
     module_meshes,
+    refines_global,
     same_mesh,
     sdy_mesh_text,
     where,
@@ -30,9 +30,12 @@ RULE = Rule(
     "The module's mesh is its `sdy.mesh` / `xla.sdy.meshes` declaration or, when it only has "
     "GSPMD `mhlo.sharding` strings, the mesh XLA's StableHLO→Shardy import derives from them "
     "(axes `_axis_0`, `_axis_1`, ...). Meshes equal up to size-1 axes are equal, axis names do "
-    "not matter, and a derived mesh that only merges adjacent global axes is compatible (iota "
-    "canonicalisation prints `('batch','model')` as `<=[8]`). A different shape, axis order "
-    "(4x2 vs 2x4), device order or device count is a mismatch.",
+    "not matter, and a derived mesh whose every axis is a global axis, a sub-axis of one, or "
+    "whole global axes merged is compatible, decided from the devices (iota canonicalisation "
+    "prints `('batch','model')` as `<=[8]`; a reshape the compiler gave sub-axes, "
+    '`[{"x","y":(1)2},{"y":(2)2}]` on x=2,y=4, derives 2x2x2). A different shape, an axis '
+    "that joins a whole axis with part of another (4x2 on 2x4), another device order or "
+    "device count is a mismatch.",
     why="A module that derives its mesh from its own shardings sees only those shardings. "
     "torch_xla's ReplicateShardedData computation has one parameter, so its mesh is whatever "
     "that one sharding factorises into: `{devices=[1,4,2]<=[8] last_tile_dim_replicate}` "
@@ -60,13 +63,15 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     for mm in module_meshes(module):
         m = mm.mesh
-        if same_mesh(m, g) or (mm.derived and merges_adjacent_axes(m, g)):
+        if same_mesh(m, g) or (mm.derived and refines_global(m, g)):
             continue
         message = (
             f"{module_label(module)} runs on mesh {mm.describe()}, shape {m.shape_text()}, "
             f"but the global mesh is <{g.short()}>, shape {g.shape_text()}: "
             f"{_difference(m, g, mm.derived)}."
         )
+        if ctx.ids_note:
+            message += f" ({ctx.ids_note}.)"
         name = mm.decl.name if mm.decl else "mesh"
         fixes = [sdy_mesh_text(g, name)]
         if mm.derived:
@@ -92,7 +97,11 @@ def _difference(m, g, derived: bool) -> str:
         return f"its axes are permuted ({a.shape_text()} vs {b.shape_text()})"
     if a.shape == b.shape:
         return "the device order differs"
-    what = "its axes do not merge adjacent global axes" if derived else "the shapes differ"
+    what = (
+        "its axes are not global axes, sub-axes of one, or whole global axes merged"
+        if derived
+        else "the shapes differ"
+    )
     return f"{what} ({a.shape_text()} vs {b.shape_text()})"
 
 

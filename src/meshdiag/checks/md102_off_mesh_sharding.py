@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import declared_meshes, memo, same_mesh, value_hlo
+from .common import (
+    declared_meshes,
+    memo,
+    module_meshes,
+    own_spec,
+    pick_spec,
+    refines_global,
+    same_mesh,
+    value_hlo,
+)
 from .registry import Rule, register
 from .values import value_findings
 
@@ -13,6 +22,7 @@ if TYPE_CHECKING:
     from ..ir.model import ModuleReport, Value
     from ..mesh import Mesh
     from ..sharding import HloSharding
+    from .common import PlainSpec
     from .context import CheckContext
 
 RULE = Rule(
@@ -23,8 +33,12 @@ RULE = Rule(
     what="Evaluates each sharded value on the global mesh: its tile assignment (for Shardy "
     "values on another mesh, the GSPMD form they export to) is compared, device by device, "
     "with every plain PartitionSpec on the global mesh that has the same number of shards per "
-    "dimension. It fires when none matches: the sharding needs split sub-axes of the global "
-    "mesh, or no spec can express it. The message says what the sharding is on the global "
+    "dimension. It fires when none matches and the value is not on the global mesh: a "
+    "Shardy value on another declared mesh, or a GSPMD value in a module whose mesh MD101 "
+    "flags. On the global mesh (declared, or derived from correct shardings on it) sub-axis "
+    'layouts the compiler produces itself (`[{"x","y":(1)2},{"y":(2)2}]` after a reshape, '
+    "exported as `{devices=[4,2]<=[8]}`) are fine, and MD102 fires only on a device "
+    "assignment no named sharding on the global mesh gives (e.g. another device order). The message says what the sharding is on the global "
     "mesh, which meshes it does fit, and which plain spec has the same tiling with another "
     "device order.",
     why="GSPMD device numbers are positions in the global mesh. A string built for another "
@@ -49,20 +63,31 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     if g is None or not g.axes:
         return []
     on_global = frozenset(d.name for d in declared_meshes(module) if same_mesh(d.mesh, g))  # type: ignore[arg-type]
-    return value_findings(module, ctx, RULE, (g, on_global), _judge)
+    # GSPMD values live on the module's mesh: when that is the global mesh or one derived
+    # from correct shardings on it (MD101 is silent), sub-axis layouts are the compiler's own
+    gspmd_on_global = all(
+        same_mesh(mm.mesh, g) or (mm.derived and refines_global(mm.mesh, g))
+        for mm in module_meshes(module)
+    )
+    return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge)
 
 
-def _judge(v: Value, facts: tuple[Mesh, frozenset[str]]) -> list[tuple[str, str | None]]:
+def _judge(v: Value, facts: tuple[Mesh, frozenset[str], bool]) -> list[tuple[str, str | None]]:
 
-    g, on_global = facts
-    if v.notation == "sdy" and v.mesh_name in on_global and not _has_sub_axes(v):
-        return []  # whole axes of the global mesh: a plain spec by construction
+    g, on_global, gspmd_on_global = facts
+    if v.notation == "sdy":
+        sub_axes_ok = v.mesh_name in on_global
+        if sub_axes_ok and not _has_sub_axes(v):
+            return []  # whole axes of the global mesh: a plain spec by construction
+    else:
+        sub_axes_ok = gspmd_on_global
     s = value_hlo(v)
     if s is None:
         return []
     out = []
     for leaf in s.leaves():
-        verdict = memo(_VERDICTS, _verdict, leaf, g)  # each distinct sharding judged once
+        # each distinct sharding judged once
+        verdict = memo(_VERDICTS, _verdict, leaf, g, sub_axes_ok, own_spec(v))
         if verdict is not None:
             message, fix = verdict
             out.append((f"{_name(v)} {message}", fix))
@@ -72,12 +97,19 @@ def _judge(v: Value, facts: tuple[Mesh, frozenset[str]]) -> list[tuple[str, str 
 _VERDICTS: dict = {}
 
 
-def _verdict(leaf: HloSharding, g: Mesh) -> tuple[str, str] | None:
-    """(message, fix) when `leaf` is not a plain spec on `g`, else None."""
+def _verdict(
+    leaf: HloSharding, g: Mesh, sub_axes_ok: bool, own: PlainSpec | None
+) -> tuple[str, str] | None:
+    """(message, fix) when `leaf` is not a plain spec on `g` (with `sub_axes_ok`: when no
+    named sharding on `g`, sub-axes allowed, gives its devices), else None."""
     from .common import match_plain_spec
 
     m = match_plain_spec(leaf, g)
-    return None if m is None or m.exact is not None else _explain(leaf, g, m)
+    if m is None or m.exact is not None:
+        return None
+    if sub_axes_ok and _on_global(leaf, g) is not None:
+        return None
+    return _explain(leaf, g, m, own)
 
 
 def _has_sub_axes(v: Value) -> bool:
@@ -94,7 +126,7 @@ def _name(v: Value) -> str:
     return f"{v.name}'s sharding {v.text}"
 
 
-def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
+def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, str]:
     from ..formats.gspmd import print_gspmd
     from .common import plain_spec_hlo, pspec_text, sdy_dims_text
 
@@ -106,8 +138,8 @@ def _explain(s: HloSharding, g: Mesh, m) -> tuple[str, str]:
     fits = _fits(s)
     if fits:
         parts.append(f"it fits the mesh{'es' if len(fits) > 1 else ''} {', '.join(fits)}")
-    if m.same_tiling:
-        spec = m.same_tiling[0]
+    spec = pick_spec(m, own)
+    if spec is not None:
         right = print_gspmd(plain_spec_hlo(spec, g))
         parts.append(f"{pspec_text(spec)} has the same tiling but another device order")
         fix = (

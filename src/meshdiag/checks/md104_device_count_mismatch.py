@@ -24,7 +24,9 @@ RULE = Rule(
     "(maximal meshes excepted), `num_partitions` (HLO module config / "
     "`mhlo.num_partitions`), the number of devices in each GSPMD tile assignment, and, for a "
     "system target (n300, t3k, galaxy, ...), the machine's chip count against the module's "
-    "mesh (declared or derived).",
+    "mesh (declared or derived). After SPMD partitioning, shardings over one device group (a "
+    "divisor of num_partitions, left by grouped partitioning on e.g. `collective-permute`) "
+    "are not a mismatch.",
     why="Shardy documents that all meshes of a module have the same number of devices but "
     "does not enforce it; XLA's SPMD partitioner rejects a tile assignment whose device count "
     "is not num_partitions; a mesh bigger than the machine cannot be opened, and a smaller one "
@@ -82,7 +84,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             v0, s0 = first_tiled
             ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
     if ref is not None:
-        out.extend(value_findings(module, ctx, RULE, (ref, ref_what), _judge))
+        facts = (ref, ref_what, module.partitioned)
+        out.extend(value_findings(module, ctx, RULE, facts, _judge))
     if ctx.target:
         target = get_target(ctx.target)
         if target.kind == "system":
@@ -100,21 +103,31 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _judge(v: Value, facts: tuple[int, str]) -> list[tuple[str, str | None]]:
-    """GSPMD tiled shardings over another device count than the module's."""
+def _judge(v: Value, facts: tuple[int, str, bool]) -> list[tuple[str, str | None]]:
+    """GSPMD tiled shardings over another device count than the module's.
+
+    After SPMD partitioning (`partitioned`), the shardings left on instructions are
+    leftovers the partitioner no longer reads, and the ones it built for grouped
+    partitioning (a dot or reshard done within each group of devices, e.g. `dynamic-slice`
+    and `collective-permute` in `*.spmd-cleanup.*` files) are group-local: over a group's
+    device count, a divisor of num_partitions. Only counts that no device group has (not a
+    divisor) are reported there.
+    """
     from ..sharding import HloSharding
 
     s = v.sharding
     if v.notation != "gspmd" or not isinstance(s, HloSharding):
         return []
-    ref, ref_what = facts
+    ref, ref_what, partitioned = facts
     return [
         (
             f"{v.name}'s sharding {v.text} tiles over {n} devices but {ref_what} {ref}.",
             f"build the sharding over all {ref} devices (on the module's mesh)",
         )
         for leaf in s.leaves()
-        if leaf.is_tiled and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
+        if leaf.is_tiled
+        and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
+        and not (partitioned and n < ref and ref % n == 0)
     ]
 
 

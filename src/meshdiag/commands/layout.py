@@ -43,6 +43,16 @@ def register(app: typer.Typer) -> None:
                 "--max-cells", help="Largest grid drawn; beyond it a table with elision is shown."
             ),
         ] = 64,
+        device_assignment: Annotated[
+            str | None,
+            typer.Option(
+                "--device-assignment",
+                help="Physical device of each logical partition: 2,3,6,7,0,1,4,5, a "
+                "compile_options.textproto, or a file of the dump directory. The picture then "
+                "shows physical devices, and --mesh device_ids are physical (JAX's "
+                "Mesh(devices[perm]) order). Without it, ids are logical partition ids.",
+            ),
+        ] = None,
     ) -> None:
         """Per-device slices of one tensor, as a picture (any rank, any device count) or JSON."""
         check_format(fmt)
@@ -56,6 +66,7 @@ def register(app: typer.Typer) -> None:
             svg=svg,
             html=html,
             max_cells=max_cells,
+            device_assignment=device_assignment,
         )
 
 
@@ -83,6 +94,7 @@ def run_layout(
     svg: str | None,
     html: str | None,
     max_cells: int,
+    device_assignment: str | None = None,
 ) -> None:
     import json
     import sys
@@ -90,6 +102,7 @@ def run_layout(
     from ..errors import MeshdiagError
     from ..formats.detect import parse_sharding, to_hlo
     from ..formats.gspmd import print_gspmd
+    from ..ir.devices import load_assignment, relabel
     from ..layout_engine import layout
     from ..limits import check_annotation_length
     from ..splits import check_rule
@@ -99,13 +112,34 @@ def run_layout(
         raise MeshdiagError(f"--max-cells must be at least 1, got {max_cells}")
     shape = parse_shape(shape_text)
     mesh = load_mesh(mesh_text)
+    da = load_assignment(device_assignment) if device_assignment is not None else None
+    if da is not None and mesh is not None and mesh.device_ids is not None:
+        logical = da.logical_mesh(mesh)
+        if logical is None:
+            raise MeshdiagError(
+                "--mesh device_ids are not the devices --device-assignment lists "
+                f"({da.mapping_text()})"
+            )
+        mesh = logical  # physical device ids → the logical partitions running on them
     parsed = parse_sharding(check_annotation_length(text, "sharding"), mesh=mesh)
-    hlo = to_hlo(parsed, mesh)
+    hlo = to_hlo(parsed, mesh)  # logical partition ids, as GSPMD text means them
     num_devices = mesh.size if mesh is not None else None
     named_mesh = getattr(parsed, "mesh", None)
     if num_devices is None and named_mesh is not None:
         num_devices = named_mesh.size
-    lay = layout(hlo, shape, split=split, num_devices=num_devices)
+    shown = hlo
+    if da is not None:
+        shown = relabel(hlo, da, len(shape))
+        num_devices = max(da.devices) + 1
+        ids_text = f"device ids: physical devices (logical partition → device: {da.mapping_text()})"
+    elif mesh is not None and mesh.device_ids is not None:
+        ids_text = (
+            "device ids: logical partition ids, the mesh's device_ids as Shardy reads them "
+            "(--device-assignment reads them as physical devices)"
+        )
+    else:
+        ids_text = "device ids: logical partition ids"
+    lay = layout(shown, shape, split=split, num_devices=num_devices)
     gspmd = print_gspmd(hlo)
     label = gspmd if text.strip() == gspmd else f"{text.strip()} = {gspmd}"
     from ..checks.md105_uneven_shard import uneven_findings
@@ -114,6 +148,8 @@ def run_layout(
 
     if fmt == "json":
         doc = lay.to_json(gspmd)
+        doc["device_ids"] = "physical" if da is not None else "logical"
+        doc["device_assignment"] = da.to_json() if da is not None else None
         doc["findings"] = [f.to_json() for f in findings]
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
@@ -122,6 +158,7 @@ def run_layout(
         from ..render.grid import LayoutPicture
 
         console = Console(highlight=False)
+        console.print(ids_text, style="dim")
         console.print(
             LayoutPicture(
                 lay, label, max_cells=max_cells, use_color=console.color_system is not None

@@ -45,3 +45,13 @@ class DeviceSlices(Doc):
         description="its buffer, padded to the tile size under the xla split; null for none"
     )
     empty: bool = Field(description="true when the device holds no element")
+
+
+IdSpace = Literal["logical", "physical"]
+
+
+class DeviceAssignment(Doc):
+    """The dump's logical partition -> physical device map (XLA's device_assignment)."""
+
+    devices: list[int] = Field(description="the physical device of logical partition i, at i")
+    source: str = Field(description="the file it was read from")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import DeviceSlices, Doc, Finding, Version
+from ._base import DeviceAssignment, DeviceSlices, Doc, Finding, IdSpace, Version
 
 
 class MeshDecl(Doc):
@@ -73,6 +73,11 @@ class Module(Doc):
 
 class File(Doc):
     path: str
+    device_ids: IdSpace = Field(description="device numbers in this file are logical partition ids")
+    device_assignment: DeviceAssignment | None = Field(
+        description="the dump directory's logical -> physical device map "
+        "(compile_options.textproto), when it has one"
+    )
     modules: list[Module]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ._base import DeviceSlices, Doc, Finding, Split, Version
+from ._base import DeviceAssignment, DeviceSlices, Doc, Finding, IdSpace, Split, Version
 
 
 class LayoutDocument(Doc):
@@ -16,6 +16,13 @@ class LayoutDocument(Doc):
     num_devices: int | None = Field(description="devices of the mesh (null: of the sharding)")
     gspmd: str | None = Field(description="the sharding in XLA's GSPMD text (V2)")
     devices: list[DeviceSlices] = Field(description="every device, sorted by id")
+    device_ids: IdSpace = Field(
+        description="which ids `devices` lists: logical partition ids, or physical devices "
+        "when a device assignment is given"
+    )
+    device_assignment: DeviceAssignment | None = Field(
+        description="the --device-assignment used to map logical ids to physical devices"
+    )
     findings: list[Finding] = Field(description="MD105 uneven shards; MD103/MD104 with --target")
 
 

@@ -238,7 +238,12 @@ def finding_lines(findings: list[Finding]) -> Iterator:
 
 def _file_head(item: Inspected) -> Text:
     r = item.report
-    return Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
+    from ..ir.devices import assignment_for, ids_label
+
+    head = Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
+    if r.modules:  # the id space every mesh and layout below is shown in
+        head.append(f"\n{ids_label(assignment_for(r.path))}", style="dim")
+    return head
 
 
 def _file_tail(item: Inspected) -> list:

@@ -1,0 +1,241 @@
+"""Which device runs each logical partition of an XLA dump (its device assignment).
+
+GSPMD device numbers and Shardy `device_ids` inside a dump are logical partition ids. The
+physical device of each partition is the executable's device assignment; JAX writes it, with
+the rest of the compile options, to `module_NNNN.<name>/compile_options.textproto` in the
+dump directory (`device_assignment { computation_devices { replica_device_ids: D } ... }`,
+one entry per partition). JAX keeps the dump's mesh iota (logical) and puts a permuted
+`Mesh(devices[perm])` order there, so a mesh stated with its physical device ids must go
+through the assignment before it is compared with the dump.
+
+Files of one dump find their module's textproto by name:
+
+* `DIR/module_0003.jit_f.0007.spmd-cleanup....txt` → `DIR/module_0003.jit_f/`
+* `DIR/shardy/module_0003.jit_f/02.after_propagation.mlir` → `DIR/module_0003.jit_f/`
+* `DIR/module_0003.jit_f/module.mlir` → its own directory
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..mesh import Mesh
+    from ..sharding import HloSharding
+
+TEXTPROTO = "compile_options.textproto"
+_MODULE = re.compile(r"module_\d+\.")
+_BLOCK = re.compile(r"\bdevice_assignment\s*\{")
+_FIELD = re.compile(r"\b(replica_count|computation_count|replica_device_ids)\s*:\s*(-?\d+)")
+
+
+@dataclass(frozen=True)
+class DeviceAssignment:
+    """Physical device of each logical partition (replica 0), read from `source`."""
+
+    devices: tuple[int, ...]
+    source: str
+
+    def logical_mesh(self, mesh: Mesh) -> Mesh | None:
+        """`mesh` with its device ids (physical devices) turned into logical partition ids,
+        or None when its ids are not exactly the assigned devices."""
+        from ..mesh import Mesh
+
+        if mesh.device_ids is None or sorted(mesh.ids) != sorted(self.devices):
+            return None
+        logical = {d: p for p, d in enumerate(self.devices)}
+        return Mesh(mesh.axes, tuple(logical[d] for d in mesh.ids), mesh.name)
+
+    def mapping_text(self, limit: int = 8) -> str:
+        """`0→2, 1→3, ...` (logical → physical)."""
+        pairs = [f"{p}→{d}" for p, d in enumerate(self.devices[:limit])]
+        more = f", ... ({len(self.devices)} partitions)" if len(self.devices) > limit else ""
+        return ", ".join(pairs) + more
+
+    @property
+    def is_identity(self) -> bool:
+        return self.devices == tuple(range(len(self.devices)))
+
+    @property
+    def where(self) -> str:
+        """`module_0002.jit_f/compile_options.textproto`."""
+        return os.path.join(os.path.basename(os.path.dirname(self.source)), TEXTPROTO)
+
+    def to_json(self) -> dict:
+        return {"devices": list(self.devices), "source": self.source}
+
+
+def ids_label(da: DeviceAssignment | None) -> str:
+    """Which id space a dump's layouts show, for every rendering of them."""
+    text = "device ids: logical partition ids"
+    if da is None:
+        return text
+    if da.is_identity:
+        return f"{text} (= physical devices, {da.where})"
+    return f"{text}; {da.where} runs them on physical devices {da.mapping_text()}"
+
+
+def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | None:
+    """The device assignment in a compile_options.textproto, or None when it has none (or
+    it is not one device per partition)."""
+    m = _BLOCK.search(text)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    body = text[m.end() : i]
+    replicas, count, ids = 1, None, []
+    for f in _FIELD.finditer(body):
+        key, value = f.group(1), int(f.group(2))
+        if key == "replica_count":
+            replicas = value
+        elif key == "computation_count":
+            count = value
+        else:
+            ids.append(value)
+    if replicas < 1 or not ids or len(ids) % replicas:
+        return None
+    devices = tuple(ids[::replicas])  # each partition lists its device per replica
+    if (count is not None and len(devices) != count) or len(set(devices)) != len(devices):
+        return None
+    return DeviceAssignment(devices, source)
+
+
+#: parsed textprotos by (path, mtime, size): a dump's files share one per module
+_PARSED: dict[tuple, DeviceAssignment | None] = {}
+#: module directories of a dump root by (root, mtime): [(name, has textproto)]
+_LISTED: dict[tuple, list[str]] = {}
+
+
+def _read(path: str) -> DeviceAssignment | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        if len(_PARSED) >= 1024:
+            _PARSED.clear()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        _PARSED[key] = parse_compile_options(text, path)
+    return _PARSED[key]
+
+
+def _module_dirs(root: str) -> list[str]:
+    try:
+        key = (root, os.stat(root).st_mtime_ns)
+    except OSError:
+        return []
+    if key not in _LISTED:
+        if len(_LISTED) >= 256:
+            _LISTED.clear()
+        try:
+            names = os.listdir(root)
+        except OSError:
+            names = []
+        _LISTED[key] = sorted(
+            (
+                n
+                for n in names
+                if _MODULE.match(n) and os.path.isfile(os.path.join(root, n, TEXTPROTO))
+            ),
+            key=len,
+            reverse=True,  # the longest matching name wins
+        )
+    return _LISTED[key]
+
+
+def assignment_for(path: str) -> DeviceAssignment | None:
+    """The device assignment of the dump module `path` belongs to, when its dump directory
+    has one (see the module docstring for the layouts searched)."""
+    full = os.path.abspath(path)
+    here, name = os.path.split(full)
+    if _MODULE.match(os.path.basename(here)):
+        own = os.path.join(here, TEXTPROTO)
+        if os.path.isfile(own):
+            return _read(own)
+        parent = os.path.dirname(here)
+        if os.path.basename(parent) == "shardy":  # DIR/shardy/<module>/NN.pass.mlir
+            return _read(os.path.join(os.path.dirname(parent), os.path.basename(here), TEXTPROTO))
+        return None
+    if not _MODULE.match(name):
+        return None
+    for d in _module_dirs(here):
+        if name.startswith(d + "."):
+            return _read(os.path.join(here, d, TEXTPROTO))
+    return None
+
+
+def load_assignment(text: str) -> DeviceAssignment:
+    """`--device-assignment`: a list of physical devices by logical partition
+    (`2,3,6,7,0,1,4,5`, `[2, 3, ...]`), a compile_options.textproto, or a file of a dump
+    directory that has one. Raises MeshdiagError (one line) when it gives none."""
+    from ..errors import MeshdiagError
+
+    t = text.strip()
+    if re.fullmatch(r"\[?\s*\d+(\s*,\s*\d+)*\s*,?\s*\]?", t):
+        devices = tuple(int(x) for x in re.findall(r"\d+", t))
+        if len(set(devices)) != len(devices):
+            raise MeshdiagError(f"--device-assignment {text!r} lists a device more than once")
+        return DeviceAssignment(devices, "--device-assignment")
+    if os.path.isdir(t) and os.path.isfile(os.path.join(t, TEXTPROTO)):
+        t = os.path.join(t, TEXTPROTO)
+    if os.path.basename(t) == TEXTPROTO:
+        if not os.path.isfile(t):
+            raise MeshdiagError(f"--device-assignment: cannot read {t}")
+        da = _read(t)
+        if da is None:
+            raise MeshdiagError(f"--device-assignment: {t} has no device_assignment")
+        return da
+    if os.path.isfile(t):
+        da = assignment_for(t)
+        if da is None:
+            raise MeshdiagError(
+                f"--device-assignment: no {TEXTPROTO} found for {t} (expected in its dump "
+                "directory, in module_NNNN.<name>/)"
+            )
+        return da
+    raise MeshdiagError(
+        f"--device-assignment {text!r} is neither a device list like 2,3,0,1 nor a "
+        f"{TEXTPROTO} or dump file"
+    )
+
+
+def relabel(s: HloSharding, da: DeviceAssignment, rank: int) -> HloSharding:
+    """`s` (logical partition ids) with each id replaced by its physical device; a
+    replicated sharding of a rank-`rank` tensor becomes a tiling that replicates over the
+    assigned devices."""
+    from dataclasses import replace
+
+    from ..errors import MeshdiagError
+    from ..sharding import HloSharding as Hlo
+    from ..tiles import TileAssignment
+
+    n = len(da.devices)
+    if s.kind == "tuple":
+        return replace(s, elements=tuple(relabel(e, da, rank) for e in s.elements))
+    if s.kind == "maximal" and s.device is not None:
+        if s.device >= n:
+            raise MeshdiagError(f"device {s.device} is not among the {n} assigned partitions")
+        return replace(s, device=da.devices[s.device])
+    if s.kind == "replicated":
+        tile = TileAssignment.from_devices([1] * rank + [n], da.devices)
+        return Hlo.tiled(tile, replicate_on_last=True)
+    if s.kind != "tiled" or s.tile is None:
+        return s
+    ids = s.tile.devices()
+    if len(ids) != n:
+        raise MeshdiagError(
+            f"the sharding tiles over {len(ids)} devices but the device assignment has {n}"
+        )
+    tile = TileAssignment.from_devices(s.tile.dims, [da.devices[i] for i in ids])
+    return replace(s, tile=tile, named=None)
