@@ -93,13 +93,14 @@ def test_mlir_forms():
         ("%0#0", "custom_call", "gspmd", (8, 16)),
         ("%0#1", "custom_call", "gspmd", (4,)),
         ("%1", "reshard", "sdy", (8, 16)),
-        ("%3", "custom_call", "gspmd", (4, 4)),
+        ("%3", "custom_call", "gspmd", None),  # {manual}: 4x4 is what each device holds
         ("%4", "constraint", "sdy", (8, 16)),
     ]
     by = {(v.name, v.notation): v for v in m.values}
     assert by[("%arg0", "sdy")].text == '#sdy.sharding<@mesh, [{"x"}, {}]>'  # \22 decoded
     assert by[("%0#1", "gspmd")].hlo.kind == "maximal"
     assert by[("%3", "gspmd")].op == "stablehlo.custom_call @SPMDFullToShardShape"
+    assert by[("%3", "gspmd")].local_shape == (4, 4)
     line = MLIR.splitlines()[5]
     assert line[by[("%1", "sdy")].column - 1 :].startswith('<@mesh, [{"x"}, {"y"}]>')
     # the sdy value resolves @mesh to the xla.sdy.meshes declaration

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..contentmemo import ContentMemo
-from ..inspect import gspmd_text, num_devices, value_layout
+from ..inspect import gspmd_text, num_devices, own_text, value_layout
 from .grid import LayoutPicture
 
 if TYPE_CHECKING:
@@ -171,9 +171,10 @@ def _rows(item, part: bool) -> tuple[object, bool, tuple]:
     from ..ir.model import Value, per_device
 
     if item.__class__ is Value:  # a one-off value: not kept
-        return (item, part, ((item.text, item.name, item.column, item),))
+        return (item, part, ((own_text(item), item.name, item.column, item),))
+    # each value under its own sharding: a tuple element's, not the whole tuple's
     rows = tuple(
-        (p.text, p.name, p.column, per_device(p) if part else p)
+        (own_text(p), p.name, p.column, per_device(p) if part else p)
         for p in item.protos  # type: ignore[attr-defined]
     )
     if len(_ROWS) >= 65536:
