@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -146,3 +147,111 @@ def test_native_and_python_scanners_agree(dump):
         outs.append(subprocess.run(cmd, env=env, check=True, capture_output=True).stdout)
     assert outs[0] == outs[1]
     assert len(json.loads(outs[0])["files"]) > 40
+
+
+# -- item: a dump directory reads as one report ---------------------------------------------
+
+
+def _skipped_in(path) -> int:
+    return sum(1 for p in path.rglob("*") if p.is_file() and p.suffix in (".o", ".ll"))
+
+
+def test_directory_is_one_report(dump, capsys):
+    from meshdiag.dumpsummary import canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+
+    path, n = dump
+    code, out, err = run(["inspect", str(path), "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    files = sum(1 for p in path.rglob("*") if p.is_file()) - _skipped_in(path)
+    skipped = _skipped_in(path)
+    assert skipped >= 4
+    assert lines[0].startswith(f"{path}: {files} files read, {skipped} skipped")
+    assert lines[-1] == f"{files} file(s) read, {skipped} skipped, 0 finding(s)"
+    assert out.count("key: ") == 1  # the legend, once
+    assert "MD001" not in out and ".o " not in out
+    # each layout once, drawn once: in the summary table, as a heading, in its picture
+    doc = inspect_paths([str(path)])
+    keys = {canonical_text(parse_gspmd(v["gspmd"])) for _, _, v in all_values(doc) if v["gspmd"]}
+    assert len(keys) >= 5
+    for k in keys:
+        assert sum(ln.startswith(f"{k}  ") and " values in " in ln for ln in lines) == 1, k
+        assert sum(ln == f"{k}" or ln.startswith(f"{k}  shape ") for ln in lines) <= 1, k
+    # each file a sharding is listed in is a real file of the dump, its path unwrapped
+    listed = [ln.split("  (")[0].strip() for ln in lines if ln.startswith("    ") and "  (%" in ln]
+    assert listed and all((path / p).is_file() for p in listed)
+    # the per-file listing of the same directory, for scale
+    per_file = [
+        str(p) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix not in (".o", ".ll")
+    ]
+    code, out_files, _ = run(["inspect", *per_file, "--quiet"], capsys)
+    assert len(lines) * 5 < len(out_files.splitlines())
+
+
+def test_two_notations_of_one_layout_are_one_group(dump, capsys):
+    """JAX's own GSPMD form of P("data", None) on the program's mesh is the group heading,
+    and its Shardy spelling from the dump is listed under it."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from meshdiag.dumpsummary import canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+
+    path, n = dump
+    mesh = Mesh(np.array(jax.devices()[:n]).reshape(2, n // 2), ("data", "model"))
+    jax_text = str(NamedSharding(mesh, P("data", None))._to_xla_hlo_sharding(2))
+    key = canonical_text(parse_gspmd(jax_text))
+    code, out, _ = run(["inspect", str(path), "--quiet"], capsys)
+    lines = out.splitlines()
+    (at,) = [i for i, ln in enumerate(lines) if ln.startswith(f"{key}  ") and "values in" in ln]
+    block = lines[at + 1 : lines.index("", at)]
+    spellings = block[block.index("  written as:") + 1 :]
+    assert any(s.strip().startswith('#sdy.sharding<@mesh, [{"data"}, {}]>  ×') for s in spellings)
+    assert any(s.strip().startswith(f"{key}  ×") for s in spellings)
+
+
+def test_a_value_annotated_twice_on_its_line_counts_once(dump):
+    from meshdiag.dumpsummary import DumpSummary, canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+    from meshdiag.inspect import iter_inspect
+
+    path, _ = dump
+    before = str(next(path.glob("*.before_optimizations.txt")))
+    (item,) = list(iter_inspect([before]))
+    s = DumpSummary()
+    s.add(item, mesh=None)
+    doc = inspect_paths([before])
+    vals = [v for _, _, v in all_values(doc)]
+    # %x.1 carries sharding={...} and xla.sdy.sharding="..." on one line
+    assert len(vals) > len({(v["line"], v["name"]) for v in vals})
+    distinct = {(v["line"], v["name"], canonical_text(parse_gspmd(v["gspmd"]))) for v in vals}
+    assert s.values == len(distinct) == sum(g.values for g in s.groups.values())
+    assert sum(sum(g.spellings.values()) for g in s.groups.values()) == len(vals)
+
+
+def test_directory_findings_once_with_counts(tmp_path, capsys):
+    from pathlib import Path
+
+    seed = Path(__file__).resolve().parent.parent / "fixtures" / "seed" / "distorted_mesh.mlir"
+    for i in range(3):
+        (tmp_path / f"pass{i}.mlir").write_bytes(seed.read_bytes())
+    (tmp_path / "kernel.o").write_bytes(b"\x7fELF\x00\x00")
+    code, out, _ = run(["inspect", str(tmp_path), "--mesh", "batch=2,model=4", "-q"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{tmp_path}: 3 files read, 1 skipped")
+    from meshdiag.formats.meshtext import parse_mesh
+    from meshdiag.inspect import iter_inspect
+
+    (one,) = list(iter_inspect([str(tmp_path / "pass0.mlir")], mesh=parse_mesh("batch=2,model=4")))
+    n = len(one.findings)
+    assert n > 0 and lines[-1] == f"3 file(s) read, 1 skipped, {3 * n} finding(s)"
+    # each distinct finding is listed once, with how often it fired in how many files
+    distinct = Counter((f.code, f.severity, f.message, f.fix) for f in one.findings)
+    assert f"findings: {len(distinct)} distinct" in lines
+    for k, times in distinct.items():
+        (at,) = [i for i, ln in enumerate(lines) if ln.endswith(f"{k[0]} [{k[1]}] {k[2]}")]
+        assert lines[at + 2] == f"    (×{3 * times} in 3 files; the first shown)"

@@ -377,6 +377,14 @@ def _render(part, console) -> str:
     """One renderable as `console` prints it: plain text computed directly on a colourless
     console, rich's rendering otherwise (cached by key for repeated parts)."""
     plain_ok = console.color_system is None
+    if plain_ok and console.soft_wrap and part.__class__ in (Line, Text):
+        # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
+        plain = part.plain  # type: ignore[union-attr]
+        if part.__class__ is Line or (
+            part.end == "\n"  # type: ignore[union-attr]
+            and all(ln.isprintable() for ln in plain.split("\n"))
+        ):
+            return plain + "\n"
     if part.__class__ is Line:
         if plain_ok:
             # the same lines come back file after file: wrapped once per distinct text
