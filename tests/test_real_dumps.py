@@ -238,17 +238,18 @@ def test_directory_findings_once_with_counts(tmp_path, capsys):
     seed = Path(__file__).resolve().parent.parent / "fixtures" / "seed" / "distorted_mesh.mlir"
     for i in range(3):
         (tmp_path / f"pass{i}.mlir").write_bytes(seed.read_bytes())
-    (tmp_path / "kernel.o").write_bytes(b"\x7fELF\x00\x00")
+    (tmp_path / "kernel.o").write_bytes(b"\x7fELF\x00\x00")  # skipped by its name
+    (tmp_path / "blob").write_bytes(b"abc\x00def")  # by its content
     code, out, _ = run(["inspect", str(tmp_path), "--mesh", "batch=2,model=4", "-q"], capsys)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith(f"{tmp_path}: 3 files read, 1 skipped")
+    assert lines[0].startswith(f"{tmp_path}: 3 files read, 2 skipped")
     from meshdiag.formats.meshtext import parse_mesh
     from meshdiag.inspect import iter_inspect
 
     (one,) = list(iter_inspect([str(tmp_path / "pass0.mlir")], mesh=parse_mesh("batch=2,model=4")))
     n = len(one.findings)
-    assert n > 0 and lines[-1] == f"3 file(s) read, 1 skipped, {3 * n} finding(s)"
+    assert n > 0 and lines[-1] == f"3 file(s) read, 2 skipped, {3 * n} finding(s)"
     # each distinct finding is listed once, with how often it fired in how many files
     distinct = Counter((f.code, f.severity, f.message, f.fix) for f in one.findings)
     assert f"findings: {len(distinct)} distinct" in lines

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     from .mesh import Mesh
     from .sharding import HloSharding
 
-#: files listed per sharding, shapes per sharding, distinct finding texts kept
+#: files listed per sharding; shapes and spellings kept per sharding; distinct finding
+#: texts kept
 WHERE_MAX = 4
 SHAPES_MAX = 6
+SPELLINGS_MAX = 32
 FINDINGS_MAX = 10_000
 
 
@@ -58,7 +60,7 @@ class Group:
     def merge(self, o: Group) -> None:
         self.values += o.values
         self.files += o.files
-        _add_counts(self.spellings, o.spellings, None)
+        _add_counts(self.spellings, o.spellings, SPELLINGS_MAX)
         _add_counts(self.shapes, o.shapes, SHAPES_MAX)
         _add_counts(self.local_shapes, o.local_shapes, SHAPES_MAX)
         if len(self.where) < WHERE_MAX:
@@ -99,8 +101,12 @@ class DumpSummary:
         return sum(self.by_code.values())
 
     def add(self, item: Inspected, *, mesh: Mesh | None) -> None:
-        """Fold one file in."""
+        """Fold one file in (a binary one found by its content, not its name, counts as
+        skipped, like those the directory walk leaves out)."""
         path = item.report.path
+        if item.report.skipped == "binary":
+            self.skipped += 1
+            return
         self.files += 1
         file_groups: dict[str, Group] = {}
         file_meshes: set[tuple[str, str]] = set()
@@ -118,7 +124,7 @@ class DumpSummary:
                 if g is None:
                     g = file_groups[key] = Group(key, files=1, where=[(path, name, lines[i])])
                 g.values += count
-                _add_counts(g.spellings, spellings, None)
+                _add_counts(g.spellings, spellings, SPELLINGS_MAX)
                 _add_counts(g.shapes, shapes, SHAPES_MAX)
                 _add_counts(g.local_shapes, local, SHAPES_MAX)
                 if g.draw is None:

@@ -111,9 +111,11 @@ def _skipped(b: Builder, path: str, head: bytes) -> bool:
     """Empty and binary files are noted and not scanned."""
     if not head:  # said, so every input is accounted for
         b.note(f"empty file skipped: {Path(path).name}")
+        b.report.skipped = "empty"
         return True
     if b"\0" in head or path.endswith(BINARY_EXT):
         b.note(f"binary file skipped: {Path(path).name}")
+        b.report.skipped = "binary"
         return True
     return False
 

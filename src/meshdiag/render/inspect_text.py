@@ -43,7 +43,7 @@ def mesh_grid(d: MeshDecl):
     t.add_column(m.names[0] if len(m.axes) > 1 else "", style="bold")
     rest = ",".join(m.names[1:]) if len(m.axes) > 1 else m.names[0]
     for c in range(cols):
-        t.add_column(f"{rest}[{c}]" if cols <= 16 else str(c), justify="right")
+        t.add_column(f"{rest}[{c}]" if cols <= 8 else str(c), justify="right")
     for r in range(rows):
         label = f"{m.names[0]}={r}" if len(m.axes) > 1 else ""
         t.add_row(label, *(str(ids[r * cols + c]) for c in range(cols)))
