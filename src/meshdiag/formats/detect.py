@@ -36,11 +36,20 @@ def pasted(text: str) -> str:
         and t[1:].lstrip().startswith(_ANNOTATION_START)
     ):
         t = t[1:-1].strip()
-    if "\\" in t and t.startswith(_ANNOTATION_START):
+    if t.startswith(_ANNOTATION_START) and _escaped(t):
         from ..ir.text import unescape
 
         t = unescape(t)
     return t
+
+
+def _escaped(t: str) -> bool:
+    """`t` is a string attribute's content as a dump prints it: its quotes are escaped
+    (`\\22` or `\\"`) and none is bare (a plain Shardy sharding may escape characters
+    inside its own strings; those are the parser's to read)."""
+    if "\\22" not in t and '\\"' not in t:
+        return False
+    return all(i > 0 and t[i - 1] == "\\" for i, c in enumerate(t) if c == '"')
 
 
 def parse_sharding(
