@@ -146,7 +146,19 @@ def test_native_and_python_scanners_agree(dump):
         cmd = [sys.executable, "-m", "meshdiag", "inspect", str(path), "-f", "json", "-j", "1"]
         outs.append(subprocess.run(cmd, env=env, check=True, capture_output=True).stdout)
     assert outs[0] == outs[1]
-    assert len(json.loads(outs[0])["files"]) > 40
+    doc = json.loads(outs[0])
+    assert len(doc["files"]) > 40
+    # the CLI's JSON (built from memoised fragments) keeps the contract's keys, and
+    # {manual} values' local shapes
+    keys = {"name", "line", "column", "kind", "op", "shape", "local_shape", "dtype"}
+    keys |= {"notation", "sharding", "mesh", "gspmd"}
+    manual = 0
+    for _, _, v in all_values(doc):
+        assert set(v) == keys
+        if v["gspmd"] == "{manual}":
+            manual += 1
+            assert v["shape"] is None and v["local_shape"]
+    assert manual > 10
 
 
 # -- item: a dump directory reads as one report ---------------------------------------------

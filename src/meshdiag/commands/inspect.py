@@ -193,3 +193,4 @@ class _Progress:
     def stop(self) -> None:
         if self._bar is not None:
             self._bar.stop()
+            self._bar = None
