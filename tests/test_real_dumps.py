@@ -268,3 +268,29 @@ def test_directory_findings_once_with_counts(tmp_path, capsys):
     for k, times in distinct.items():
         (at,) = [i for i, ln in enumerate(lines) if ln.endswith(f"{k[0]} [{k[1]}] {k[2]}")]
         assert lines[at + 2] == f"    (×{3 * times} in 3 files; the first shown)"
+
+
+def test_summary_holds_aggregates_not_values(dump):
+    """Folding the dump three times over triples the counts, not what is kept."""
+    from meshdiag.dumpsummary import SHAPES_MAX, WHERE_MAX, DumpSummary
+    from meshdiag.inspect import iter_inspect
+
+    path, _ = dump
+    once, thrice = DumpSummary(), DumpSummary()
+    for item in iter_inspect([str(path)]):
+        once.add(item, mesh=None)
+    parts = [DumpSummary() for _ in range(3)]
+    for part in parts:
+        for item in iter_inspect([str(path)]):
+            part.add(item, mesh=None)
+        thrice.merge(part)  # as the parent folds the workers' batches
+    assert (thrice.files, thrice.modules, thrice.values) == (
+        3 * once.files,
+        3 * once.modules,
+        3 * once.values,
+    )
+    assert list(thrice.groups) == list(once.groups)
+    for key, g in thrice.groups.items():
+        assert g.values == 3 * once.groups[key].values and g.files == 3 * once.groups[key].files
+        assert len(g.where) == min(WHERE_MAX, g.files)
+        assert len(g.shapes) <= SHAPES_MAX and len(g.local_shapes) <= SHAPES_MAX

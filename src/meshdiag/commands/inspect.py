@@ -33,7 +33,9 @@ def inspect(
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
 
-    Findings do not change the exit code (use `meshdiag lint` to gate on them).
+    A directory (an XLA --xla_dump_to dump) is one report: a summary, then each distinct
+    sharding once with the files it appears in. Named files are listed one by one. Findings
+    do not change the exit code (use `meshdiag lint` to gate on them).
     """
     import os
     import sys
