@@ -183,6 +183,11 @@ def test_directory_is_one_report(dump, capsys):
     assert lines[-1] == f"{files} file(s) read, {skipped} skipped, 0 finding(s)"
     assert out.count("key: ") == 1  # the legend, once
     assert "MD001" not in out and ".o " not in out
+    # {manual} values are per-device blocks: listed with their local shapes, never drawn
+    # as a global tensor
+    (manual,) = [i for i, ln in enumerate(lines) if ln.startswith("{manual}  ")]
+    assert lines[manual + 1].startswith("  per-device shapes: ")
+    assert not any(ln.startswith("{manual}  shape") for ln in lines)
     # each layout once, drawn once: in the summary table, as a heading, in its picture
     doc = inspect_paths([str(path)])
     keys = {canonical_text(parse_gspmd(v["gspmd"])) for _, _, v in all_values(doc) if v["gspmd"]}
