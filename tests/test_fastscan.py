@@ -340,3 +340,20 @@ def test_bad_arguments(args, error):
 def test_keyword_arguments_refused():
     with pytest.raises(TypeError):
         native(buf=b"", pos=0, lineno=1, known={}, lines_out=[], items_out=[])
+
+
+def test_real_dump_files(dump):
+    """Every file of a real every-pass XLA dump (conftest `dump`) the walk reads."""
+    from meshdiag.ir.scan import expand_paths
+
+    path, _ = dump
+    files = [Path(p) for p in expand_paths([str(path)])]
+    assert len(files) > 40
+    for f in files:
+        data = f.read_bytes()
+        known: dict = {}
+        for block, lineno in blocks_of(data, 4096):
+            assert_same(block, lineno, {}, never)
+            results = assert_same(block, lineno, known, always)
+            for r in results[:-1]:
+                known[block[r[0] : r[1]]] = ("value", block[r[0] : r[1]])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.ir.scan import scan_file, scan_path, scan_paths
+from meshdiag.ir.scan import expand_paths, scan_file, scan_path, scan_paths
 from meshdiag.layout_engine import layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,13 +93,14 @@ def test_mlir_forms():
         ("%0#0", "custom_call", "gspmd", (8, 16)),
         ("%0#1", "custom_call", "gspmd", (4,)),
         ("%1", "reshard", "sdy", (8, 16)),
-        ("%3", "custom_call", "gspmd", (4, 4)),
+        ("%3", "custom_call", "gspmd", None),  # {manual}: 4x4 is what each device holds
         ("%4", "constraint", "sdy", (8, 16)),
     ]
     by = {(v.name, v.notation): v for v in m.values}
     assert by[("%arg0", "sdy")].text == '#sdy.sharding<@mesh, [{"x"}, {}]>'  # \22 decoded
     assert by[("%0#1", "gspmd")].hlo.kind == "maximal"
     assert by[("%3", "gspmd")].op == "stablehlo.custom_call @SPMDFullToShardShape"
+    assert by[("%3", "gspmd")].local_shape == (4, 4)
     line = MLIR.splitlines()[5]
     assert line[by[("%1", "sdy")].column - 1 :].startswith('<@mesh, [{"x"}, {"y"}]>')
     # the sdy value resolves @mesh to the xla.sdy.meshes declaration
@@ -195,12 +196,25 @@ def test_gzip_stdin_directory_order(tmp_path, monkeypatch):
     (d / "b.mlir").write_text(MLIR)
     with gzip.open(d / "sub" / "a.mlir.gz", "wt") as f:
         f.write(MLIR)
+    # a walk leaves binaries known by name out without a word (XLA dumps hold many .o);
+    # one known by its content is read and noted
     (d / "c.pb").write_bytes(b"\x08\x01\x00\x00binary")
+    (d / "c.dat").write_bytes(b"\x08\x01\x00\x00binary")
+    skipped: list[str] = []
+    assert list(expand_paths([str(d)], skipped)) == [
+        str(d / "b.mlir"),
+        str(d / "c.dat"),
+        str(d / "sub" / "a.mlir.gz"),
+    ]
+    assert skipped == [str(d / "c.pb")]
     reports = list(scan_paths([str(d)]))
-    assert [Path(r.path).name for r in reports] == ["b.mlir", "c.pb", "a.mlir.gz"]
+    assert [Path(r.path).name for r in reports] == ["b.mlir", "c.dat", "a.mlir.gz"]
     assert len(reports[2].modules[0].values) == len(reports[0].modules[0].values)
     note = reports[1].findings[0]
     assert (note.code, note.severity) == ("MD001", "info") and "binary" in note.message
+    assert reports[1].skipped == "binary"
+    (named,) = scan_paths([str(d / "c.pb")])  # named on its own: read, and noted
+    assert named.skipped == "binary" and "binary" in named.findings[0].message
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(HLO.encode())))
     (r,) = scan_paths(["-"])
     assert r.path == "<stdin>" and r.modules[0].name == "jit_f"

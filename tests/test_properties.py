@@ -215,6 +215,20 @@ def test_shardy_inline_mesh_round_trip_is_canonical(s: NamedSharding) -> None:
     assert parse_sharding(text) == s  # detection picks Shardy
 
 
+@FAST
+@given(valid_named(), st.booleans(), st.booleans())
+def test_sharding_pasted_from_a_dump_string(s: NamedSharding, mlir: bool, quoted: bool) -> None:
+    """The text as a dump's string attribute holds it (MLIR `\\22`/`\\5C`, HLO `\\"`/`\\\\`),
+    with or without the quotes around it, reads as the sharding itself."""
+    text = print_sdy_sharding(s)
+    if mlir:
+        inner = text.replace("\\", "\\5C").replace('"', "\\22")
+    else:
+        inner = text.replace("\\", "\\\\").replace('"', '\\"')
+    pasted = f'"{inner}"' if quoted else inner
+    assert parse_sharding(pasted) == s
+
+
 # V3 quotes names verbatim between single quotes (as XLA prints them), so names are plain
 _v3_names = st.text(
     st.characters(whitelist_categories=("L", "N"), max_codepoint=0x2FFF) | st.sampled_from("_-."),

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from .contentmemo import ContentMemo
@@ -449,6 +450,39 @@ def _rest_text(v: Value) -> str:
             _REST.clear()
         _REST[key] = hit
     return hit[1]
+
+
+def own_text(v: Value) -> str:
+    """The value's own sharding as written: its text, except for an element of a tuple
+    (`{{...}, {replicated}}`) or of a per-value list holding several (`#sdy.sharding_per_value<
+    [<@mesh, ...>, <@mesh, ...>]>`), which shows that element alone (printed)."""
+    text = v.text
+    s = v.sharding
+    if s is None:
+        return text
+    if v.notation == "gspmd":
+        if text.startswith("{{") or text.replace(" ", "").startswith("{{"):
+            return gspmd_text(v) or text
+        return text
+    if text.startswith("#sdy.sharding_per_value") and _per_value_count(text) > 1:
+        return _print_sdy(s)
+    return text
+
+
+@lru_cache(maxsize=4096)
+def _per_value_count(text: str) -> int:
+    from .ir.text import match_end, split_top
+
+    lb = text.find("[")
+    end = match_end(text, lb) if lb >= 0 else -1
+    return len(split_top(text, lb + 1, end - 1)) if end > 0 else 1
+
+
+@lru_cache(maxsize=4096)
+def _print_sdy(s) -> str:
+    from .formats.shardy import print_sdy_sharding
+
+    return print_sdy_sharding(s)
 
 
 def gspmd_text(v: Value) -> str | None:

@@ -33,8 +33,11 @@ def inspect(
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
 
-    Findings do not change the exit code (use `meshdiag lint` to gate on them).
+    A directory (an XLA --xla_dump_to dump) is one report: a summary, then each distinct
+    sharding once with the files it appears in. Named files are listed one by one. Findings
+    do not change the exit code (use `meshdiag lint` to gate on them).
     """
+    import os
     import sys
 
     from ..splits import check_rule
@@ -48,7 +51,8 @@ def inspect(
     from ..spool import SpoolDir
     from . import inspect_worker as worker
 
-    files = list(expand_paths(paths))
+    skipped: list[str] = []
+    files = list(expand_paths(paths, skipped))
     if "-" in files:
         jobs = 1  # stdin is this process's
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
@@ -68,16 +72,27 @@ def inspect(
             from rich.console import Console
 
             console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+            # piped output keeps its lines whole (paths, shardings); pictures still fit
+            # the width
+            console.soft_wrap = not console.is_terminal
             # workers render with the same width and colours as this console
             look = {
                 "width": console.width,
                 "height": console.height,  # with both set rich never asks the terminal
                 "color_system": console.color_system,
                 "force_terminal": console.is_terminal,
+                "soft_wrap": console.soft_wrap,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory)
-            results = map_files(worker.text_batch, batches, jobs, worker.init, (state,), **par)
-            _write_text(results, console, progress, spool)
+            if any(p != "-" and os.path.isdir(p) for p in paths):
+                # a dump directory reads as one report
+                fn = worker.summary_batch
+                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                _write_summary(results, console, progress, paths, len(skipped), split_rule)
+            else:
+                fn = worker.text_batch
+                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                _write_text(results, console, progress, spool)
     finally:
         spool.close()
         if progress is not None:
@@ -108,6 +123,22 @@ def _write_json(results, progress, spool) -> None:
     out.write(", ".join(findings).encode("ascii"))
     out.write(b"]}\n")
     out.flush()
+
+
+def _write_summary(results, console, progress, roots, skipped: int, split: str) -> None:
+    """Fold the batches' summaries in order, then print the report."""
+    from ..dumpsummary import DumpSummary
+    from ..render.inspect_dir import report
+
+    summary = DumpSummary(skipped=skipped)
+    for paths, part in results:
+        if progress is not None:
+            progress.advance(paths)
+        summary.merge(part)
+    if progress is not None:
+        progress.stop()
+    for part in report(summary, roots=list(roots), split=split):
+        console.print(part)
 
 
 def _write_text(results, console, progress, spool) -> None:
@@ -164,3 +195,4 @@ class _Progress:
     def stop(self) -> None:
         if self._bar is not None:
             self._bar.stop()
+            self._bar = None

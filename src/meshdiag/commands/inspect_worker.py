@@ -58,7 +58,7 @@ def text_one(path: str) -> tuple[str, str, int]:
     item = inspected(path)
     console = st.get("console")
     if console is None:  # one per process: rendered parts are reused across files
-        console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, **st["look"])
+        console = Console(file=io.StringIO(), highlight=False, **st["look"])
         st["console"] = console
     text = render_file(item, console, mesh=st["mesh"], split=st["split"])
     return path, text, len(item.findings)
@@ -86,3 +86,13 @@ def text_batch(paths: list[str]):
         texts.append(text)
         findings += found
     return paths, spool_write("".join(texts).encode("utf-8")), findings
+
+
+def summary_batch(paths: list[str]):
+    """(paths, their `DumpSummary`): `inspect DIR`'s text report folds every file in."""
+    from ..dumpsummary import DumpSummary
+
+    s = DumpSummary()
+    for path in paths:
+        s.add(inspected(path), mesh=_STATE["mesh"])
+    return paths, s

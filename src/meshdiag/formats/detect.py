@@ -19,10 +19,43 @@ def _needs_mesh(what: str, example: str) -> MeshdiagError:
     )
 
 
+#: how a GSPMD or Shardy sharding starts (PartitionSpecs are left as they are)
+_ANNOTATION_START = ("{", "#sdy", "<")
+
+
+def pasted(text: str) -> str:
+    """A sharding as copied out of a dump, as its parser reads it: surrounding whitespace
+    dropped; a GSPMD or Shardy string copied with its quotes (`"{devices=[2]<=[2]}"`)
+    unquoted; MLIR and HLO string escapes (`\\22`, `\\"`) decoded, as they are inside the
+    dump's string attributes (`xla.sdy.sharding = "#sdy.sharding<@mesh, [{\\22x\\22}]>"`)."""
+    t = text.strip()
+    if (
+        len(t) >= 2
+        and t[0] == t[-1]
+        and t[0] in "\"'"
+        and t[1:].lstrip().startswith(_ANNOTATION_START)
+    ):
+        t = t[1:-1].strip()
+    if t.startswith(_ANNOTATION_START) and _escaped(t):
+        from ..ir.text import unescape
+
+        t = unescape(t)
+    return t
+
+
+def _escaped(t: str) -> bool:
+    """`t` is a string attribute's content as a dump prints it: its quotes are escaped
+    (`\\22` or `\\"`) and none is bare (a plain Shardy sharding may escape characters
+    inside its own strings; those are the parser's to read)."""
+    if "\\22" not in t and '\\"' not in t:
+        return False
+    return all(i > 0 and t[i - 1] == "\\" for i, c in enumerate(t) if c == '"')
+
+
 def parse_sharding(
     text: str, mesh: Mesh | None = None, meshes: dict[str, Mesh] | None = None
 ) -> HloSharding | NamedSharding:
-    t = text.strip()
+    t = pasted(text)
     if not t:
         raise ParseError("a sharding", text, 0, found="nothing")
     if t.startswith("{"):

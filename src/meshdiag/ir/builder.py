@@ -57,9 +57,15 @@ def make_value(
     shape: tuple[int, ...] | None = None,
     dtype: str | None = None,
 ) -> Value:
-    """A Value as read from its line, before the builder's state (manual regions) applies."""
+    """A Value as read from its line, before the builder's state (manual regions) applies.
+
+    A `{manual}` value's type is what each device holds (`@SPMDFullToShardShape`'s result,
+    a shard_map body's values): its shape is a `local_shape`, there is no global tensor."""
     mesh_name = None
     s = parsed.sharding
+    local_shape = None
+    if s is not None and getattr(s, "kind", None) == "manual":
+        local_shape, shape = shape, None
     if s is not None and getattr(s, "mesh_ref", None):
         mesh_name = s.mesh_ref  # type: ignore[union-attr]
     elif text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
@@ -73,6 +79,7 @@ def make_value(
         kind=kind,
         op=op,
         shape=shape,
+        local_shape=local_shape,
         dtype=dtype,
         mesh_name=mesh_name,
         sharding=parsed.sharding,

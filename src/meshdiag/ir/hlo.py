@@ -9,13 +9,13 @@ from functools import lru_cache
 from . import annot, linecache
 from .builder import Builder
 from .mlir import declare_mesh, diagnostic
-from .text import brace_end, hlo_shapes, match_end, string_end, unescape
+from .text import brace_end, hlo_shapes, match_end, split_top, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")
 ENTRY = re.compile(r"^ENTRY\s+%?([^\s(]+)")
 INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
-SDY_ATTR = re.compile(r'\bxla\.sdy\.sharding="')
+SDY_ATTR = re.compile(r'\bxla\.sdy\.(sharding|in_shardings|out_shardings)="')
 SDY_MESHES = re.compile(r'([\w.$\-]+|"[^"]*") = #sdy\.mesh<')
 OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
@@ -31,7 +31,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if s.startswith(("error:", "warning:")) or ": error:" in line:
         diagnostic(b, s, lineno, 1)
         return
-    if "sharding=" in line:
+    if "sharding=" in line or 'shardings="' in line:
         linecache.run(_instruction, b, line, lineno)
     else:  # `sharding` in a name or in metadata: nothing, however often it comes
         linecache.nothing(b)
@@ -147,12 +147,12 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         text = line[start:end]
         parsed = annot.leaves(annot.parse_hlo_text(text))
         _emit(b, name, parsed, shapes, lineno, start + 1, text, "gspmd", kind, op)
-    sdy_attrs = SDY_ATTR.finditer(line, after) if 'xla.sdy.sharding="' in line else ()
+    sdy_attrs = SDY_ATTR.finditer(line, after) if "xla.sdy." in line else ()
     for m in sdy_attrs:
         cstart = m.end()
         cend = string_end(line, cstart)
         if cend < 0:
-            b.problem("xla.sdy.sharding: unterminated string", lineno, cstart)
+            b.problem(f"xla.sdy.{m.group(1)}: unterminated string", lineno, cstart)
             continue
         text = unescape(line[cstart:cend])
         if text.startswith("#sdy.sharding_per_value"):
@@ -161,7 +161,25 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
                 items = [annot.Parsed(None, None, err, off)]
         else:
             items = [annot.parse_named(text, b.mesh_key)]
-        _emit(b, name, items, shapes, lineno, cstart + 1, text, "sdy", kind, op)
+        if m.group(1) == "in_shardings":
+            # XLA's shard_map round trip (`xla.sdy.GlobalToLocalShape`): the shardings of
+            # the operands, global tensors entering the manual region (their shapes are
+            # not on this line)
+            names = _operands(line, om.end() - 1) if om else []
+            for k, p in enumerate(items):
+                vname = names[k] if k < len(names) else f"{name}.in#{k}"
+                b.value(vname, lineno, cstart + 1, text, "sdy", p, kind="manual_in", op=op)
+            continue
+        out_kind = "manual_out" if m.group(1) == "out_shardings" else kind
+        _emit(b, name, items, shapes, lineno, cstart + 1, text, "sdy", out_kind, op)
+
+
+def _operands(line: str, paren: int) -> list[str]:
+    """The operand names of an instruction whose operand list opens at `paren`."""
+    end = match_end(line, paren)
+    if end < 0:
+        return []
+    return [line[a:e].strip() for a, e in split_top(line, paren + 1, end - 1)]
 
 
 def sharding_braces(line: str, after: int) -> list[int]:

@@ -12,7 +12,15 @@ from functools import lru_cache
 from . import annot, linecache
 from .builder import Builder, ManualRegion
 from .model import Diagnostic, MeshDecl
-from .text import match_end, op_result_types, split_top, string_end, tensor_shape, unescape
+from .text import (
+    match_end,
+    op_operands,
+    op_result_types,
+    split_top,
+    string_end,
+    tensor_shape,
+    unescape,
+)
 
 #: `// -----// IR Dump Before X (arg) ('op' operation: @sym) //----- //` and the newer
 #: `// -----// IR Dump After X Failed: pipeline ... //----- //` (reference §5.1)
@@ -365,6 +373,36 @@ def _annotations(
             else:
                 _emit_sdy(b, names, types, lineno, cstart + 1, text, kind, opname)
             continue
+        if tok_start > start and line[tok_start - 1] == '"':
+            # inside a string attribute (`xla.sdy.in_shardings = "#sdy...<[{\22x\22}]>"`):
+            # the string is the annotation, MLIR escapes and all
+            cend = string_end(line, tok_start)
+            if cend < 0 or cend > end:
+                b.problem(
+                    f"{_string_attr(line, tok_start)}: unterminated string", lineno, tok_start
+                )
+                continue
+            skip = cend
+            text = unescape(line[tok_start:cend])
+            attr = _string_attr(line, tok_start)
+            if attr == "xla.sdy.in_shardings" and body is not None:
+                # XLA's shard_map round trip (`@xla.sdy.GlobalToLocalShape`): the shardings
+                # of the custom call's operands, global tensors entering the manual region
+                operands = op_operands(line, body)
+                _emit_sdy(
+                    b,
+                    [n for n, _ in operands] or names,
+                    [t for _, t in operands],
+                    lineno,
+                    tok_start + 1,
+                    text,
+                    "manual_in",
+                    opname,
+                )
+            else:  # `xla.sdy.out_shardings` (`@xla.sdy.LocalToGlobalShape`): its results
+                out_kind = "manual_out" if attr == "xla.sdy.out_shardings" else kind
+                _emit_sdy(b, names, types, lineno, tok_start + 1, text, out_kind, opname)
+            continue
         astart = tok_end - 1 if tok.endswith("=<") else tok_start
         aend = match_end(line, tok_end - 1)
         if aend < 0 or aend > end:  # not closed on this line: let the parser say where
@@ -375,6 +413,15 @@ def _annotations(
             b.value(names[0], lineno, astart + 1, text, "sdy", p, kind=kind, op=opname)
             continue
         _emit_sdy(b, names, types, lineno, astart + 1, line[astart:aend], kind, opname)
+
+
+_STRING_ATTR = re.compile(r'([\w.$\-]+) = "$')
+
+
+def _string_attr(line: str, quote_end: int) -> str:
+    """The name of the string attribute whose opening quote ends at `quote_end`."""
+    m = _STRING_ATTR.search(line, max(0, quote_end - 80), quote_end)
+    return m.group(1) if m else "string attribute"
 
 
 def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:

@@ -293,3 +293,5 @@ class FileReport:
     modules: list[ModuleReport] = field(default_factory=list)
     #: MD001 findings from reading/parsing this file
     findings: list[Finding] = field(default_factory=list)
+    #: why the file was not scanned ("binary", "empty"), else None
+    skipped: str | None = None

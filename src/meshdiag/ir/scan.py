@@ -31,17 +31,26 @@ from .model import FileReport
 SNIFF = 8192
 #: extensions that are never text IR
 BINARY_EXT = (".pb", ".o", ".so", ".a", ".bin", ".npy", ".npz", ".pyc", ".png", ".jpg")
+#: what a directory walk leaves out without a word: binaries, and the LLVM IR an XLA dump
+#: holds next to its HLO (`--xla_dump_to` writes `.o` and `.ll` files for every kernel)
+WALK_SKIPS = (*BINARY_EXT, ".ll")
 
 
-def expand_paths(paths: Iterable[str]) -> Iterator[str]:
-    """Files of each path: a file itself, a directory's files recursively in sorted order,
-    `-` for stdin. Missing paths are passed through (scan_file reports them)."""
+def expand_paths(paths: Iterable[str], skipped: list[str] | None = None) -> Iterator[str]:
+    """Files of each path: a file itself, a directory's files recursively in sorted order
+    (but `WALK_SKIPS`, which go to `skipped` when given), `-` for stdin. Missing paths are
+    passed through (scan_file reports them); a file named on its own is always read."""
     for p in paths:
         if p != "-" and os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 dirs.sort()
                 for f in sorted(files):
-                    yield os.path.join(root, f)
+                    path = os.path.join(root, f)
+                    if f.endswith(WALK_SKIPS):
+                        if skipped is not None:
+                            skipped.append(path)
+                        continue
+                    yield path
         else:
             yield p
 
@@ -102,9 +111,11 @@ def _skipped(b: Builder, path: str, head: bytes) -> bool:
     """Empty and binary files are noted and not scanned."""
     if not head:  # said, so every input is accounted for
         b.note(f"empty file skipped: {Path(path).name}")
+        b.report.skipped = "empty"
         return True
     if b"\0" in head or path.endswith(BINARY_EXT):
         b.note(f"binary file skipped: {Path(path).name}")
+        b.report.skipped = "binary"
         return True
     return False
 

@@ -203,6 +203,31 @@ def op_result_types(line: str, start: int) -> list[str]:
     return _types_after(body, colon, arrow)
 
 
+def op_operands(line: str, start: int) -> list[tuple[str, str]]:
+    """(name, type) of each operand of an MLIR op line whose op name starts at `start`:
+    names from the parenthesised list after the op name (and `@callee`), types from the
+    function type after the last top-level ` : ` (`(t1, t2) -> ...`); a type is "" where
+    the line gives none."""
+    body = strip_loc(line)
+    paren = body.find("(", start)
+    end = match_end(body, paren) if paren >= 0 else -1
+    if end < 0:
+        return []
+    names = [body[a:b].strip() for a, b in split_top(body, paren + 1, end - 1)]
+    names = [n for n in names if n]
+    if _native_top_colon is not None:
+        colon, arrow = _native_top_colon(body, start)
+    else:
+        colon, arrow = _top_colon(body, start)
+    types: list[str] = []
+    if colon >= 0 and arrow >= 0:
+        ins = body[colon : arrow - 2].strip()
+        if ins.startswith("(") and match_end(ins, 0) == len(ins):
+            ins = ins[1:-1]
+        types = [ins[a:b].strip() for a, b in split_top(ins, 0, len(ins))]
+    return [(n, types[k] if k < len(types) else "") for k, n in enumerate(names)]
+
+
 def _top_colon(body: str, start: int) -> tuple[int, int]:
     """Where the last top-level ` : ` of an op line ends, and the `->` after it (-1 when
     none): the reference for the native `top_colon`, and the fallback."""

@@ -51,6 +51,7 @@ NOT_IR = (
     ".jpg",
     ".pb",
     ".o",
+    ".ll",  # LLVM IR an XLA dump writes next to its HLO
     ".so",
     ".a",
     ".bin",

@@ -263,8 +263,15 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "×".join(map(str, shape)) if shape else "()"
 
 
-def header_lines(lay: Layout, sharding_text: str | None, plan: GridPlan | None) -> list[str]:
-    """The one-line header, the legend, and notes (padding, empty devices, projection)."""
+#: what the device labels of a picture mean
+LEGEND = f"key: {NOTATION}; a+pad b = b padding; ∅ = no elements"
+
+
+def header_lines(
+    lay: Layout, sharding_text: str | None, plan: GridPlan | None, *, legend: bool = True
+) -> list[str]:
+    """The one-line header, the legend (unless a report prints it once for all its
+    pictures), and notes (padding, empty devices, projection)."""
     import numpy as np
 
     n = lay.num_devices
@@ -273,7 +280,8 @@ def header_lines(lay: Layout, sharding_text: str | None, plan: GridPlan | None) 
         f"{n} device{'s' if n != 1 else ''}"
     )
     lines = [head]
-    lines.append(f"key: {NOTATION}; a+pad b = b padding; ∅ = no elements")
+    if legend:
+        lines.append(LEGEND)
     for note in lay.notes:
         lines.append(note)
     padded = lay.padded
@@ -379,6 +387,7 @@ class LayoutPicture:
         use_color: bool = True,
         max_facets: int = MAX_FACETS,
         compact: bool = False,
+        legend: bool = True,
     ):
         self.layout = lay
         self.sharding_text = sharding_text
@@ -387,6 +396,7 @@ class LayoutPicture:
         self.max_facets = max_facets
         #: cells as tall as their labels (summaries); otherwise heights follow the slice sizes
         self.compact = compact
+        self.legend = legend  # False: the caller prints `LEGEND` once for many pictures
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.text import Text
@@ -394,8 +404,9 @@ class LayoutPicture:
         lay = self.layout
         plan = plan_grid(lay, max_facets=self.max_facets)
         grids = self._grids(plan, options.max_width) if plan.num_cells <= self.max_cells else None
-        for k, line in enumerate(header_lines(lay, self.sharding_text, plan if grids else None)):
-            yield Text(line, style="bold" if k == 0 else "dim" if k == 1 else "")
+        head = header_lines(lay, self.sharding_text, plan if grids else None, legend=self.legend)
+        for k, line in enumerate(head):
+            yield Text(line, style="bold" if k == 0 else "dim" if k == 1 and self.legend else "")
         if grids is None:
             yield from self._table()
             return

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..contentmemo import ContentMemo
-from ..inspect import gspmd_text, num_devices, value_layout
+from ..inspect import gspmd_text, num_devices, own_text, value_layout
 from .grid import LayoutPicture
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def mesh_grid(d: MeshDecl):
     t.add_column(m.names[0] if len(m.axes) > 1 else "", style="bold")
     rest = ",".join(m.names[1:]) if len(m.axes) > 1 else m.names[0]
     for c in range(cols):
-        t.add_column(f"{rest}[{c}]" if cols <= 16 else str(c), justify="right")
+        t.add_column(f"{rest}[{c}]" if cols <= 8 else str(c), justify="right")
     for r in range(rows):
         label = f"{m.names[0]}={r}" if len(m.axes) > 1 else ""
         t.add_row(label, *(str(ids[r * cols + c]) for c in range(cols)))
@@ -171,9 +171,10 @@ def _rows(item, part: bool) -> tuple[object, bool, tuple]:
     from ..ir.model import Value, per_device
 
     if item.__class__ is Value:  # a one-off value: not kept
-        return (item, part, ((item.text, item.name, item.column, item),))
+        return (item, part, ((own_text(item), item.name, item.column, item),))
+    # each value under its own sharding: a tuple element's, not the whole tuple's
     rows = tuple(
-        (p.text, p.name, p.column, per_device(p) if part else p)
+        (own_text(p), p.name, p.column, per_device(p) if part else p)
         for p in item.protos  # type: ignore[attr-defined]
     )
     if len(_ROWS) >= 65536:
@@ -381,6 +382,14 @@ def _render(part, console) -> str:
     """One renderable as `console` prints it: plain text computed directly on a colourless
     console, rich's rendering otherwise (cached by key for repeated parts)."""
     plain_ok = console.color_system is None
+    if plain_ok and console.soft_wrap and part.__class__ in (Line, Text):
+        # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
+        plain = part.plain  # type: ignore[union-attr]
+        if part.__class__ is Line or (
+            part.end == "\n"  # type: ignore[union-attr]
+            and all(ln.isprintable() for ln in plain.split("\n"))
+        ):
+            return plain + "\n"
     if part.__class__ is Line:
         if plain_ok:
             # the same lines come back file after file: wrapped once per distinct text

@@ -1,0 +1,301 @@
+"""`inspect` and `lint` on real every-pass XLA dumps, made with JAX on CPU by the
+session fixture `dump` (conftest.py) from `tests/programs/shard_map_tuple.py`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from meshdiag.cli import main
+from meshdiag.inspect import inspect_paths
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def all_values(doc: dict):
+    for f in doc["files"]:
+        for m in f["modules"]:
+            for v in m["values"]:
+                yield f["path"], m, v
+
+
+# -- item: \22 escapes in xla.sdy.in_shardings / out_shardings -------------------------------
+
+
+def test_escaped_round_trip_strings_parse(dump, capsys):
+    path, n = dump
+    (input_module,) = list((path / "shardy").rglob("00.input_module.mlir"))
+    raw = input_module.read_text()
+    assert 'xla.sdy.in_shardings = "#sdy.sharding_per_value<[<@mesh, [{\\22data' in raw
+    code, out, _ = run(["lint", str(path), "--output-format", "json"], capsys)
+    assert [f for f in json.loads(out)["findings"] if f["code"] == "MD001"] == []
+    doc = inspect_paths([str(path)])
+    assert [f for f in doc["findings"] if f["code"] == "MD001"] == []
+    # the round trip's shardings are values: operands (global) in, results out; each has
+    # the tiled form of the argument it came from (the dump's own mhlo.sharding)
+    (f,) = [f for f in doc["files"] if f["path"] == str(input_module)]
+    (m,) = f["modules"]
+    args = {v["name"]: v for v in m["values"] if v["kind"] == "arg" and v["notation"] == "gspmd"}
+    ins = [v for v in m["values"] if v["kind"] == "manual_in"]
+    assert [v["name"] for v in ins] == ["%arg0", "%arg1"]
+    for v in ins:
+        assert v["shape"] == args[v["name"]]["shape"]
+        assert v["gspmd"] == args[v["name"]]["gspmd"]
+        assert v["sharding"].startswith('#sdy.sharding_per_value<[<@mesh, [{"data"}')
+    (out_v,) = [v for v in m["values"] if v["kind"] == "manual_out"]
+    assert out_v["shape"] == [16, 8 * n]
+    # the HLO passes carry the same strings as frontend attributes
+    before = next(path.glob("*.before_optimizations.txt"))
+    (fb,) = [f for f in doc["files"] if f["path"] == str(before)]
+    kinds = [v["kind"] for v in fb["modules"][0]["values"]]
+    assert kinds.count("manual_in") == 2 and kinds.count("manual_out") == 1
+
+
+def test_pasted_strings_from_the_dump(dump, capsys):
+    """A sharding copied out of the dump, escapes and quotes included, reads as the
+    mhlo.sharding XLA printed next to it."""
+    path, _ = dump
+    (input_module,) = list((path / "shardy").rglob("00.input_module.mlir"))
+    line = next(ln for ln in input_module.read_text().splitlines() if "func.func @main" in ln)
+    pairs = re.findall(
+        r'tensor<([\dx]+)xf32> \{mhlo\.frontend_attributes = \{xla\.sdy\.sharding = ("[^"]*")\}, '
+        r'mhlo\.sharding = "([^"]*)"',
+        line,
+    )
+    assert len(pairs) == 3
+    mesh_line = input_module.read_text().splitlines()[0]
+    sizes = dict(re.findall(r"\\22(\w+)\\22=(\d+)", mesh_line))
+    mesh = ",".join(f"{a}={s}" for a, s in sizes.items())
+    for dims, quoted, expected in pairs:
+        for pasted in (quoted, quoted[1:-1]):
+            code, out, err = run(["convert", pasted, "--mesh", mesh, "--to", "gspmd"], capsys)
+            assert (code, err) == (0, "") and out.strip() == expected
+        code, out, err = run(
+            ["layout", quoted, "--mesh", mesh, "--shape", dims.replace("x", ","), "-f", "json"],
+            capsys,
+        )
+        assert code == 0 and json.loads(out)["gspmd"] == expected
+
+
+# -- item: {manual} values are per-device --------------------------------------------------
+
+
+def test_manual_values_have_local_shapes(dump):
+    path, n = dump
+    doc = inspect_paths([str(path)])
+    manual = [(p, v) for p, _, v in all_values(doc) if v["gspmd"] == "{manual}"]
+    assert manual
+    for _, v in manual:
+        assert v["shape"] is None and v["local_shape"] is not None, v
+    # the shard_map's x (16x64 on P("data", None)) and w (64x8n on P(None, "model")) enter
+    # its body as the blocks each device holds
+    full_to_shard = [v for _, v in manual if "SPMDFullToShardShape" in (v["op"] or "")]
+    assert {tuple(v["local_shape"]) for v in full_to_shard} == {(8, 64), (64, 16)}
+
+
+# -- item: tuple elements show their own sharding in text ----------------------------------
+
+
+def test_tuple_elements_grouped_under_their_own_sharding(dump):
+    from meshdiag.ir.scan import scan_path
+    from meshdiag.render.inspect_text import _by_text
+
+    path, _ = dump
+    checked = 0
+    for f in sorted(path.glob("*.txt")):
+        report = scan_path(str(f))
+        for m in report.modules:
+            tuples = [v for v in m.values if v.text.startswith("{{")]
+            if not tuples:
+                continue
+            groups = _by_text(m)
+            assert not any(t.startswith("{{") for t in groups)
+            for v in tuples:
+                own = [
+                    t
+                    for t, (_, _, vals) in groups.items()
+                    if any(w.name == v.name and w.column == v.column for w in vals.values())
+                ]
+                from meshdiag.inspect import gspmd_text
+
+                assert own == [gspmd_text(v)], (f.name, v.name)
+                checked += 1
+    assert checked >= 3  # the entry's ROOT tuple in several passes
+
+
+def test_native_and_python_scanners_agree(dump):
+    """The whole inspect JSON of a real dump directory, with the native scanner and with its
+    Python twin (MESHDIAG_PURE_PYTHON=1), in fresh processes."""
+    path, _ = dump
+    outs = []
+    for pure in ("", "1"):
+        env = dict(os.environ, MESHDIAG_PURE_PYTHON=pure)
+        if not pure:
+            env.pop("MESHDIAG_PURE_PYTHON")
+        cmd = [sys.executable, "-m", "meshdiag", "inspect", str(path), "-f", "json", "-j", "1"]
+        outs.append(subprocess.run(cmd, env=env, check=True, capture_output=True).stdout)
+    assert outs[0] == outs[1]
+    doc = json.loads(outs[0])
+    assert len(doc["files"]) > 40
+    # the CLI's JSON (built from memoised fragments) keeps the contract's keys, and
+    # {manual} values' local shapes
+    keys = {"name", "line", "column", "kind", "op", "shape", "local_shape", "dtype"}
+    keys |= {"notation", "sharding", "mesh", "gspmd"}
+    manual = 0
+    for _, _, v in all_values(doc):
+        assert set(v) == keys
+        if v["gspmd"] == "{manual}":
+            manual += 1
+            assert v["shape"] is None and v["local_shape"]
+    assert manual > 10
+
+
+# -- item: a dump directory reads as one report ---------------------------------------------
+
+
+def _skipped_in(path) -> int:
+    return sum(1 for p in path.rglob("*") if p.is_file() and p.suffix in (".o", ".ll"))
+
+
+def test_directory_is_one_report(dump, capsys):
+    from meshdiag.dumpsummary import canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+
+    path, n = dump
+    code, out, err = run(["inspect", str(path), "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    files = sum(1 for p in path.rglob("*") if p.is_file()) - _skipped_in(path)
+    skipped = _skipped_in(path)
+    assert skipped >= 4
+    assert lines[0].startswith(f"{path}: {files} files read, {skipped} skipped")
+    assert lines[-1] == f"{files} file(s) read, {skipped} skipped, 0 finding(s)"
+    assert out.count("key: ") == 1  # the legend, once
+    assert "MD001" not in out and ".o " not in out
+    # {manual} values are per-device blocks: listed with their local shapes, never drawn
+    # as a global tensor
+    (manual,) = [i for i, ln in enumerate(lines) if ln.startswith("{manual}  ")]
+    assert lines[manual + 1].startswith("  per-device shapes: ")
+    assert not any(ln.startswith("{manual}  shape") for ln in lines)
+    # each layout once, drawn once: in the summary table, as a heading, in its picture
+    doc = inspect_paths([str(path)])
+    keys = {canonical_text(parse_gspmd(v["gspmd"])) for _, _, v in all_values(doc) if v["gspmd"]}
+    assert len(keys) >= 5
+    for k in keys:
+        assert sum(ln.startswith(f"{k}  ") and " values in " in ln for ln in lines) == 1, k
+        assert sum(ln == f"{k}" or ln.startswith(f"{k}  shape ") for ln in lines) <= 1, k
+    # each file a sharding is listed in is a real file of the dump, its path unwrapped
+    listed = [ln.split("  (")[0].strip() for ln in lines if ln.startswith("    ") and "  (%" in ln]
+    assert listed and all((path / p).is_file() for p in listed)
+    # the per-file listing of the same directory, for scale
+    per_file = [
+        str(p) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix not in (".o", ".ll")
+    ]
+    code, out_files, _ = run(["inspect", *per_file, "--quiet"], capsys)
+    assert len(lines) * 5 < len(out_files.splitlines())
+
+
+def test_two_notations_of_one_layout_are_one_group(dump, capsys):
+    """JAX's own GSPMD form of P("data", None) on the program's mesh is the group heading,
+    and its Shardy spelling from the dump is listed under it."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from meshdiag.dumpsummary import canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+
+    path, n = dump
+    mesh = Mesh(np.array(jax.devices()[:n]).reshape(2, n // 2), ("data", "model"))
+    jax_text = str(NamedSharding(mesh, P("data", None))._to_xla_hlo_sharding(2))
+    key = canonical_text(parse_gspmd(jax_text))
+    code, out, _ = run(["inspect", str(path), "--quiet"], capsys)
+    lines = out.splitlines()
+    (at,) = [i for i, ln in enumerate(lines) if ln.startswith(f"{key}  ") and "values in" in ln]
+    block = lines[at + 1 : lines.index("", at)]
+    spellings = block[block.index("  written as:") + 1 :]
+    assert any(s.strip().startswith('#sdy.sharding<@mesh, [{"data"}, {}]>  ×') for s in spellings)
+    assert any(s.strip().startswith(f"{key}  ×") for s in spellings)
+
+
+def test_a_value_annotated_twice_on_its_line_counts_once(dump):
+    from meshdiag.dumpsummary import DumpSummary, canonical_text
+    from meshdiag.formats.gspmd import parse_gspmd
+    from meshdiag.inspect import iter_inspect
+
+    path, _ = dump
+    before = str(next(path.glob("*.before_optimizations.txt")))
+    (item,) = list(iter_inspect([before]))
+    s = DumpSummary()
+    s.add(item, mesh=None)
+    doc = inspect_paths([before])
+    vals = [v for _, _, v in all_values(doc)]
+    # %x.1 carries sharding={...} and xla.sdy.sharding="..." on one line
+    assert len(vals) > len({(v["line"], v["name"]) for v in vals})
+    distinct = {(v["line"], v["name"], canonical_text(parse_gspmd(v["gspmd"]))) for v in vals}
+    assert s.values == len(distinct) == sum(g.values for g in s.groups.values())
+    assert sum(sum(g.spellings.values()) for g in s.groups.values()) == len(vals)
+
+
+def test_directory_findings_once_with_counts(tmp_path, capsys):
+    from pathlib import Path
+
+    seed = Path(__file__).resolve().parent.parent / "fixtures" / "seed" / "distorted_mesh.mlir"
+    for i in range(3):
+        (tmp_path / f"pass{i}.mlir").write_bytes(seed.read_bytes())
+    (tmp_path / "kernel.o").write_bytes(b"\x7fELF\x00\x00")  # skipped by its name
+    (tmp_path / "blob").write_bytes(b"abc\x00def")  # by its content
+    code, out, _ = run(["inspect", str(tmp_path), "--mesh", "batch=2,model=4", "-q"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{tmp_path}: 3 files read, 2 skipped")
+    from meshdiag.formats.meshtext import parse_mesh
+    from meshdiag.inspect import iter_inspect
+
+    (one,) = list(iter_inspect([str(tmp_path / "pass0.mlir")], mesh=parse_mesh("batch=2,model=4")))
+    n = len(one.findings)
+    assert n > 0 and lines[-1] == f"3 file(s) read, 2 skipped, {3 * n} finding(s)"
+    # each distinct finding is listed once, with how often it fired in how many files
+    distinct = Counter((f.code, f.severity, f.message, f.fix) for f in one.findings)
+    assert f"findings: {len(distinct)} distinct" in lines
+    for k, times in distinct.items():
+        (at,) = [i for i, ln in enumerate(lines) if ln.endswith(f"{k[0]} [{k[1]}] {k[2]}")]
+        assert lines[at + 2] == f"    (×{3 * times} in 3 files; the first shown)"
+
+
+def test_summary_holds_aggregates_not_values(dump):
+    """Folding the dump three times over triples the counts, not what is kept."""
+    from meshdiag.dumpsummary import SHAPES_MAX, WHERE_MAX, DumpSummary
+    from meshdiag.inspect import iter_inspect
+
+    path, _ = dump
+    once, thrice = DumpSummary(), DumpSummary()
+    for item in iter_inspect([str(path)]):
+        once.add(item, mesh=None)
+    parts = [DumpSummary() for _ in range(3)]
+    for part in parts:
+        for item in iter_inspect([str(path)]):
+            part.add(item, mesh=None)
+        thrice.merge(part)  # as the parent folds the workers' batches
+    assert (thrice.files, thrice.modules, thrice.values) == (
+        3 * once.files,
+        3 * once.modules,
+        3 * once.values,
+    )
+    assert list(thrice.groups) == list(once.groups)
+    for key, g in thrice.groups.items():
+        assert g.values == 3 * once.groups[key].values and g.files == 3 * once.groups[key].files
+        assert len(g.where) == min(WHERE_MAX, g.files)
+        assert len(g.shapes) <= SHAPES_MAX and len(g.local_shapes) <= SHAPES_MAX
