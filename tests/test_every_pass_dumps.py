@@ -52,11 +52,10 @@ def test_no_error_on_a_correct_program(every_pass_dumps, capsys, name):
     root = every_pass_dumps[name]
     assert len([p for p in root.rglob("*") if p.is_file()]) > 40  # a real every-pass dump
     found = lint_json(capsys, root, "--mesh", case.mesh_text)
-    # MD001 on `\22` escapes inside xla.sdy attributes is a scanner bug fixed separately
     errors = [
         (f["code"], f["path"].rsplit("/", 1)[-1], f["message"][:160])
         for f in found
-        if f["severity"] == "error" and f["code"] != "MD001"
+        if f["severity"] == "error"
     ]
     assert errors == []
 
