@@ -103,6 +103,20 @@ def test_permuted_dump_states_its_device_assignment(every_pass_dumps, name):
 
 
 @pytest.mark.parametrize("name", PERMUTED)
+def test_directory_report_says_which_ids_it_shows(every_pass_dumps, capsys, name):
+    """`inspect DIR` draws logical partition ids and says which physical devices run them."""
+    case = GEN.PASS_CASES[name]
+    with pytest.raises(SystemExit) as e:
+        main(["inspect", str(every_pass_dumps[name]), "--quiet"])
+    out, err = capsys.readouterr()
+    assert e.value.code in (0, None), err
+    (label,) = [ln for ln in out.splitlines() if ln.startswith("device ids: ")]
+    assert label.startswith("device ids: logical partition ids; ")
+    shown = [f"{i}→{d}" for i, d in enumerate(case.order)]
+    assert ", ".join(shown[:8]) in label
+
+
+@pytest.mark.parametrize("name", PERMUTED)
 def test_layout_names_the_same_devices_in_both_notations(every_pass_dumps, capsys, name):
     case = GEN.PASS_CASES[name]
     (module_dir,) = [

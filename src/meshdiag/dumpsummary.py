@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .contentmemo import ContentMemo
 from .errors import MeshdiagError
 from .inspect import gspmd_text, num_devices, own_text
+from .ir.devices import assignment_for, ids_label
 from .ir.model import Value, per_device
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class DumpSummary:
     meshes: dict[tuple[str, str], SeenMesh] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     by_code: Counter = field(default_factory=Counter)
+    #: which id space the files' device numbers are in (ir.devices.ids_label) → files
+    id_spaces: Counter = field(default_factory=Counter)
     #: findings by (code, severity, message, fix): the same finding in every pass is one
     findings: dict[tuple, SeenFinding] = field(default_factory=dict)
     #: findings whose text came after FINDINGS_MAX distinct ones (counted in `by_code`)
@@ -108,6 +111,7 @@ class DumpSummary:
             self.skipped += 1
             return
         self.files += 1
+        self.id_spaces[ids_label(assignment_for(path))] += 1
         file_groups: dict[str, Group] = {}
         file_meshes: set[tuple[str, str]] = set()
         for m in item.report.modules:
@@ -165,6 +169,7 @@ class DumpSummary:
         self.skipped += o.skipped
         self.modules += o.modules
         self.values += o.values
+        self.id_spaces.update(o.id_spaces)
         for k, sm in o.meshes.items():
             mine = self.meshes.get(k)
             if mine is None:

@@ -53,6 +53,9 @@ def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
     yield Text(f"meshes: {len(s.meshes)}")
     for (_, text), seen in s.meshes.items():
         yield Text(f"  @{seen.decl.name} = {text}  in {_n(seen.files, 'file')}")
+    for label, files in s.id_spaces.items():
+        in_files = f"  ({_n(files, 'file')})" if len(s.id_spaces) > 1 else ""
+        yield Text(f"{label}{in_files}", style="dim")
     groups = list(s.groups.values())
     yield Text(f"shardings: {len(groups)} distinct device layouts")
     width = max([len(f"{g.values:,}") for g in groups] + [6])
