@@ -33,7 +33,9 @@ def on_mesh(s: HloSharding | NamedSharding, mesh: Mesh, what: str) -> NamedShard
     if h.kind == "replicated":
         return NamedSharding(mesh, (), mesh_ref=mesh.name, whole="replicated")
     if h.kind != "tiled":
-        raise MeshdiagError(f"{what} is a {h.kind} sharding; reshard plans tiled and replicated ones")
+        raise MeshdiagError(
+            f"{what} is a {h.kind} sharding; reshard plans tiled and replicated ones"
+        )
     if h.tile is not None and h.tile.num_devices != mesh.size:
         raise MeshdiagError(
             f"{what} spans {h.tile.num_devices} devices but mesh {mesh.short()} has {mesh.size}"

@@ -53,7 +53,8 @@ class DeviceMove:
     #: keeps (same slice) · local (the target is part of what it holds) · receives
     action: str
     bytes_in: int
-    #: devices that hold part of its target slice under the source sharding (None: not computed)
+    #: devices that hold, under the source sharding, part of its target slice that it does not
+    #: hold itself (None: not computed, above MAX_SOURCE_DEVICES)
     holders: tuple[int, ...] | None
 
 
@@ -168,9 +169,7 @@ def _atom_size(mesh: Mesh, a) -> int:
     return a.size if a.size is not None else mesh.axis_size(a.name)
 
 
-def _moves(
-    src: Layout, dst: Layout, bytes_in: tuple[int, ...]
-) -> tuple[DeviceMove, ...]:
+def _moves(src: Layout, dst: Layout, bytes_in: tuple[int, ...]) -> tuple[DeviceMove, ...]:
     import numpy as np
 
     n = src.num_devices
@@ -179,6 +178,16 @@ def _moves(
         lo = np.maximum(dst.starts[:, None, :], src.starts[None, :, :])
         hi = np.minimum(dst.stops[:, None, :], src.stops[None, :, :])
         overlap = np.all(hi > lo, axis=2) & dst.present[:, None] & src.present[None, :]
+        # ... but not the devices that hold only what d holds already (its replicas)
+        inside = (
+            np.all(
+                (src.starts[None, :, :] >= src.starts[:, None, :])
+                & (src.stops[None, :, :] <= src.stops[:, None, :]),
+                axis=2,
+            )
+            & src.present[:, None]
+        )
+        overlap &= ~inside
     out = []
     for d in range(n):
         s = _slices(src, d)
@@ -186,7 +195,8 @@ def _moves(
         if s == t:
             action = "keeps"
         elif t is None or (
-            s is not None and all(a0 <= b0 and b1 <= a1 for (a0, a1), (b0, b1) in zip(s, t, strict=True))
+            s is not None
+            and all(a0 <= b0 and b1 <= a1 for (a0, a1), (b0, b1) in zip(s, t, strict=True))
         ):
             action = "local"
         else:
@@ -206,7 +216,9 @@ def _slices(lay: Layout, d: int) -> tuple[tuple[int, int], ...] | None:
 
 def cost_plan(plan: Plan, shape: tuple[int, ...], itemsize: int) -> ReshardCost:
     """Every step's groups, buffer and bytes per device, and each device's move."""
-    states = [plan.source, plan.target] + [x for s in plan.steps for x in (s.before, s.after, s.axes)]
+    states = [plan.source, plan.target] + [
+        x for s in plan.steps for x in (s.before, s.after, s.axes)
+    ]
     cuts = mesh_cuts(plan.mesh, states)  # the planner may have cut atoms on the way
     steps = tuple(_step_cost(plan, s, shape, itemsize, cuts) for s in plan.steps)
     src = state_layout(plan, plan.source, shape)

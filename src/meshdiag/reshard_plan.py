@@ -134,7 +134,9 @@ def merge_axes(mesh: Mesh, axes: Axes | list[AxisRef]) -> Axes:
             lo, hi = _span(mesh, a)
             if phi == lo:
                 full = mesh.axis_size(a.name)
-                out[-1] = AxisRef(a.name) if plo == 1 and hi == full else AxisRef(a.name, plo, hi // plo)
+                out[-1] = (
+                    AxisRef(a.name) if plo == 1 and hi == full else AxisRef(a.name, plo, hi // plo)
+                )
                 continue
         out.append(a)
     return tuple(out)
@@ -196,9 +198,7 @@ def plan_reshard(
 
 
 class _Planner:
-    def __init__(
-        self, mesh: Mesh, cur: State, out: State, shape: tuple[int, ...] | None
-    ) -> None:
+    def __init__(self, mesh: Mesh, cur: State, out: State, shape: tuple[int, ...] | None) -> None:
         self.mesh = mesh
         self.cur: list[list[AxisRef]] = [list(a) for a in cur]
         self.out = out
@@ -229,9 +229,7 @@ class _Planner:
         return axes_size(self.mesh, axes)
 
     def emit(self, kind: str, axes: list[list[AxisRef]], before: State, **dims) -> None:
-        self.steps.append(
-            Step(kind, tuple(tuple(a) for a in axes), before, self.state(), **dims)
-        )
+        self.steps.append(Step(kind, tuple(tuple(a) for a in axes), before, self.state(), **dims))
 
     def run(self) -> None:
         rank = len(self.cur)
@@ -243,6 +241,7 @@ class _Planner:
             self.all_to_alls()
             if self.permute():
                 self.all_to_alls()
+            self.all_to_alls_out_of_order()
             self.all_gather()
             if len(self.steps) == before:
                 break
@@ -345,6 +344,29 @@ class _Planner:
                 if progress:
                     break
 
+    def all_to_alls_out_of_order(self) -> None:
+        """Move a dim's trailing axes to the dim that wants them even where they do not land
+        in order there (Shardy's second all-to-all pass); a later collective-permute reorders
+        that dim."""
+        for s in range(len(self.cur)):
+            in_s = self.rest(s)[0]
+            if not in_s:
+                continue
+            t = self.out_dim.get(in_s[-1])
+            if t is None or t == s:
+                continue
+            j = 1
+            while j < len(in_s) and self.out_dim.get(in_s[-1 - j]) == t:
+                j += 1
+            before = self.state()
+            moved = self.cur[s][-j:]
+            del self.cur[s][-j:]
+            self.cur[t].extend(moved)
+            axes: list[list[AxisRef]] = [[] for _ in self.cur]
+            axes[s] = moved
+            self.emit(A2A, axes, before, src_dim=s, tgt_dim=t)
+            return
+
     # collective-permute
     def _split(self, a: AxisRef, k: int) -> None:
         """Cut atom `a` into its major part of size k and the rest, everywhere."""
@@ -377,9 +399,24 @@ class _Planner:
         # 1. a dim with misplaced axes: replace the leading ones by the target's leading axes
         #    of the same size (the smaller of the two sizes; an atom may be cut to fit)
         swaps: dict[int, int] = {}
+        reorder: dict[int, list[AxisRef]] = {}
         for d in range(len(self.cur)):
             in_d, out_d = self.rest(d)
-            if not in_d or not out_d:
+            if not in_d:
+                continue
+            # 0. reorder a dim's own axes (all-to-alls found nothing to move): the target's
+            #    next axes first, axes leaving for other dims grouped by target dim in target
+            #    order, axes no dim of the target has last (so an all-gather can pop them)
+            first = [a for a in out_d if a in in_d] if out_d and out_d[0] in in_d else []
+            drop = [a for a in in_d if a not in self.out_dim]
+            middle = [a for a in in_d if a not in first and a not in drop]
+            if not out_d:  # all of them leave: group them by target dim, in target order
+                middle.sort(key=lambda a: (self.out_dim[a], self.out[self.out_dim[a]].index(a)))
+            order = first + middle + drop
+            if order != in_d:
+                reorder[d] = order
+                continue
+            if not out_d:
                 continue
             m = min(self.size(in_d), self.size(out_d))
             if self._prefix(in_d, m, split=True) is None:
@@ -401,6 +438,8 @@ class _Planner:
             else:
                 options.append(new)
         new = next((o for o in options if self._valid(o)), [list(a) for a in self.cur])
+        for d, axes in reorder.items():
+            new[d] = self.cur[d][: len(self.cur[d]) - len(axes)] + axes
         # 2. dims whose axes all go to one target dim, in an order all-to-alls cannot keep:
         #    regroup them so the all-to-alls (lowest source dim first) append in order
         for t in range(len(new)):

@@ -139,7 +139,9 @@ def diff_shardings(
     from .layout_engine import layout
     from .limits import check_annotation_length
 
-    parsed = [parse_sharding(check_annotation_length(t, "sharding"), mesh=mesh) for t in (text_a, text_b)]
+    parsed = [
+        parse_sharding(check_annotation_length(t, "sharding"), mesh=mesh) for t in (text_a, text_b)
+    ]
     hlo = [to_hlo(p, mesh) for p in parsed]
     for h, name in zip(hlo, "AB", strict=True):
         if h.kind == "tuple":

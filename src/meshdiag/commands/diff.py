@@ -14,8 +14,12 @@ from .common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
 def register(app: typer.Typer) -> None:
     @app.command("diff")
     def diff_cmd(
-        a: Annotated[str, typer.Argument(metavar="A", help="A sharding, or a dump file/directory.")],
-        b: Annotated[str, typer.Argument(metavar="B", help="A sharding, or a dump file/directory.")],
+        a: Annotated[
+            str, typer.Argument(metavar="A", help="A sharding, or a dump file/directory.")
+        ],
+        b: Annotated[
+            str, typer.Argument(metavar="B", help="A sharding, or a dump file/directory.")
+        ],
         mesh: MeshOpt = None,
         shape: Annotated[
             str | None,
@@ -41,7 +45,13 @@ def register(app: typer.Typer) -> None:
         check_format(fmt)
         rule = check_rule(split or "xla")
         m = load_mesh(mesh)
-        if os.path.exists(a) and os.path.exists(b):
+        exists = [os.path.exists(x) for x in (a, b)]
+        if exists[0] != exists[1]:
+            from ..errors import MeshdiagError
+
+            missing, name = (b, "B") if exists[0] else (a, "A")
+            raise MeshdiagError(f"{name}: {missing}: no such file or directory")
+        if all(exists):
             from ..dump_diff import all_same, diff_dumps
             from ..render.diff_report import dumps_json, dumps_text
 

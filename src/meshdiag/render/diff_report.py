@@ -39,7 +39,9 @@ def device_rows(d: LayoutDiff) -> list[str]:
     rows = [["device", "A", "B", "B's slice is on (under A)"]]
     shown = [x for x in d.devices if not x.same] if d.note is None else list(d.devices)
     for x in shown[:MAX_DEVICE_ROWS]:
-        rows.append([str(x.device), slices_text(x.a), slices_text(x.b), _ids(x.a_holders, 8) or "-"])
+        rows.append(
+            [str(x.device), slices_text(x.a), slices_text(x.b), _ids(x.a_holders, 8) or "-"]
+        )
     out = table(rows)
     if len(shown) > MAX_DEVICE_ROWS:
         out.append(f"... {len(shown) - MAX_DEVICE_ROWS} more devices (--format json lists all)")
@@ -126,9 +128,7 @@ def dumps_text(diffs: list[ValueDiff], path_a: str, path_b: str, *, details: boo
             lines.append(f"      B: {b}")
             lines.extend("      " + r for r in device_rows(vd.diff))
     order = ("same", "permuted", "different", "only-a", "only-b", "not-compared")
-    lines.append(
-        f"{len(diffs)} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order)
-    )
+    lines.append(f"{len(diffs)} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order))
     return lines
 
 

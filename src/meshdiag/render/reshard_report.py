@@ -86,7 +86,9 @@ def render_text(cost: ReshardCost, source: str, target: str, dtype: str) -> list
     if not cost.steps:
         lines.append("no collectives: every device already holds its target slice")
     else:
-        rows = [["#", "collective", "axes", "n", "groups / pairs", "buffer", "bytes/device", "after"]]
+        rows = [
+            ["#", "collective", "axes", "n", "groups / pairs", "buffer", "bytes/device", "after"]
+        ]
         for i, sc in enumerate(cost.steps, 1):
             buf = f"{dtype}[{','.join(map(str, sc.buffer_shape))}]"
             per = bytes_text(sc.max_bytes) if sc.step.kind != "all-slice" else "0 (local)"
