@@ -51,10 +51,14 @@ def device_rows(d: LayoutDiff) -> list[str]:
 def sharding_text(res: ShardingDiff, text_a: str, text_b: str) -> list[str]:
     from ..formats.gspmd import print_gspmd
 
+    def label(text: str, h) -> str:
+        gspmd = print_gspmd(h)
+        return gspmd if text.strip() == gspmd else f"{text.strip()} = {gspmd}"
+
     shape = "x".join(map(str, res.diff.shape)) or "scalar"
     lines = [
-        f"A: {text_a.strip()} = {print_gspmd(res.a)}",
-        f"B: {text_b.strip()} = {print_gspmd(res.b)}",
+        f"A: {label(text_a, res.a)}",
+        f"B: {label(text_b, res.b)}",
         f"shape {shape}" if res.has_shape else f"compared per tile (no --shape): {shape} tiles",
         verdict_line(res.diff),
     ]

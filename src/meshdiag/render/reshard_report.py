@@ -41,7 +41,7 @@ def slices_text(s) -> str:
 def _step_axes(sc: StepCost) -> str:
     st = sc.step
     if st.kind == "collective-permute":
-        return "device order"
+        return "device to device"
     if st.kind == "all-to-all":
         moved = ",".join(axis_text(a) for a in st.axes[st.src_dim])  # type: ignore[index]
         return f"{moved}: dim {st.src_dim}->{st.tgt_dim}"
