@@ -6,7 +6,9 @@ Library entry points (imported lazily so `import meshdiag` stays cheap):
     meshdiag.parse_mesh(text)                 -> Mesh
     meshdiag.layout(sharding, shape, mesh=None, split="xla") -> Layout
     meshdiag.diff_shardings(a, b, mesh=None, shape=None)  -> ShardingDiff
-    meshdiag.reshard(from, to, shape=S, mesh=M, dtype="f32") -> ReshardCost
+
+    from meshdiag.reshard import reshard   # (a submodule of that name, so not re-exported)
+    reshard(from, to, shape=S, mesh=M, dtype="f32")        -> ReshardCost
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ _LAZY = {
     "parse_sharding": ("meshdiag.formats.detect", "parse_sharding"),
     "layout": ("meshdiag.layout_engine", "layout"),
     "diff_shardings": ("meshdiag.sharding_diff", "diff_shardings"),
-    "reshard": ("meshdiag.reshard", "reshard"),
 }
 
 
