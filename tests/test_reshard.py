@@ -13,16 +13,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
 from meshdiag.collective_bytes import dtype_bytes, wire_bytes
+from meshdiag.errors import MeshdiagError
 from meshdiag.formats.detect import parse_sharding
 from meshdiag.formats.meshtext import parse_mesh
 from meshdiag.formats.shardy import print_sdy_dims
 from meshdiag.reshard import reshard
 from meshdiag.reshard_plan import axes_size, plan_reshard
+from meshdiag.sharding_diff import diff_shardings
 
 # -- the compiled HLO, read here independently of meshdiag's own scanner ---------------------
 
@@ -313,3 +317,58 @@ def test_cli_errors_are_one_line(args, message):
     out = run_cli("reshard", *args)
     assert out.returncode == 2
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+# -- hostile input: a MeshdiagError (one line, exit 2), never a crash --------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "P(",
+        ")",
+        "'x'",
+        "'y'",
+        "None",
+        ", ",
+        "(",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"x"',
+        '"y"',
+        "devices=",
+        "<=",
+        "[2,4]",
+        "[8]",
+        "T(1,0)",
+        " last_tile_dim_replicate",
+        "replicated",
+        "maximal device=3",
+        "#sdy.sharding<",
+        "@mesh",
+        "mesh<[",
+        '"x"=2, "y"=4',
+        "]>",
+        ">",
+        ":(1)2",
+        "?",
+        "unreduced",
+        "0,1,2,3",
+        "{}",
+    ]
+)
+_TEXT = st.lists(_PIECES, min_size=1, max_size=10).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT, _TEXT, st.lists(st.integers(0, 9), min_size=0, max_size=3))
+def test_hostile_shardings_raise_only_meshdiag_errors(a, b, shape):
+    mesh = parse_mesh("x=2,y=4")
+    for fn in (
+        lambda: reshard(a, b, shape=tuple(shape), mesh=mesh),
+        lambda: diff_shardings(a, b, mesh=mesh, shape=tuple(shape) or None),
+    ):
+        try:
+            fn()
+        except MeshdiagError:
+            pass
