@@ -4,6 +4,10 @@
     cost = reshard("P('x', None)", "P(None, None)", shape=(16, 32), mesh=parse_mesh("x=2,y=4"))
     cost.max_bytes   # 1024: each device receives the half it lacks, f32
 
+The planner proposes a sequence per setting (slicing free target axes early or only in
+place; swapping equal axes between dims or not) and the one that moves the fewest bytes per
+device is reported.
+
 Both shardings are brought onto the one mesh as named shardings (a GSPMD string through
 meshdiag's import, `derive.hlo_to_named`); a sharding whose device order no axes of the mesh
 give cannot be planned in mesh terms and is refused with the meshes it does fit.
@@ -17,7 +21,7 @@ from .errors import MeshdiagError
 from .formats.detect import parse_sharding, to_hlo
 from .mesh import Mesh
 from .reshard_cost import ReshardCost, cost_plan
-from .reshard_plan import plan_reshard
+from .reshard_plan import plan_candidates
 from .sharding import HloSharding, NamedSharding
 
 
@@ -76,5 +80,6 @@ def reshard(
         raise MeshdiagError(f"mesh {m.short()} has no axes to reshard over")
     na = on_mesh(a, m, "FROM")
     nb = on_mesh(b, m, "TO")
-    plan = plan_reshard(na, nb, m, shape)
-    return cost_plan(plan, shape, itemsize)
+    costs = [cost_plan(p, shape, itemsize) for p in plan_candidates(na, nb, m, shape)]
+    # the planner's settings give up to four sequences; the one moving the fewest bytes wins
+    return min(costs, key=lambda c: (c.max_bytes, c.total_bytes, len(c.steps)))

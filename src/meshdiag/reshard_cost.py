@@ -15,7 +15,18 @@ from .collective_bytes import wire_bytes
 from .export import named_to_hlo
 from .layout_engine import Layout, layout
 from .mesh import Mesh
-from .reshard_plan import GATHER, PERMUTE, SLICE, Axes, Plan, State, Step, mesh_atoms, mesh_cuts
+from .reshard_plan import (
+    GATHER,
+    PERMUTE,
+    SLICE,
+    Axes,
+    Plan,
+    State,
+    Step,
+    atoms_of,
+    mesh_atoms,
+    mesh_cuts,
+)
 
 #: above this many devices the per-device source lists are left out (N x N overlap test)
 MAX_SOURCE_DEVICES = 1024
@@ -93,7 +104,8 @@ def device_groups(mesh: Mesh, atoms: Axes, cuts: dict[str, list[int]]) -> list[t
     all_atoms = mesh_atoms(mesh, cuts)
     sizes = [a.size if a.size is not None else mesh.axis_size(a.name) for a in all_atoms]
     ids = np.asarray(mesh.ids, dtype=np.int64).reshape(sizes or [1])
-    inner = [all_atoms.index(a) for a in atoms]
+    # a step's axes may be coarser than the cuts other steps needed: use the finest atoms
+    inner = [all_atoms.index(x) for a in atoms for x in atoms_of(mesh, a, cuts)]
     outer = [i for i in range(len(all_atoms)) if i not in inner]
     n = math.prod(sizes[i] for i in inner)
     if all_atoms:

@@ -180,8 +180,18 @@ def plan_reshard(
     target: NamedSharding,
     mesh: Mesh,
     shape: tuple[int, ...] | None = None,
+    *,
+    eager_slice: bool = True,
+    swap_axes: bool = True,
 ) -> Plan:
-    """The collectives that take `source` to `target` (both on `mesh`, tensor `shape`)."""
+    """The collectives that take `source` to `target` (both on `mesh`, tensor `shape`).
+
+    The defaults are Shardy's choices. `eager_slice` also slices free target axes onto dims
+    where they are misplaced, to shrink the buffers later collectives move (without it only
+    axes that land in place are sliced early); `swap_axes` lets a collective-permute swap two
+    equal-size axes between dims. No setting is cheapest for every pair: `plan_candidates`
+    gives the plan of each, for a cost model to choose from.
+    """
     rank = len(shape) if shape is not None else max(len(source.dims), len(target.dims))
     src = named_state(source, mesh, rank)
     dst = named_state(target, mesh, rank)
@@ -192,19 +202,45 @@ def plan_reshard(
         flat = [a for axes in st for a in axes]
         if len(set(flat)) != len(flat):
             raise MeshdiagError(f"the {name} sharding uses a mesh axis more than once")
-    p = _Planner(mesh, src, dst, shape)
+    p = _Planner(mesh, src, dst, shape, eager_slice, swap_axes)
     p.run()
     return Plan(mesh, src, dst, tuple(p.steps), p.fallback)
 
 
+def plan_candidates(
+    source: NamedSharding,
+    target: NamedSharding,
+    mesh: Mesh,
+    shape: tuple[int, ...] | None = None,
+) -> list[Plan]:
+    """The distinct plans of every planner setting, Shardy's first."""
+    out: list[Plan] = []
+    for eager in (True, False):
+        for swap in (True, False):
+            p = plan_reshard(source, target, mesh, shape, eager_slice=eager, swap_axes=swap)
+            if all(p.steps != q.steps for q in out):
+                out.append(p)
+    return out
+
+
 class _Planner:
-    def __init__(self, mesh: Mesh, cur: State, out: State, shape: tuple[int, ...] | None) -> None:
+    def __init__(
+        self,
+        mesh: Mesh,
+        cur: State,
+        out: State,
+        shape: tuple[int, ...] | None,
+        eager: bool,
+        swap: bool,
+    ) -> None:
         self.mesh = mesh
         self.cur: list[list[AxisRef]] = [list(a) for a in cur]
         self.out = out
         self.shape = shape
         self.steps: list[Step] = []
         self.fallback = False
+        self.eager = eager
+        self.swap = swap
         self.out_dim = {a: d for d, axes in enumerate(out) for a in axes}
 
     # state helpers
@@ -285,27 +321,53 @@ class _Planner:
                 self.cur[s].extend(extra)
                 sliced[s].extend(extra)
                 used.update(extra)
-        # 2. axes free to slice where the target wants them
+        # 2. axes free to slice, on the dim the target wants them: in place while the dim
+        #    holds nothing misplaced and they come in target order; else as misplaced axes
+        #    up to the dim's capacity (how much more the target shards it), which a
+        #    collective-permute or an all-to-all then puts in place. An axis bigger than the
+        #    capacity is cut to fit.
+        capacity: list[int] = []
+        leftover: list[AxisRef] = []
         for d in range(len(self.cur)):
             in_d, out_d = self.rest(d)
-            if not in_d:
-                for a in out_d:
-                    if a in used:
-                        break
-                    self.cur[d].append(a)
-                    sliced[d].append(a)
-                    used.add(a)
-                continue
-            # misplaced axes on d: slice up to the size the target has there, then a
-            # collective-permute swaps them into place
-            capacity = self.size(out_d) // math.gcd(self.size(in_d), self.size(out_d))
-            for a in out_d:
+            cap = self.size(out_d) // math.gcd(self.size(in_d), self.size(out_d))
+            in_place = not in_d
+            for a in list(out_d):
+                if a in used:
+                    in_place = False
+                    continue
                 n = self.size([a])
-                if a not in used and capacity % n == 0 and capacity > 1:
+                if in_place:
+                    take = a
+                elif not self.eager:
+                    continue
+                elif cap > 1 and cap % n == 0:
+                    take = a
+                    cap //= n
+                elif cap > 1 and n % cap == 0:
+                    major, minor = _cut_atom(self.mesh, a, cap)
+                    self._split(a, cap)
+                    take, cap = major, 1
+                    leftover.append(minor)
+                else:
+                    leftover.append(a)
+                    continue
+                self.cur[d].append(take)
+                sliced[d].append(take)
+                used.add(take)
+            capacity.append(cap if not in_place else 1)
+        # 3. the rest on the first dim with capacity left
+        for a in leftover:
+            if a in used:
+                continue
+            n = self.size([a])
+            for d, cap in enumerate(capacity):
+                if cap > 1 and cap % n == 0:
                     self.cur[d].append(a)
                     sliced[d].append(a)
                     used.add(a)
-                    capacity //= n
+                    capacity[d] //= n
+                    break
         if any(sliced):
             self.emit(SLICE, sliced, before)
 
@@ -407,16 +469,17 @@ class _Planner:
             # 0. reorder a dim's own axes (all-to-alls found nothing to move): the target's
             #    next axes first, axes leaving for other dims grouped by target dim in target
             #    order, axes no dim of the target has last (so an all-gather can pop them)
-            first = [a for a in out_d if a in in_d] if out_d and out_d[0] in in_d else []
-            drop = [a for a in in_d if a not in self.out_dim]
-            middle = [a for a in in_d if a not in first and a not in drop]
-            if not out_d:  # all of them leave: group them by target dim, in target order
-                middle.sort(key=lambda a: (self.out_dim[a], self.out[self.out_dim[a]].index(a)))
-            order = first + middle + drop
-            if order != in_d:
-                reorder[d] = order
-                continue
-            if not out_d:
+            #    A dim whose target wants other axes next, or as many devices as the dim
+            #    has, gets them by case 1 instead.
+            if not out_d or (out_d[0] in in_d and self.size(in_d) != self.size(out_d)):
+                first = [a for a in out_d if a in in_d]
+                drop = [a for a in in_d if a not in self.out_dim]
+                middle = [a for a in in_d if a not in first and a not in drop]
+                if not out_d:  # all of them leave: group them by target dim, in target order
+                    middle.sort(key=lambda a: (self.out_dim[a], self.out[self.out_dim[a]].index(a)))
+                order = first + middle + drop
+                if order != in_d:
+                    reorder[d] = order
                 continue
             m = min(self.size(in_d), self.size(out_d))
             if self._prefix(in_d, m, split=True) is None:
@@ -435,11 +498,22 @@ class _Planner:
                     break
                 keep = len(self.cur[d]) - len(in_d)
                 new[d] = self.cur[d][:keep] + pout + in_d[len(pin) :]
+                # the axis coming in sits on another dim: it takes the one going out there
+                if (
+                    self.swap
+                    and len(pin) == 1
+                    and len(pout) == 1
+                    and self.size(pin) == self.size(pout)
+                ):
+                    for e in range(len(new)):
+                        if e != d and pout[0] in new[e]:
+                            new[e][new[e].index(pout[0])] = pin[0]
             else:
                 options.append(new)
         new = next((o for o in options if self._valid(o)), [list(a) for a in self.cur])
         for d, axes in reorder.items():
-            new[d] = self.cur[d][: len(self.cur[d]) - len(axes)] + axes
+            if new[d] == self.cur[d]:  # not already changed by a swap of case 1
+                new[d] = self.cur[d][: len(self.cur[d]) - len(axes)] + axes
         # 2. dims whose axes all go to one target dim, in an order all-to-alls cannot keep:
         #    regroup them so the all-to-alls (lowest source dim first) append in order
         for t in range(len(new)):
