@@ -71,6 +71,20 @@ CASES = {
         ["convert", "P(None, 'model')", *MESH],
     ],
     "rule": [["rule"], ["rule", "MD101"], ["rule", "uneven-shard"]],
+    "diff": [
+        ["diff", "P(None, 'model')", "{devices=[1,4,2]<=[8] last_tile_dim_replicate}", *MESH],
+        ["diff", "P(None, 'model')", "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"]
+        + [*MESH, "-s", "32,30"],
+        ["diff", "P('batch', None)", "P('model', None)", *MESH, "-s", "7,4"],
+        ["diff", SEED / "distorted_mesh.mlir", SEED / "fixed_mesh.mlir"],
+        ["diff", FIX / "xla_dump", FIX / "xla_dump"],
+    ],
+    "reshard": [
+        ["reshard", "P('batch', None)", "P(None, 'batch')", "-s", "16,32", *MESH],
+        ["reshard", "P('batch', 'model')", "P(None, None)", "-s", "16,32", *MESH, "--dtype", "bf16"],
+        ["reshard", "P('model', None)", "{devices=[4,2]<=[2,4]T(1,0)}", "-s", "8,8", *MESH],
+        ["reshard", "P('model', None)", "P('model', None)", "-s", "8,8", *MESH],
+    ],
 }
 
 
@@ -176,6 +190,7 @@ def test_every_command_with_format_has_a_schema() -> None:
         if any("--format" in p.opts for p in cmd.params)
     }
     assert {"layout", "inspect", "simulate-copy", "lint", "convert", "rule"} <= with_json
+    assert {"diff", "reshard"} <= with_json
     missing = with_json - set(documents())
     assert not missing, f"commands with --format json but no model in meshdiag.contracts: {missing}"
 

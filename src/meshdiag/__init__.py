@@ -5,6 +5,10 @@ Library entry points (imported lazily so `import meshdiag` stays cheap):
     meshdiag.parse_sharding(text, mesh=None)  -> HloSharding | NamedSharding
     meshdiag.parse_mesh(text)                 -> Mesh
     meshdiag.layout(sharding, shape, mesh=None, split="xla") -> Layout
+    meshdiag.diff_shardings(a, b, mesh=None, shape=None)  -> ShardingDiff
+
+    from meshdiag.reshard import reshard   # (a submodule of that name, so not re-exported)
+    reshard(from, to, shape=S, mesh=M, dtype="f32")        -> ReshardCost
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ _LAZY = {
     "parse_mesh": ("meshdiag.formats.meshtext", "parse_mesh"),
     "parse_sharding": ("meshdiag.formats.detect", "parse_sharding"),
     "layout": ("meshdiag.layout_engine", "layout"),
+    "diff_shardings": ("meshdiag.sharding_diff", "diff_shardings"),
 }
 
 

@@ -3,4 +3,14 @@ level: heavy imports (numpy, rich) happen inside the command body, so
 `meshdiag --help` stays fast."""
 
 #: command modules, in the order `meshdiag --help` lists them
-COMMANDS = ("layout", "inspect", "simulate", "lint", "convert", "rule", "schema")
+COMMANDS = (
+    "layout",
+    "inspect",
+    "simulate",
+    "lint",
+    "convert",
+    "diff",
+    "reshard",
+    "rule",
+    "schema",
+)

@@ -1,0 +1,224 @@
+"""`meshdiag diff`: shardings in different notations compared by per-device slices, checked
+against JAX's `devices_indices_map`; dumps compared value by value; exit codes like `diff`."""
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import Mesh as JaxMesh
+from jax.sharding import NamedSharding as JaxNamed
+from jax.sharding import PartitionSpec as P
+
+from meshdiag.formats.meshtext import parse_mesh
+from meshdiag.sharding_diff import PERMUTED, SAME, diff_shardings
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "fixtures" / "seed"
+JAXF = ROOT / "fixtures" / "jax"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "meshdiag", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def jax_verdict(a, b, shape) -> tuple[str, set[int]]:
+    """same / permuted / different from JAX's own per-device indices."""
+
+    def norm(ns):
+        out = {}
+        for dev, idx in ns.devices_indices_map(shape).items():
+            out[dev.id] = tuple(s.indices(n)[:2] for s, n in zip(idx, shape, strict=True))
+        return out
+
+    ma, mb = norm(a), norm(b)
+    differ = {d for d in ma if ma[d] != mb[d]}
+    if not differ:
+        return "same", differ
+    if sorted(ma.values()) == sorted(mb.values()):
+        return "permuted", differ
+    return "different", differ
+
+
+def _spec_text(spec) -> str:
+    return "P(" + ", ".join(repr(e) for e in spec) + ")"
+
+
+def _sdy_text(spec, names, sizes, ids) -> str:
+    axes = ", ".join(f'"{n}"={s}' for n, s in zip(names, sizes, strict=True))
+    dims = []
+    for e in spec:
+        e = () if e is None else (e,) if isinstance(e, str) else e
+        dims.append("{" + ", ".join(f'"{x}"' for x in e) + "}")
+    return f"#sdy.sharding<mesh<[{axes}], device_ids=[{', '.join(map(str, ids))}]>, [{', '.join(dims)}]>"
+
+
+def _gspmd_text(ns, ids) -> str:
+    """JAX's GSPMD sharding of `ns` with its logical ids (positions in the mesh's device list)
+    turned into device ids: the V1 form when the mesh is not in iota order."""
+    hs = ns._to_xla_hlo_sharding(len(ns.spec))
+    if ids == sorted(ids) or hs.is_replicated():
+        return str(hs)
+    dims = ",".join(map(str, hs.tile_assignment_dimensions()))
+    devices = ",".join(str(ids[p]) for p in hs.tile_assignment_devices())
+    last = " last_tile_dim_replicate" if hs.replicate_on_last_tile_dim() else ""
+    return f"{{devices=[{dims}]{devices}{last}}}"
+
+
+def _random_spec(rng, names, rank):
+    free = list(names)
+    rng.shuffle(free)
+    spec = []
+    for _ in range(rank):
+        k = rng.randint(0, min(2, len(free)))
+        take, free = free[:k], free[k:]
+        spec.append(None if not take else take[0] if k == 1 else tuple(take))
+    return P(*spec)
+
+
+def test_verdicts_match_jax_across_notations():
+    """A as a PartitionSpec on the iota mesh; B as JAX's own GSPMD string or as Shardy with
+    an inline permuted mesh. meshdiag's verdict and differing devices equal JAX's."""
+    rng = random.Random(11)
+    devs = jax.devices()[:8]
+    names, sizes = ("x", "y"), (2, 4)
+    mesh_a = JaxMesh(np.array(devs).reshape(sizes), names)
+    seen = {"same": 0, "permuted": 0, "different": 0}
+    for i in range(240):
+        spec_a = _random_spec(rng, names, 2)
+        spec_b = _random_spec(rng, names, 2) if i % 3 else spec_a
+        ids = list(range(8))
+        if i % 2:
+            rng.shuffle(ids)
+        mesh_b = JaxMesh(np.array([devs[j] for j in ids]).reshape(sizes), names)
+        a = JaxNamed(mesh_a, spec_a)
+        b = JaxNamed(mesh_b, spec_b)
+        shape = (8, 16)
+        want, differ = jax_verdict(a, b, shape)
+        seen[want] += 1
+        text_b = _gspmd_text(b, ids) if i % 4 < 2 else _sdy_text(spec_b, names, sizes, ids)
+        res = diff_shardings(_spec_text(spec_a), text_b, mesh=parse_mesh("x=2,y=4"), shape=shape)
+        assert res.diff.verdict == want, (spec_a, text_b)
+        assert set(res.diff.differing) == differ, (spec_a, text_b)
+        # without --shape: compared per tile, the same verdict for these divisible shapes
+        tiles = diff_shardings(_spec_text(spec_a), text_b, mesh=parse_mesh("x=2,y=4"))
+        assert tiles.diff.verdict == want, (spec_a, text_b)
+    assert min(seen.values()) >= 20, seen  # every verdict is exercised
+
+
+def test_named_cases():
+    mesh = parse_mesh("batch=2,model=4")
+    gspmd = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
+    assert diff_shardings("P(None, 'model')", gspmd, mesh=mesh).diff.verdict == SAME
+    sdy = '#sdy.sharding<mesh<["batch"=2, "model"=4]>, [{}, {"model"}]>'
+    assert diff_shardings(sdy, gspmd).diff.verdict == SAME
+    v1 = "{devices=[1,4,2]0,4,1,5,2,6,3,7 last_tile_dim_replicate}"
+    assert diff_shardings(v1, gspmd).diff.verdict == SAME
+    seed = "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"
+    res = diff_shardings("P(None, 'model')", seed, mesh=mesh, shape=(32, 32))
+    assert res.diff.verdict == PERMUTED
+    assert res.diff.differing == (1, 2, 3, 4, 5, 6)
+    # unreduced and replicated have the same slices but not the same data
+    res = diff_shardings("{unreduced}", "{replicated}", shape=(4,))
+    assert res.diff.verdict == "different" and res.diff.note
+
+
+def test_cli_sharding_exit_codes_and_json():
+    same = run_cli(
+        "diff",
+        "P(None, 'model')",
+        "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}",
+        "--mesh",
+        "batch=2,model=4",
+    )
+    assert same.returncode == 0, same.stderr
+    assert "same layout" in same.stdout
+    perm = run_cli(
+        "diff",
+        "P(None, 'model')",
+        "{devices=[1,4,2]<=[8] last_tile_dim_replicate}",
+        "--mesh",
+        "batch=2,model=4",
+        "--shape",
+        "32,32",
+        "--format",
+        "json",
+    )
+    assert perm.returncode == 1
+    doc = json.loads(perm.stdout)
+    assert doc["version"] == 1 and doc["verdict"] == "permuted"
+    assert doc["differing_devices"] == [1, 2, 3, 4, 5, 6]
+    assert doc["devices"][1]["b"] == [[0, 32], [0, 8]]
+    assert doc["devices"][1]["b_slice_held_under_a_by"] == [0, 4]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["P('x')", "{replicated}"], "--mesh"),
+        (["{devices=[2,2", "{replicated}"], "column"),
+        (["{devices=[2]<=[2]}", "{devices=[2,2]<=[4]}"], "different ranks"),
+        (["/nonexistent/a.mlir", str(SEED / "fixed_mesh.mlir")], "no such file"),
+        (["{replicated}", "{replicated}", "--format", "yaml"], "format"),
+    ],
+)
+def test_cli_errors_exit_2(args, message):
+    out = run_cli("diff", *args)
+    assert out.returncode == 2, out.stdout
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+# -- dumps -----------------------------------------------------------------------------------
+
+
+def test_dumps_in_two_notations_are_the_same():
+    out = run_cli("diff", str(JAXF / "mlp_gspmd.mlir"), str(JAXF / "mlp_shardy.mlir"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 same" in out.stdout
+
+
+def test_seed_dump_against_the_fixed_one():
+    out = run_cli(
+        "diff", str(SEED / "distorted_mesh.mlir"), str(SEED / "fixed_mesh.mlir"), "--format", "json"
+    )
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    status = {(v["module"], v["name"]): v["status"] for v in doc["values"]}
+    # both sections of the pass dump are paired with the one module of the fixed dump
+    assert sorted(status.values()) == ["permuted", "permuted", "same", "same"]
+    arg0 = [v for v in doc["values"] if v["name"] == "%arg0"]
+    assert all(v["differing_devices"] == [1, 2, 3, 4, 5, 6] for v in arg0)
+    assert {v["b"]["sharding"] for v in arg0} == {'#sdy.sharding<@mesh, [{}, {"model"}]>'}
+
+
+def test_directories_and_values_on_one_side(tmp_path):
+    same = run_cli(
+        "diff",
+        str(ROOT / "fixtures" / "xla_dump" / "mlp2"),
+        str(ROOT / "fixtures" / "xla_dump" / "mlp2"),
+    )
+    assert same.returncode == 0, same.stderr
+    a = tmp_path / "a.mlir"
+    b = tmp_path / "b.mlir"
+    head = 'module @m {\n  sdy.mesh @mesh = <["x"=2, "y"=2]>\n'
+    a.write_text(
+        head
+        + '  func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, '
+        "%arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) -> tensor<8x8xf32> {\n"
+        "    return %arg0 : tensor<8x8xf32>\n  }\n}\n"
+    )
+    b.write_text(
+        head
+        + '  func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>}) '
+        "-> tensor<8x8xf32> {\n    return %arg0 : tensor<8x8xf32>\n  }\n}\n"
+    )
+    out = run_cli("diff", str(a), str(b))
+    assert out.returncode == 1
+    assert "%arg0  different" in out.stdout and "%arg1  only in A" in out.stdout
+    assert "2 values: 0 same, 0 permuted, 1 different, 1 only-a" in out.stdout
