@@ -212,3 +212,18 @@ def test_uneven_nd_with_replication_against_slow_walk(rule):
         for dev in lay.devices():
             w = want[dev.device]
             assert (None if dev.slices is None else list(dev.slices)) == w, (tile, shape)
+
+
+@pytest.mark.parametrize(
+    "spec, shape", [(("x",), (8, 6)), (("y",), (4, 6, 2)), ((), (4, 6)), ((("x", "y"),), (8, 3))]
+)
+def test_a_short_partition_spec_replicates_the_trailing_dims_like_jax(spec, shape) -> None:
+    """JAX accepts a PartitionSpec shorter than the array's rank (the rest replicated)."""
+    from meshdiag import parse_mesh
+
+    devs = np.array(jax.devices()[:8]).reshape(2, 4)
+    ref = JaxNamed(JaxMesh(devs, ("x", "y")), P(*spec)).devices_indices_map(shape)
+    text = "P(" + ", ".join(repr(s) for s in spec) + ")"
+    lay = layout(text, shape, mesh=parse_mesh("x=2,y=4"))
+    got = {d["device"]: d["slices"] for d in lay.to_json()["devices"]}
+    assert got == {d.id: _normalise(idx, shape) for d, idx in ref.items()}

@@ -189,7 +189,7 @@ def layout(
     if isinstance(sharding, str):
         from .formats.detect import parse_sharding
 
-        sharding = parse_sharding(sharding, mesh=mesh)
+        sharding = parse_sharding(sharding, mesh=mesh, rank=len(shape))
     if isinstance(sharding, NamedSharding):
         from .export import named_to_hlo
 

@@ -73,8 +73,8 @@ def reshard(
     dtype: str = "f32",
 ) -> ReshardCost:
     itemsize = dtype_bytes(dtype)
-    a = parse_sharding(source, mesh=mesh)
-    b = parse_sharding(target, mesh=mesh)
+    a = parse_sharding(source, mesh=mesh, rank=len(shape))
+    b = parse_sharding(target, mesh=mesh, rank=len(shape))
     m = resolve_mesh(a, b, mesh)
     if m.is_maximal or not m.axes:
         raise MeshdiagError(f"mesh {m.short()} has no axes to reshard over")

@@ -140,7 +140,12 @@ def diff_shardings(
     from .limits import check_annotation_length
 
     parsed = [
-        parse_sharding(check_annotation_length(t, "sharding"), mesh=mesh) for t in (text_a, text_b)
+        parse_sharding(
+            check_annotation_length(t, "sharding"),
+            mesh=mesh,
+            rank=len(shape) if shape is not None else None,
+        )
+        for t in (text_a, text_b)
     ]
     hlo = [to_hlo(p, mesh) for p in parsed]
     for h, name in zip(hlo, "AB", strict=True):

@@ -433,7 +433,7 @@ def _compiler_placement(mesh: Mesh, shape: Shape, text: str, split: str) -> _Pla
     from .formats.detect import parse_sharding
     from .layout_engine import layout
 
-    lay = layout(parse_sharding(text, mesh=mesh), shape, split=split, mesh=mesh)
+    lay = layout(parse_sharding(text, mesh=mesh, rank=len(shape)), shape, split=split, mesh=mesh)
     if lay.kind in ("manual", "unknown", "unreduced") or lay.partial or lay.manual:
         raise MeshdiagError(
             f"simulate-copy cannot place a {lay.kind} sharding '{text}': it does not say which "

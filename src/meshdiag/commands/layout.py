@@ -121,7 +121,7 @@ def run_layout(
                 f"({da.mapping_text()})"
             )
         mesh = logical  # physical device ids → the logical partitions running on them
-    parsed = parse_sharding(check_annotation_length(text, "sharding"), mesh=mesh)
+    parsed = parse_sharding(check_annotation_length(text, "sharding"), mesh=mesh, rank=len(shape))
     hlo = to_hlo(parsed, mesh)  # logical partition ids, as GSPMD text means them
     num_devices = mesh.size if mesh is not None else None
     named_mesh = getattr(parsed, "mesh", None)

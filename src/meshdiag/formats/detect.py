@@ -53,8 +53,14 @@ def _escaped(t: str) -> bool:
 
 
 def parse_sharding(
-    text: str, mesh: Mesh | None = None, meshes: dict[str, Mesh] | None = None
+    text: str,
+    mesh: Mesh | None = None,
+    meshes: dict[str, Mesh] | None = None,
+    rank: int | None = None,
 ) -> HloSharding | NamedSharding:
+    """Any sharding notation, detected by its syntax. `rank` is the tensor's rank when known:
+    a PartitionSpec shorter than it leaves the trailing dims replicated, as JAX does
+    (`P('x')` on a 2-D array is `P('x', None)`); the other notations state every dim."""
     t = pasted(text)
     if not t:
         raise ParseError("a sharding", text, 0, found="nothing")
@@ -93,6 +99,8 @@ def parse_sharding(
     spec = parse_pspec(t)
     if mesh is None:
         raise _needs_mesh("PartitionSpec", "--mesh batch=2,model=4")
+    if rank is not None and len(spec) < rank:
+        spec = (*spec, *([None] * (rank - len(spec))))
     return pspec_to_named(spec, mesh)
 
 
