@@ -84,7 +84,6 @@ def run_layout(
     html: str | None,
     max_cells: int,
 ) -> None:
-    import json
     import sys
 
     from ..errors import MeshdiagError
@@ -113,9 +112,9 @@ def run_layout(
     findings = mesh_findings(mesh, target) + uneven_findings(hlo, shape, split, where={})
 
     if fmt == "json":
-        doc = lay.to_json(gspmd)
-        doc["findings"] = [f.to_json() for f in findings]
-        sys.stdout.write(json.dumps(doc) + "\n")
+        # streamed: a million devices are 120 MB of JSON, not a million dicts in memory
+        lay.write_json(sys.stdout, gspmd, {"findings": [f.to_json() for f in findings]})
+        sys.stdout.write("\n")
     else:
         from rich.console import Console
 
