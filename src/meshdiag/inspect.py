@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from .contentmemo import ContentMemo
-from .errors import MeshdiagError
+from .errors import LimitError, MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
 if TYPE_CHECKING:
@@ -233,12 +233,11 @@ def inspect_paths(
 def file_json(
     report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
 ) -> dict:
-    return {
-        "path": report.path,
-        "modules": [
-            module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules
-        ],
-    }
+    try:
+        modules = [module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules]
+    except LimitError as e:  # name the file: the value's location is line:column only
+        raise LimitError(f"{report.path}: {e}") from None
+    return {"path": report.path, "modules": modules}
 
 
 def mesh_json(d: MeshDecl) -> dict:
@@ -499,6 +498,10 @@ def value_json(
         "gspmd": gspmd_text(v),
     }
     if layouts:
+        from .limits import check_listed_devices
+
         lay = value_layout(v, m, mesh, split)
+        if lay is not None:
+            check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
         d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None
     return d

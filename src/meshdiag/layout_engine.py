@@ -173,11 +173,44 @@ class Layout:
             hi = min(lo + _JSON_CHUNK, self.num_devices)
             if lo:
                 out.write(", ")
-            out.write(json.dumps([d.to_json() for d in self._records(lo, hi)])[1:-1])
+            out.write(self._json_devices(lo, hi))
         out.write("]")
         for key, value in (extra or {}).items():
             out.write(f", {json.dumps(key)}: {json.dumps(value)}")
         out.write("}")
+
+    def _json_devices(self, lo: int, hi: int) -> str:
+        """`json.dumps([d.to_json() for d in devices lo..hi-1])[1:-1]`, formatted from the
+        arrays row by row (a dict per device costs 20 s for a million)."""
+        import numpy as np
+
+        r = self.rank
+        cols = np.empty((hi - lo, 1 + 4 * r), dtype=np.int64)
+        cols[:, 0] = np.arange(lo, hi)
+        cols[:, 1 : 1 + 2 * r : 2] = self.starts[lo:hi]
+        cols[:, 2 : 2 + 2 * r : 2] = self.stops[lo:hi]
+        cols[:, 1 + 2 * r : 1 + 3 * r] = self.stops[lo:hi] - self.starts[lo:hi]
+        cols[:, 1 + 3 * r :] = self.buffers[lo:hi]
+        pairs = ", ".join(["[%d, %d]"] * r)
+        ints = ", ".join(["%d"] * r)
+        held = (
+            f'{{"device": %d, "slices": [{pairs}], "shard_shape": [{ints}], '
+            f'"buffer_shape": [{ints}], "empty": %s}}'
+        )
+        none = (
+            '{"device": %d, "slices": null, "shard_shape": null, "buffer_shape": null, '
+            '"empty": true}'
+        )
+        flags = ("false", "true")
+        return ", ".join(
+            held % (*row, flags[e]) if p else none % row[0]
+            for row, p, e in zip(
+                cols.tolist(),
+                self.present[lo:hi].tolist(),
+                self.empty[lo:hi].tolist(),
+                strict=True,
+            )
+        )
 
     def to_json_head(self, gspmd: str | None = None) -> dict:
         """The layout JSON document's fields before `devices`."""

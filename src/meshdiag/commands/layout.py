@@ -90,12 +90,15 @@ def run_layout(
     from ..formats.detect import parse_sharding, to_hlo
     from ..formats.gspmd import print_gspmd
     from ..layout_engine import layout
-    from ..limits import check_annotation_length
+    from ..limits import MAX_GRID_CELLS, check_annotation_length
     from ..splits import check_rule
 
     check_rule(split)
-    if max_cells < 1:
-        raise MeshdiagError(f"--max-cells must be at least 1, got {max_cells}")
+    if not 1 <= max_cells <= MAX_GRID_CELLS:
+        raise MeshdiagError(
+            f"--max-cells must be between 1 and {MAX_GRID_CELLS} (MESHDIAG_MAX_GRID_CELLS), "
+            f"got {max_cells}"
+        )
     shape = parse_shape(shape_text)
     mesh = load_mesh(mesh_text)
     parsed = parse_sharding(check_annotation_length(text, "sharding"), mesh=mesh)
