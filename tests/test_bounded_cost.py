@@ -14,9 +14,16 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from meshdiag.formats.detect import parse_sharding
+from meshdiag.formats.devicelist import compress_devices, device_runs
+from meshdiag.layout_engine import _dense_groups, layout
 from meshdiag.limits import MAX_DEVICES, MAX_SIMULATED_DEVICES
+from meshdiag.render.grid import TileIndex, table_rows
 
 SECONDS = 20.0
 MAX_RSS_MB = 500
@@ -210,3 +217,106 @@ def test_simulate_copy_at_its_limit(tmp_path, fmt):
         assert {f["code"] for f in doc["findings"]} >= {"MD105", "MD106"}
     else:
         assert b"MD106" in out
+
+
+# -- the fast paths agree with the straightforward ones --------------------------------------
+
+
+def _runs_reference(ids) -> list[tuple[int, int, int]]:
+    """Greedy runs, one id at a time (what device_runs computes with block jumps)."""
+    xs = sorted(set(ids))
+    runs, i = [], 0
+    while i < len(xs):
+        if i + 1 == len(xs):
+            runs.append((xs[i], xs[i], 1))
+            break
+        step, j = xs[i + 1] - xs[i], i + 1
+        while j + 1 < len(xs) and xs[j + 1] - xs[j] == step:
+            j += 1
+        if (step == 1 and j - i + 1 >= 3) or j - i + 1 >= 4:
+            runs.append((xs[i], xs[j], step))
+            i = j + 1
+        else:
+            runs.append((xs[i], xs[i], 1))
+            i += 1
+    return runs
+
+
+_ids = st.one_of(
+    st.lists(st.integers(0, 60), max_size=40),
+    # long lists take the numpy path: strided blocks with noise
+    st.builds(
+        lambda start, step, n, extra: [start + step * k for k in range(n)] + extra,
+        st.integers(0, 50),
+        st.integers(1, 4),
+        st.integers(4000, 9000),
+        st.lists(st.integers(0, 40000), max_size=30),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ids, st.sampled_from([None, 5, 12, 60]))
+def test_device_runs_and_compression_match_the_reference(ids, max_chars):
+    assert device_runs(ids) == _runs_reference(ids)
+    text = compress_devices(ids, max_chars=max_chars)
+    assert compress_devices(np.asarray(ids, dtype=np.int64), max_chars=max_chars) == text
+    if max_chars is not None:
+        assert len(text) <= max(max_chars, len(f"…(+{len(set(ids))})"))
+
+
+def _dense_groups_reference(key):
+    out = np.full(key.shape, -1, dtype=np.int64)
+    valid = key >= 0
+    if valid.any():
+        uniq, first, inverse = np.unique(key[valid], return_index=True, return_inverse=True)
+        rank_of = np.empty(len(uniq), dtype=np.int64)
+        rank_of[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+        out[valid] = rank_of[inverse.reshape(-1)]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-1, 12), max_size=50))
+def test_dense_groups_match_the_unique_based_reference(keys):
+    key = np.asarray(keys, dtype=np.int64)
+    assert _dense_groups(key).tolist() == _dense_groups_reference(key).tolist()
+
+
+_LAYOUTS = [
+    ("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}", (32, 32), "xla", None),
+    ("{devices=[8,1]<=[8]}", (7, 3), "chunk", None),
+    ("{devices=[4,1]<=[4]}", (5, 3), "xla", None),
+    ("{devices=[2,3,2]<=[12]}", (3, 0, 5), "xla", None),
+    ("{devices=[3,3,2,2]<=[36]}", (6, 6, 4, 4), "array-split", None),
+    ("{replicated}", (), "xla", 4),
+    ("{maximal device=3}", (4, 5), "xla", 6),
+    ("{manual}", (2,), "xla", 3),
+    ("{devices=[16,1]<=[16]}", (5000, 3), "chunk", None),
+]
+
+
+@pytest.mark.parametrize("text,shape,split,n", _LAYOUTS)
+def test_streamed_json_and_tile_index_match_the_direct_ones(text, shape, split, n):
+    import io
+
+    lay = layout(parse_sharding(text), shape, split=split, num_devices=n)
+    buf = io.StringIO()
+    lay.write_json(buf, "g", {"findings": []})
+    assert buf.getvalue() == json.dumps(lay.to_json("g") | {"findings": []})
+    # every tile, built on demand, is the tile its devices' rows describe
+    index = TileIndex(lay)
+    tiles = list(index)
+    members = lay.present if lay.rank == 0 else lay.tile_index[:, 0] >= 0
+    assert sorted(d for t in tiles for d in t.devices) == np.flatnonzero(members).tolist()
+    for t in tiles:
+        assert index.get(t.index) == t
+        d = t.devices[0]
+        if lay.rank:
+            assert t.index == tuple(lay.tile_index[d].tolist())
+        if t.slices is not None:
+            assert t.slices == tuple(
+                zip(lay.starts[d].tolist(), lay.stops[d].tolist(), strict=True)
+            )
+    rows, elided = table_rows(lay, 4)
+    assert elided == max(0, len(tiles) - 4)
