@@ -106,11 +106,15 @@ class Layout:
     @property
     def empty(self) -> np.ndarray:
         """[N] bool: the device holds no element (absent, or a zero-length range)."""
+        return self._empty_rows(0, self.num_devices)
+
+    def _empty_rows(self, lo: int, hi: int) -> np.ndarray:
+        """`empty[lo:hi]` without computing the other rows."""
         import numpy as np
 
         if self.rank == 0:
-            return ~self.present
-        return ~self.present | np.any(self.stops <= self.starts, axis=1)
+            return ~self.present[lo:hi]
+        return ~self.present[lo:hi] | np.any(self.stops[lo:hi] <= self.starts[lo:hi], axis=1)
 
     @property
     def padded(self) -> np.ndarray:
@@ -140,7 +144,7 @@ class Layout:
         bufs = self.buffers[lo:hi].tolist()
         tiles = self.tile_index[lo:hi].tolist()
         present = self.present[lo:hi].tolist()
-        empty = self.empty[lo:hi].tolist()
+        empty = self._empty_rows(lo, hi).tolist()
         groups = self.groups[lo:hi].tolist()
         for j in range(hi - lo):
             if not present[j]:
@@ -201,13 +205,20 @@ class Layout:
             '{"device": %d, "slices": null, "shard_shape": null, "buffer_shape": null, '
             '"empty": true}'
         )
+        present = self.present[lo:hi]
+        empty = self._empty_rows(lo, hi)
+        if present.all():  # one %-format for the whole chunk: the values as one flat tuple
+            values = np.empty((hi - lo, cols.shape[1] + 1), dtype=object)
+            values[:, :-1] = cols
+            values[:, -1] = np.where(empty, "true", "false")
+            return ", ".join([held] * (hi - lo)) % tuple(values.ravel().tolist())
         flags = ("false", "true")
         return ", ".join(
             held % (*row, flags[e]) if p else none % row[0]
             for row, p, e in zip(
                 cols.tolist(),
-                self.present[lo:hi].tolist(),
-                self.empty[lo:hi].tolist(),
+                present.tolist(),
+                empty.tolist(),
                 strict=True,
             )
         )

@@ -50,12 +50,11 @@ def _iter_runs(xs: Sequence[int]) -> Iterator[tuple[int, int, int]]:
         block_of = np.zeros(len(d), dtype=np.int64)
         block_of[change] = 1
         block_of = np.cumsum(block_of)
-        steps = d.tolist()
+        steps = d  # read an item at a time: callers with max_chars read a few runs only
 
         def run_end(i: int) -> int:  # last index j of the equal-step run from i
             return int(block_end[block_of[i]]) + 1
 
-        xs = xs.tolist()
     else:
         steps = [xs[k + 1] - xs[k] for k in range(n - 1)]
         last = list(range(1, n))  # last index of the equal-step block from diff k
@@ -68,17 +67,18 @@ def _iter_runs(xs: Sequence[int]) -> Iterator[tuple[int, int, int]]:
 
     i = 0
     while i < n:
+        first = int(xs[i])
         if i + 1 == n:
-            yield (xs[i], xs[i], 1)
+            yield (first, first, 1)
             return
-        step = steps[i]
+        step = int(steps[i])
         j = run_end(i)
         length = j - i + 1
         if (step == 1 and length >= 3) or length >= 4:
-            yield (xs[i], xs[j], step)
+            yield (first, int(xs[j]), step)
             i = j + 1
         else:
-            yield (xs[i], xs[i], 1)
+            yield (first, first, 1)
             i += 1
 
 

@@ -88,9 +88,10 @@ class TileIndex:
             lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
         else:
             lin = np.zeros(len(devs), dtype=np.int64)
-        order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
-        self._devs = devs[order]
-        lin = lin[order]
+        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+            devs, lin = devs[order], lin[order]
+        self._devs = devs
         cuts = np.flatnonzero(np.diff(lin)) + 1
         self._first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
         self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
