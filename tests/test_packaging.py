@@ -4,6 +4,7 @@ wheel-building config, an sdist whose tests can run, and a CLI on current typer.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import shlex
@@ -75,12 +76,7 @@ def test_version_names_the_scanner():
         env={**os.environ, "MESHDIAG_PURE_PYTHON": "1"},
     )
     assert native.returncode == pure.returncode == 0
-    try:
-        import meshdiag.ir._fastscan  # noqa: F401
-
-        built = True
-    except ImportError:
-        built = False
+    built = importlib.util.find_spec("meshdiag.ir._fastscan") is not None
     expected = "native" if built else "pure Python, the native extension is not built"
     assert native.stdout == f"meshdiag {meshdiag.__version__} (scanner: {expected})\n"
     assert pure.stdout.strip().endswith("(scanner: pure Python, MESHDIAG_PURE_PYTHON is set)")
