@@ -120,7 +120,7 @@ class TileIndex:
         else:
             slices = tuple(zip(lay.starts[d0].tolist(), lay.stops[d0].tolist(), strict=True))
             buffer = tuple(lay.buffers[d0].tolist())
-            if bool(lay.empty[d0]) if lay.rank == 0 else any(b <= a for a, b in slices):
+            if any(b <= a for a, b in slices):  # (a present scalar is never empty)
                 status = "empty"
             elif any(b - a < c for (a, b), c in zip(slices, self._full, strict=True)):
                 status = "short"
@@ -212,7 +212,6 @@ def plan_grid(
     max_facets: int = MAX_FACETS,
     max_rows: int | None = None,
     max_cols: int | None = None,
-    index: TileIndex | None = None,
 ) -> GridPlan:
     """The picture's facets and cells. `max_rows`/`max_cols` keep the first rows/columns of
     each facet only (the totals stay in `Facet.total_rows/total_cols`), so a picture of a
@@ -220,7 +219,7 @@ def plan_grid(
     import itertools
 
     rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, lay.tiles, max_facets)
-    tiles = index if index is not None else TileIndex(lay)
+    tiles = TileIndex(lay)
     t = lay.tiles
 
     def ranges(dims: tuple[int, ...], limit: int | None) -> list[tuple[int, ...]]:
