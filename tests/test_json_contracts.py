@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshdiag.cli import app, main
+from meshdiag.cli import build_app, main
 from meshdiag.contracts import all_schemas, documents, schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +183,7 @@ def test_mutated_inspect_and_convert_documents_fail(capsys) -> None:
 def test_every_command_with_format_has_a_schema() -> None:
     import typer.main
 
-    group = typer.main.get_command(app)
+    group = typer.main.get_command(build_app())
     with_json = {
         name
         for name, cmd in group.commands.items()

@@ -104,14 +104,20 @@ def iota_form_of(tile: TileAssignment) -> TileAssignment | None:
     the reshape dims. The greedy run is exact for canonical forms (a run that continues past a
     dim boundary means the two dims would have been merged by canonicalisation).
     """
-    import numpy as np
-
     if tile.is_iota:
         return tile
-    flat = np.asarray(tile.devices(), dtype=np.int64)
+    return iota_form_of_array(tile.array())
+
+
+def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
+    """`iota_form_of` for a device array (no tuple of a million Python ints on the way)."""
+    import numpy as np
+
+    dims = tuple(int(d) for d in array.shape)
+    flat = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
     n = flat.size
     if n == 1:
-        return TileAssignment.iota(tile.dims) if flat[0] == 0 else None
+        return TileAssignment.iota(dims) if flat[0] == 0 else None
     if flat[0] != 0:
         return None
     runs: list[tuple[int, int]] = []  # (size, stride), minor first
@@ -140,7 +146,7 @@ def iota_form_of(tile: TileAssignment) -> TileAssignment | None:
     reshape = [runs[k][0] for k in reshape_order]
     rank_of = {k: r for r, k in enumerate(reshape_order)}
     perm = [rank_of[k] for k in reversed(range(len(runs)))]  # device order, major first
-    cand = TileAssignment.iota(tile.dims, reshape, perm)
+    cand = TileAssignment.iota(dims, reshape, perm)
     if not np.array_equal(cand.array().reshape(-1), flat):
         return None
     return cand
@@ -443,16 +449,21 @@ def _positions_of(s: HloSharding, mesh: Mesh) -> tuple[np.ndarray, int, tuple[st
     import numpy as np
 
     assert s.tile is not None
-    ids = np.asarray(mesh.ids, dtype=np.int64)
     arr = s.tile.array()
-    if arr.size != ids.size:
+    if arr.size != mesh.size:
         return None
-    top = int(max(int(ids.max()), int(arr.max()))) + 1
-    inv = np.full(top, -1, dtype=np.int64)
-    inv[ids] = np.arange(ids.size, dtype=np.int64)
-    pos = inv[arr]
-    if (pos < 0).any():
-        return None
+    if mesh.device_ids is None:  # iota: a device's position is its id (no tuple of ids)
+        if int(arr.min()) < 0 or int(arr.max()) >= mesh.size:
+            return None
+        pos = arr
+    else:
+        ids = np.asarray(mesh.ids, dtype=np.int64)
+        top = int(max(int(ids.max()), int(arr.max()))) + 1
+        inv = np.full(top, -1, dtype=np.int64)
+        inv[ids] = np.arange(ids.size, dtype=np.int64)
+        pos = inv[arr]
+        if (pos < 0).any():
+            return None
     rank = s.data_rank or 0
     pos, kinds = group_subgroup_dims(pos, s.subgroup_kinds())
     if kinds and kinds[-1] == "replicated":
@@ -544,7 +555,7 @@ def _pieces_by_group(
     if got is None:
         return None
     pos, rank, kinds = got
-    tile = iota_form_of(TileAssignment.from_array(pos))
+    tile = iota_form_of_array(pos)
     if tile is None:
         return None
     assert tile.reshape is not None and tile.perm is not None

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from .contentmemo import ContentMemo
-from .errors import MeshdiagError
+from .errors import LimitError, MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
 if TYPE_CHECKING:
@@ -263,13 +263,11 @@ def inspect_paths(
 def file_json(
     report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
 ) -> dict:
-    return {
-        "path": report.path,
-        **ids_json(report.path),
-        "modules": [
-            module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules
-        ],
-    }
+    try:
+        modules = [module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules]
+    except LimitError as e:  # name the file: the value's location is line:column only
+        raise LimitError(f"{report.path}: {e}") from None
+    return {"path": report.path, **ids_json(report.path), "modules": modules}
 
 
 def ids_json(path: str) -> dict:
@@ -576,6 +574,10 @@ def value_json(
         "gspmd": gspmd_text(v),
     }
     if layouts:
+        from .limits import check_listed_devices
+
         lay = value_layout(v, m, mesh, split)
+        if lay is not None:
+            check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
         d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None
     return d

@@ -18,11 +18,10 @@ known), `unreduced` (every device, whole shape, partial sums awaiting a reductio
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .errors import MeshdiagError
 from .limits import MAX_RANK, check_device_count
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
     from .mesh import Mesh
 
 JSON_VERSION = 1
+#: devices per chunk of a streamed JSON device list
+_JSON_CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,15 @@ class Layout:
     @property
     def empty(self) -> np.ndarray:
         """[N] bool: the device holds no element (absent, or a zero-length range)."""
+        return self._empty_rows(0, self.num_devices)
+
+    def _empty_rows(self, lo: int, hi: int) -> np.ndarray:
+        """`empty[lo:hi]` without computing the other rows."""
         import numpy as np
 
         if self.rank == 0:
-            return ~self.present
-        return ~self.present | np.any(self.stops <= self.starts, axis=1)
+            return ~self.present[lo:hi]
+        return ~self.present[lo:hi] | np.any(self.stops[lo:hi] <= self.starts[lo:hi], axis=1)
 
     @property
     def padded(self) -> np.ndarray:
@@ -139,7 +144,7 @@ class Layout:
         bufs = self.buffers[lo:hi].tolist()
         tiles = self.tile_index[lo:hi].tolist()
         present = self.present[lo:hi].tolist()
-        empty = self.empty[lo:hi].tolist()
+        empty = self._empty_rows(lo, hi).tolist()
         groups = self.groups[lo:hi].tolist()
         for j in range(hi - lo):
             if not present[j]:
@@ -158,13 +163,74 @@ class Layout:
 
     def to_json(self, gspmd: str | None = None) -> dict:
         """The `meshdiag layout --format json` document (docs/json.md, `contracts/layout.py`)."""
+        return self.to_json_head(gspmd) | {"devices": [d.to_json() for d in self.devices()]}
+
+    def write_json(self, out: IO[str], gspmd: str | None = None, extra: dict | None = None) -> None:
+        """Write `json.dumps(to_json(gspmd) | extra)` to `out` without building it: the device
+        list goes out in chunks, so a million devices (120 MB of JSON) cost chunk-sized
+        memory."""
+        import json
+
+        head = self.to_json_head(gspmd)
+        out.write(json.dumps(head)[:-1] + ', "devices": [')
+        for lo in range(0, self.num_devices, _JSON_CHUNK):
+            hi = min(lo + _JSON_CHUNK, self.num_devices)
+            if lo:
+                out.write(", ")
+            out.write(self._json_devices(lo, hi))
+        out.write("]")
+        for key, value in (extra or {}).items():
+            out.write(f", {json.dumps(key)}: {json.dumps(value)}")
+        out.write("}")
+
+    def _json_devices(self, lo: int, hi: int) -> str:
+        """`json.dumps([d.to_json() for d in devices lo..hi-1])[1:-1]`, formatted from the
+        arrays row by row (a dict per device costs 20 s for a million)."""
+        import numpy as np
+
+        r = self.rank
+        cols = np.empty((hi - lo, 1 + 4 * r), dtype=np.int64)
+        cols[:, 0] = np.arange(lo, hi)
+        cols[:, 1 : 1 + 2 * r : 2] = self.starts[lo:hi]
+        cols[:, 2 : 2 + 2 * r : 2] = self.stops[lo:hi]
+        cols[:, 1 + 2 * r : 1 + 3 * r] = self.stops[lo:hi] - self.starts[lo:hi]
+        cols[:, 1 + 3 * r :] = self.buffers[lo:hi]
+        pairs = ", ".join(["[%d, %d]"] * r)
+        ints = ", ".join(["%d"] * r)
+        held = (
+            f'{{"device": %d, "slices": [{pairs}], "shard_shape": [{ints}], '
+            f'"buffer_shape": [{ints}], "empty": %s}}'
+        )
+        none = (
+            '{"device": %d, "slices": null, "shard_shape": null, "buffer_shape": null, '
+            '"empty": true}'
+        )
+        present = self.present[lo:hi]
+        empty = self._empty_rows(lo, hi)
+        if present.all():  # one %-format for the whole chunk: the values as one flat tuple
+            values = np.empty((hi - lo, cols.shape[1] + 1), dtype=object)
+            values[:, :-1] = cols
+            values[:, -1] = np.where(empty, "true", "false")
+            return ", ".join([held] * (hi - lo)) % tuple(values.ravel().tolist())
+        flags = ("false", "true")
+        return ", ".join(
+            held % (*row, flags[e]) if p else none % row[0]
+            for row, p, e in zip(
+                cols.tolist(),
+                present.tolist(),
+                empty.tolist(),
+                strict=True,
+            )
+        )
+
+    def to_json_head(self, gspmd: str | None = None) -> dict:
+        """The layout JSON document's fields before `devices`."""
         return {
             "version": JSON_VERSION,
             "shape": list(self.shape),
             "split": self.split,
             "num_devices": self.num_devices,
             "gspmd": gspmd,
-            "devices": [d.to_json() for d in self.devices()],
         }
 
 
@@ -203,7 +269,48 @@ def layout(
     split = check_rule(split)
     if num_devices is not None:
         num_devices = check_device_count(int(num_devices), "layout")
-    return _layout_cached(sharding, shape, split, num_devices)
+    key = (sharding, shape, split, num_devices)
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _compute(sharding, shape, split, num_devices)
+        _CACHE.put(key, hit)
+    return hit
+
+
+class _LayoutCache:
+    """Layouts by (sharding, shape, split, device count), least recently used out first,
+    bounded by the devices they hold: a layout of a million devices is ~70 MB of arrays, so a
+    count of entries would not bound memory."""
+
+    def __init__(self, max_devices: int):
+        from collections import OrderedDict
+
+        self._data: OrderedDict[tuple, Layout] = OrderedDict()
+        self._devices = 0
+        self.max_devices = max_devices
+
+    def get(self, key: tuple) -> Layout | None:
+        hit = self._data.get(key)
+        if hit is not None:
+            self._data.move_to_end(key)
+        return hit
+
+    def put(self, key: tuple, lay: Layout) -> None:
+        if lay.num_devices > self.max_devices:
+            return
+        self._data[key] = lay
+        self._devices += lay.num_devices
+        while self._devices > self.max_devices:
+            _, old = self._data.popitem(last=False)
+            self._devices -= old.num_devices
+
+    def clear(self) -> None:
+        self._data.clear()
+        self._devices = 0
+
+
+#: every layout asked for again (pass dumps repeat the same few), within 1M devices' worth
+_CACHE = _LayoutCache(max_devices=1 << 20)
 
 
 def _check_shape(shape: Any) -> tuple[int, ...]:
@@ -227,8 +334,7 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=512)
-def _layout_cached(
+def _compute(
     sharding: HloSharding, shape: tuple[int, ...], split: str, num_devices: int | None
 ) -> Layout:
     kind = sharding.kind
@@ -329,41 +435,38 @@ def _tiled(
             f"tile assignment names device {int(np.argmax(seen > 1))} more than once"
         )
 
-    # coordinates of every position of the assignment array, then scattered to device rows
-    # per position of the assignment array (row-major), then scattered to device rows at once
-    coords = np.stack(np.unravel_index(np.arange(count), tile.dims), axis=1).astype(np.int64)
-    data = coords[:, :rank]
-    pos_starts = np.empty((count, rank), dtype=np.int64)
-    pos_stops = np.empty((count, rank), dtype=np.int64)
-    pos_bufs = np.empty((count, rank), dtype=np.int64)
-    dim_present = np.ones(count, dtype=bool)
-    for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
-        s = split_dim(shape[d], tile.dims[d], split, dim=d)
-        idx = data[:, d]
-        pos_starts[:, d] = s.starts[idx]
-        pos_stops[:, d] = s.stops[idx]
-        pos_bufs[:, d] = s.buffers[idx]
-        if not s.present.all():
-            dim_present &= s.present[idx]
+    # the coordinates of every position of the assignment array (row-major), gathered per
+    # dim from the split's ranges and scattered to device rows (one [count] temporary at a
+    # time: a million devices must not cost a dozen [count, rank] copies)
+    coords = np.unravel_index(np.arange(count), tile.dims)
     starts = np.zeros((n, rank), dtype=np.int64)
     stops = np.zeros((n, rank), dtype=np.int64)
     buffers = np.zeros((n, rank), dtype=np.int64)
-    present = np.zeros(n, dtype=bool)
-    keep_pos = dim_present  # `chunk`: positions past the last chunk along some dim hold nothing
-    starts[arr[keep_pos]] = pos_starts[keep_pos]
-    stops[arr[keep_pos]] = pos_stops[keep_pos]
-    buffers[arr[keep_pos]] = pos_bufs[keep_pos]
-    present[arr[keep_pos]] = True
-    absent = ~present
     tile_index = np.full((n, rank), -1, dtype=np.int64)
-    tile_index[arr] = data  # kept for `chunk`-absent devices: renderers show their tile
+    dim_present = np.ones(count, dtype=bool)
+    for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
+        s = split_dim(shape[d], tile.dims[d], split, dim=d)
+        idx = coords[d]
+        starts[arr, d] = s.starts[idx]
+        stops[arr, d] = s.stops[idx]
+        buffers[arr, d] = s.buffers[idx]
+        tile_index[arr, d] = idx  # kept for `chunk`-absent devices: renderers show their tile
+        if not s.present.all():
+            dim_present &= s.present[idx]
+    present = np.zeros(n, dtype=bool)
+    present[arr] = dim_present  # `chunk`: positions past the last chunk along a dim hold nothing
+    absent = ~present
+    if absent.any():
+        starts[absent] = 0
+        stops[absent] = 0
+        buffers[absent] = 0
 
     # replica groups: same tile and same coordinate along non-replicated subgroup dims
     kinds = sharding.subgroup_kinds()
     keep = list(range(rank)) + [rank + j for j, k in enumerate(kinds) if k != "replicated"]
     if keep:
         key_pos = np.ravel_multi_index(
-            tuple(coords[:, j] for j in keep), tuple(tile.dims[j] for j in keep)
+            tuple(coords[j] for j in keep), tuple(tile.dims[j] for j in keep)
         )
     else:
         key_pos = np.zeros(count, dtype=np.int64)
@@ -407,11 +510,20 @@ def _dense_groups(key: np.ndarray) -> np.ndarray:
     valid = key >= 0
     if not valid.any():
         return out
-    uniq, first, inverse = np.unique(key[valid], return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # first occurrence = lowest device id
-    rank_of = np.empty(len(uniq), dtype=np.int64)
-    rank_of[order] = np.arange(len(uniq), dtype=np.int64)
-    out[valid] = rank_of[inverse.reshape(-1)]
+    vals = key[valid]
+    if len(vals) < 2 or bool(np.all(vals[1:] > vals[:-1])):  # every device its own group
+        out[valid] = np.arange(len(vals), dtype=np.int64)
+        return out
+    # (a sort, not np.unique: numpy 2.4's unique hashes and is 10x slower on a million keys)
+    order = np.argsort(vals, kind="stable")
+    ordered = vals[order]
+    new = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    first = order[new]  # lowest position (= lowest device) of each key, by key
+    rank_of = np.empty(len(first), dtype=np.int64)
+    rank_of[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int64)
+    inverse = np.empty(len(vals), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    out[valid] = rank_of[inverse]
     return out
 
 

@@ -33,6 +33,14 @@ MAX_NESTING = _env_int("MESHDIAG_MAX_NESTING", 64)
 MAX_MATERIALISED_ELEMENTS = _env_int("MESHDIAG_MAX_ELEMENTS", 1 << 28)
 #: tensor rank
 MAX_RANK = _env_int("MESHDIAG_MAX_RANK", 64)
+#: devices simulate-copy models one by one (each device's buffer, copy and read-back); the
+#: largest real systems (a TPU v5p pod: 8960 chips) fit
+MAX_SIMULATED_DEVICES = _env_int("MESHDIAG_MAX_SIMULATED_DEVICES", 1 << 14)
+#: devices `inspect --layouts` lists per value (a million devices are ~120 MB of JSON per
+#: value; `meshdiag layout --format json` streams one tensor's list at any size)
+MAX_LISTED_DEVICES = _env_int("MESHDIAG_MAX_LISTED_DEVICES", 1 << 16)
+#: cells of a picture drawn as a grid (`--max-cells`); beyond, a table with elision
+MAX_GRID_CELLS = _env_int("MESHDIAG_MAX_GRID_CELLS", 4096)
 
 
 def check_device_count(n: int, what: str = "mesh") -> int:
@@ -54,3 +62,26 @@ def check_annotation_length(text: str, what: str = "annotation") -> str:
             f"{MAX_ANNOTATION_CHARS} (raise it with MESHDIAG_MAX_ANNOTATION_CHARS)"
         )
     return text
+
+
+def check_simulated_devices(n: int) -> int:
+    """Refuse, before any work, meshes too large to simulate device by device."""
+    if n > MAX_SIMULATED_DEVICES:
+        raise LimitError(
+            f"simulate-copy models every device's buffer one by one: the mesh has {n} devices, "
+            f"more than the limit of {MAX_SIMULATED_DEVICES} "
+            "(raise it with MESHDIAG_MAX_SIMULATED_DEVICES; `meshdiag layout` shows the "
+            "per-device slices of any mesh)"
+        )
+    return n
+
+
+def check_listed_devices(n: int, what: str) -> int:
+    """Refuse per-device lists in `inspect --layouts` JSON above MAX_LISTED_DEVICES."""
+    if n > MAX_LISTED_DEVICES:
+        raise LimitError(
+            f"{what} lays out on {n} devices: `inspect --layouts` lists at most "
+            f"{MAX_LISTED_DEVICES} devices per value (raise it with MESHDIAG_MAX_LISTED_DEVICES, "
+            "or use `meshdiag layout SHARDING --shape S --format json`, which streams any size)"
+        )
+    return n

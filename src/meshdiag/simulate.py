@@ -759,6 +759,9 @@ def simulate_copy(
     always does (refused when too large).
     """
 
+    from .limits import check_simulated_devices
+
+    check_simulated_devices(mesh.size)
     shape = _check_shape(shape)
     write = _check_choice(write, WRITES, "write mode")
     stale = _check_choice(stale, STALES, "stale fill")

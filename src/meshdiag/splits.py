@@ -1,6 +1,6 @@
 """Splitting one dimension of n elements over k shards, under each split rule.
 
-Rules (DESIGN.md, "Semantics"):
+Rules:
 - `xla`: tile c = ceil(n/k); shard i = [min(i*c, n), min((i+1)*c, n)); every buffer padded to c.
 - `chunk` (torch.chunk / TTNN): the same ranges, but shards past the last chunk hold nothing.
 - `array-split` (numpy.array_split): the first n % k shards get n//k + 1, the rest n//k.

@@ -25,12 +25,12 @@ if TYPE_CHECKING:
     from .context import CheckContext
 
 
-def _hold(ids: Sequence[int]) -> str:
-    """`device 7 holds` / `devices 5-7 hold`."""
-    ids = sorted(set(ids))
-    if len(ids) == 1:
-        return f"device {ids[0]} holds"
-    return f"devices {compress_devices(ids, max_chars=60)} hold"
+def _hold(ids) -> str:
+    """`device 7 holds` / `devices 5-7 hold` (ids: a sequence or a numpy array)."""
+    text = compress_devices(ids, max_chars=60)
+    if text.isdigit():
+        return f"device {text} holds"
+    return f"devices {text} hold"
 
 
 def _sizes_text(sizes: Sequence[int]) -> str:
@@ -61,14 +61,19 @@ def dim_finding(
     """
     if k <= 1 or n % k == 0:
         return None
+    import numpy as np
+
     c = -(-n // k)
     s = split_dim(n, k, "xla" if split == "even" else split, dim=dim)
-    sizes = (s.stops - s.starts).tolist()
-    present = s.present.tolist()
+    sizes = s.stops - s.starts
+    present = s.present
     head = f"dimension {dim} (size {n}) does not divide into its {k} shards"
 
-    def group(pred) -> list[int]:
-        return [d for i in range(k) if pred(i) for d in ids_by_index[i]]
+    def group(mask) -> Sequence[int]:
+        """The devices of the shard indices where `mask` is true."""
+        if isinstance(ids_by_index, np.ndarray):  # [k, m]: a million devices stay an array
+            return ids_by_index[mask].reshape(-1)
+        return [d for i in np.flatnonzero(mask).tolist() for d in ids_by_index[i]]
 
     parts: list[str] = []
     if split == "even":
@@ -77,29 +82,30 @@ def dim_finding(
             "divisible by its shard count"
         )
     elif split == "chunk":
-        chunk_sizes = [z for z, p in zip(sizes, present, strict=True) if p]
+        chunk_sizes = sizes[present].tolist()
         detail = f"under 'chunk' chunks are {c} long, giving {len(chunk_sizes)} chunks ({_sizes_text(chunk_sizes)})"
-        short = group(lambda i: present[i] and 0 < sizes[i] < c)
-        if short:
+        short = group(present & (sizes > 0) & (sizes < c))
+        if len(short):
             parts.append(f"{_hold(short)} a short chunk of {min(z for z in chunk_sizes if z < c)}")
-        empty = group(lambda i: not present[i] or sizes[i] == 0)
-        if empty:
+        empty = group(~present | (sizes == 0))
+        if len(empty):
             parts.append(f"{_hold(empty)} nothing")
     elif split == "xla":
         detail = f"under 'xla' tiles are {c} long and every buffer is padded to {c}"
-        short = group(lambda i: 0 < sizes[i] < c)
-        if short:
-            z = min(x for x in sizes if 0 < x < c)
+        is_short = (sizes > 0) & (sizes < c)
+        short = group(is_short)
+        if len(short):
+            z = int(sizes[is_short].min())
             parts.append(f"{_hold(short)} {z} + {c - z} padding")
-        empty = group(lambda i: sizes[i] == 0)
-        if empty:
+        empty = group(sizes == 0)
+        if len(empty):
             parts.append(f"{_hold(empty)} only padding")
     else:  # array-split
         q, r = divmod(n, k)
-        detail = f"under 'array-split' sizes differ by one ({_sizes_text(sizes)})"
-        parts.append(f"{_hold(group(lambda i: i < r))} {q + 1}")
-        rest = group(lambda i: i >= r)
-        parts.append(f"{_hold(rest)} " + (str(q) if q else "nothing"))
+        detail = f"under 'array-split' sizes differ by one ({_sizes_text(sizes.tolist())})"
+        first = np.arange(k) < r
+        parts.append(f"{_hold(group(first))} {q + 1}")
+        parts.append(f"{_hold(group(~first))} " + (str(q) if q else "nothing"))
     message = f"{head}: {detail}" + (": " + "; ".join(parts) if parts else "")
     fix = (
         f"pad dimension {dim} from {n} to {c * k} (the next multiple of {k}) so every device "
@@ -117,9 +123,8 @@ def sharded_dim_findings(sd: ShardedDim, split: str, *, where: dict) -> list[Fin
 def uneven_findings(
     hlo: HloSharding, shape: Sequence[int], split: str, *, where: dict
 ) -> list[Finding]:
-    """MD105 for every tensor dim a tiled sharding splits unevenly (none for other kinds)."""
-    import numpy as np
-
+    """MD105 for every tensor dim a tiled sharding splits unevenly (none for other kinds).
+    Even shardings cost no numpy import (most of `meshdiag lint`'s start-up otherwise)."""
     if not hlo.is_tiled or hlo.tile is None or hlo.data_rank != len(shape):
         return []
     out: list[Finding] = []
@@ -127,9 +132,11 @@ def uneven_findings(
     for d, k in enumerate(hlo.data_dims):
         if k <= 1 or shape[d] % k == 0:
             continue
+        import numpy as np
+
         if arr is None:
             arr = hlo.tile.array()
-        by_index = np.moveaxis(arr, d, 0).reshape(k, -1).tolist()
+        by_index = np.moveaxis(arr, d, 0).reshape(k, -1)
         f = dim_finding(d, int(shape[d]), int(k), split, by_index, where=where)
         if f is not None:
             out.append(f)

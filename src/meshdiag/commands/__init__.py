@@ -2,15 +2,17 @@
 level: heavy imports (numpy, rich) happen inside the command body, so
 `meshdiag --help` stays fast."""
 
-#: command modules, in the order `meshdiag --help` lists them
-COMMANDS = (
-    "layout",
-    "inspect",
-    "simulate",
-    "lint",
-    "convert",
-    "diff",
-    "reshard",
-    "rule",
-    "schema",
-)
+#: command name -> its module, in the order `meshdiag --help` lists them. The CLI registers
+#: only the invoked command (typer builds a validator per parameter of every registered
+#: command at each run), all of them for `--help` and anything it does not recognise.
+COMMANDS = {
+    "layout": "layout",
+    "inspect": "inspect",
+    "simulate-copy": "simulate",
+    "lint": "lint",
+    "convert": "convert",
+    "diff": "diff",
+    "reshard": "reshard",
+    "rule": "rule",
+    "schema": "schema",
+}

@@ -96,7 +96,6 @@ def run_layout(
     max_cells: int,
     device_assignment: str | None = None,
 ) -> None:
-    import json
     import sys
 
     from ..errors import MeshdiagError
@@ -104,12 +103,15 @@ def run_layout(
     from ..formats.gspmd import print_gspmd
     from ..ir.devices import load_assignment, relabel
     from ..layout_engine import layout
-    from ..limits import check_annotation_length
+    from ..limits import MAX_GRID_CELLS, check_annotation_length
     from ..splits import check_rule
 
     check_rule(split)
-    if max_cells < 1:
-        raise MeshdiagError(f"--max-cells must be at least 1, got {max_cells}")
+    if not 1 <= max_cells <= MAX_GRID_CELLS:
+        raise MeshdiagError(
+            f"--max-cells must be between 1 and {MAX_GRID_CELLS} (MESHDIAG_MAX_GRID_CELLS), "
+            f"got {max_cells}"
+        )
     shape = parse_shape(shape_text)
     mesh = load_mesh(mesh_text)
     da = load_assignment(device_assignment) if device_assignment is not None else None
@@ -147,11 +149,14 @@ def run_layout(
     findings = mesh_findings(mesh, target) + uneven_findings(hlo, shape, split, where={})
 
     if fmt == "json":
-        doc = lay.to_json(gspmd)
-        doc["device_ids"] = "physical" if da is not None else "logical"
-        doc["device_assignment"] = da.to_json() if da is not None else None
-        doc["findings"] = [f.to_json() for f in findings]
-        sys.stdout.write(json.dumps(doc) + "\n")
+        # streamed: a million devices are 120 MB of JSON, not a million dicts in memory
+        extra = {
+            "device_ids": "physical" if da is not None else "logical",
+            "device_assignment": da.to_json() if da is not None else None,
+            "findings": [f.to_json() for f in findings],
+        }
+        lay.write_json(sys.stdout, gspmd, extra)
+        sys.stdout.write("\n")
     else:
         from rich.console import Console
 

@@ -99,8 +99,8 @@ def register(app: typer.Typer) -> None:
 
             sim = dataclasses.replace(sim, findings=tuple(extra) + sim.findings)
         if fmt == "json":
-            json.dump(sim.to_json(), sys.stdout, indent=1)
-            sys.stdout.write("\n")
+            # one write: json.dump's indented encoder writes every token separately
+            sys.stdout.write(json.dumps(sim.to_json(), indent=1) + "\n")
             return
         from ..render.simulate_text import render_text
 

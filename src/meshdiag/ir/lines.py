@@ -239,3 +239,14 @@ def _pick_scanner() -> Callable[..., tuple[int, int, int, int]]:
 
 
 scan_known = _pick_scanner()
+
+
+def scanner_kind() -> str:
+    """Which scanner runs: `native`, or `pure Python` and why (`meshdiag --version`)."""
+    if scan_known is not scan_known_py:
+        return "native"
+    import os
+
+    if os.environ.get("MESHDIAG_PURE_PYTHON"):
+        return "pure Python, MESHDIAG_PURE_PYTHON is set"
+    return "pure Python, the native extension is not built"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .. import __version__
 from ..findings import SEVERITY_RANK, Finding
 
 
@@ -34,5 +35,5 @@ class OutputContext:
 
     cwd: str  # paths in SARIF/GitHub/GitLab output are made relative to this
     rules: dict = field(default_factory=dict)  # code -> Rule, for SARIF's rule table
-    version: str = "0.1.0"
+    version: str = __version__  # SARIF's tool version
     color: bool | None = None  # None: let rich decide from the stream

@@ -2,7 +2,8 @@
 self-contained HTML page (the SVG plus the tile table).
 
 Uses the same plan as the terminal grid (`grid.plan_grid`): one `<rect class="tile">` per
-tile, facets stacked vertically, fills per replica group, empty/absent tiles hatched,
+tile (at most MAX_DRAWN_ROWS × MAX_DRAWN_COLS per facet: larger grids draw their first rows and
+columns and say how many tiles were not drawn), facets stacked vertically, fills per replica group, empty/absent tiles hatched,
 padded tiles outlined with a dashed line. Every tile rect carries a `<title>` tooltip with
 its devices, ranges and buffer, so even cells too small for a label stay readable.
 """
@@ -16,6 +17,8 @@ from ..formats.devicelist import NOTATION, compress_devices
 from .grid import (
     EMPTY_FILL,
     MAX_FACETS,
+    GridPlan,
+    TileIndex,
     fill_color,
     header_lines,
     plan_grid,
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 
 _FONT = "font-family:ui-monospace,Menlo,Consolas,monospace"
 _CHAR_W = 0.62  # em width of a monospace glyph, for deciding whether a label fits
+#: rows and columns of tiles drawn per facet; the rest is counted, not drawn
+MAX_DRAWN_ROWS = 64
+MAX_DRAWN_COLS = 64
 
 
 def _esc(text: str) -> str:
@@ -48,10 +54,11 @@ def to_svg(
     font_size: int = 12,
     max_facets: int = MAX_FACETS,
 ) -> str:
-    """An SVG document drawing every tile of the layout."""
-    plan = plan_grid(lay, max_facets=max_facets)
+    """An SVG document drawing the tiles of the layout (the first MAX_DRAWN_ROWS ×
+    MAX_DRAWN_COLS of each facet)."""
+    plan = _drawn_plan(lay, max_facets)
     dims = (plan.row_dims + plan.col_dims) if lay.rank >= 3 else None
-    head = header_lines(lay, sharding_text, plan)
+    head = _head(lay, sharding_text, plan)
     pad = 10
     line_h = font_size + 4
     inner_w = width - 2 * pad
@@ -80,6 +87,14 @@ def to_svg(
             y += 4
         parts.append(_facet_svg(lay, facet, dims, pad, y, inner_w, grid_height, font_size))
         y += grid_height + pad
+        more = _more_text(facet)
+        if more:
+            y += line_h
+            parts.append(
+                f'<text class="more" x="{pad}" y="{y}" font-size="{font_size}" '
+                f'font-style="italic">{_esc(more)}</text>'
+            )
+            y += pad // 2
     total_h = y + pad
     defs = (
         "<defs>"
@@ -97,6 +112,31 @@ def to_svg(
         + "".join(parts)
         + "</svg>\n"
     )
+
+
+def _drawn_plan(lay: Layout, max_facets: int) -> GridPlan:
+    return plan_grid(lay, max_facets=max_facets, max_rows=MAX_DRAWN_ROWS, max_cols=MAX_DRAWN_COLS)
+
+
+def _head(lay: Layout, sharding_text: str | None, plan: GridPlan) -> list[str]:
+    """The grid's header lines, plus what was left undrawn when the grid is truncated."""
+    head = header_lines(lay, sharding_text, plan)
+    if plan.truncated:
+        f = plan.facets[0]
+        drawn = sum(len(x.cells) * len(x.cells[0]) for x in plan.facets)
+        head.append(
+            f"drawn: the first {len(f.cells)} of {f.total_rows} rows and {len(f.cells[0])} of "
+            f"{f.total_cols} columns{' of each facet' if len(plan.facets) > 1 else ''}; "
+            f"… {plan.num_cells - drawn} more tiles not drawn"
+        )
+    return head
+
+
+def _more_text(facet) -> str | None:
+    rows = facet.total_rows - len(facet.cells)
+    cols = facet.total_cols - len(facet.cells[0])
+    bits = [f"{n} more {what}" for n, what in ((rows, "rows"), (cols, "columns")) if n > 0]
+    return "… " + ", ".join(bits) + " not drawn" if bits else None
 
 
 def _positions(weights: tuple[int, ...], total: float) -> list[tuple[float, float]]:
@@ -189,19 +229,17 @@ def to_html(
     width: int = 800,
 ) -> str:
     """A self-contained HTML page: header, the SVG drawing, and the tile table."""
-    from .grid import tiles_of
-
-    head = header_lines(lay, sharding_text, plan_grid(lay))
+    head = _head(lay, sharding_text, _drawn_plan(lay, MAX_FACETS))
     svg = to_svg(lay, sharding_text, width=width)
     rows, elided = table_rows(lay, max_rows)
-    fills = {t.index: t for t in tiles_of(lay).values()}
+    tiles = TileIndex(lay)
     body = []
     for r in rows:
         if r is None:
             body.append(f'<tr class="elided"><td colspan="7">… {elided} tiles omitted …</td></tr>')
             continue
         index = tuple(int(x) for x in r.tile.strip("()").split(",") if x)
-        t = fills.get(index)
+        t = tiles.get(index)
         swatch = EMPTY_FILL if t is None or t.status in ("empty", "absent") else fill_color(t.fill)
         cells = (r.tile, r.devices, r.slices, r.shard, r.buffer, r.note)
         body.append(

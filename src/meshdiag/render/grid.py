@@ -69,55 +69,91 @@ def text_color(fill: str) -> str:
 # -- pure planning -------------------------------------------------------------------------
 
 
-def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
-    """Every tile position of the layout (tiled: all of `lay.tiles`; else one whole tile)."""
-    import numpy as np
+class TileIndex:
+    """The tiles of a layout, built on demand.
 
-    rank = lay.rank
-    member = lay.tile_index[:, 0] >= 0 if rank else lay.present | (lay.tile_index.size > 0)
-    if rank == 0:
-        member = lay.present.copy()
-    devs = np.nonzero(member)[0]
-    if rank:
-        lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
-    else:
-        lin = np.zeros(len(devs), dtype=np.int64)
-    order = np.argsort(lin, kind="stable")
-    devs, lin = devs[order], lin[order]
-    cuts = np.nonzero(np.diff(lin))[0] + 1
-    n_tiles = math.prod(lay.tiles)
-    stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast, like JAX
-    empty = lay.empty
-    out: dict[tuple[int, ...], Tile] = {}
-    for group in np.split(devs, cuts) if len(devs) else []:
+    The member devices are sorted by tile once (numpy); any tile, or the k-th tile in
+    row-major order, is then built alone. A million-device layout has up to a million tiles:
+    pictures and tables look at a few of them and must not build the rest.
+    """
+
+    def __init__(self, lay: Layout):
+        import numpy as np
+
+        self.layout = lay
+        rank = lay.rank
+        member = lay.tile_index[:, 0] >= 0 if rank else lay.present
+        devs = np.nonzero(member)[0]
+        if rank:
+            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+        else:
+            lin = np.zeros(len(devs), dtype=np.int64)
+        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+            devs, lin = devs[order], lin[order]
+        self._devs = devs
+        cuts = np.flatnonzero(np.diff(lin)) + 1
+        self._first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
+        self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
+        self._lin = lin[self._first]
+        n_tiles = math.prod(lay.tiles)
+        self._n_tiles = n_tiles
+        self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
+        self._full = tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._lin)
+
+    def __iter__(self):
+        return (self.nth(k) for k in range(len(self)))
+
+    def nth(self, k: int) -> Tile:
+        """The k-th tile holding devices, in row-major tile order."""
+        lay = self.layout
+        group = self._devs[int(self._first[k]) : int(self._end[k])]
         d0 = int(group[0])
-        index = tuple(int(x) for x in lay.tile_index[d0]) if rank else ()
-        lin0 = int(np.ravel_multi_index(index, lay.tiles)) if rank else 0
+        lin0 = int(self._lin[k])
+        index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
         if not lay.present[d0]:
             status: Status = "absent"
             slices = buffer = None
         else:
             slices = tuple(zip(lay.starts[d0].tolist(), lay.stops[d0].tolist(), strict=True))
             buffer = tuple(lay.buffers[d0].tolist())
-            full = tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True))
-            if empty[d0]:
+            if any(b <= a for a, b in slices):  # (a present scalar is never empty)
                 status = "empty"
-            elif any(b - a < c for (a, b), c in zip(slices, full, strict=True)):
+            elif any(b - a < c for (a, b), c in zip(slices, self._full, strict=True)):
                 status = "short"
             else:
                 status = "ok"
-        out[index] = Tile(
-            index, tuple(int(x) for x in group), slices, buffer, status, (lin0 * stride) % n_tiles
-        )
-    return out
+        fill = (lin0 * self._stride) % self._n_tiles
+        return Tile(index, tuple(group.tolist()), slices, buffer, status, fill)
+
+    def get(self, index: tuple[int, ...]) -> Tile | None:
+        """The tile at `index`, or None when no device holds it."""
+        import numpy as np
+
+        lin = int(np.ravel_multi_index(index, self.layout.tiles)) if self.layout.rank else 0
+        k = int(np.searchsorted(self._lin, lin))
+        if k < len(self._lin) and int(self._lin[k]) == lin:
+            return self.nth(k)
+        return None
+
+
+def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
+    """Every tile of the layout by index (small layouts; large ones use `TileIndex`)."""
+    return {t.index: t for t in TileIndex(lay)}
 
 
 @dataclass(frozen=True)
 class Facet:
     title: str | None  # e.g. "dim0=1/2 [16:32]"; None for a single grid
-    cells: tuple[tuple[Tile | None, ...], ...]  # rows × cols
+    cells: tuple[tuple[Tile | None, ...], ...]  # rows × cols (the first ones when truncated)
     row_weights: tuple[int, ...]  # extent of each row along its dims (for proportional sizes)
     col_weights: tuple[int, ...]
+    #: rows and columns of the whole grid (more than `cells` holds when truncated)
+    total_rows: int = 0
+    total_cols: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,7 +166,14 @@ class GridPlan:
 
     @property
     def num_cells(self) -> int:
-        return sum(len(f.cells) * len(f.cells[0]) for f in self.facets)
+        """Cells of the whole grid, drawn or not."""
+        return sum(f.total_rows * f.total_cols for f in self.facets)
+
+    @property
+    def truncated(self) -> bool:
+        return any(
+            len(f.cells) < f.total_rows or len(f.cells[0]) < f.total_cols for f in self.facets
+        )
 
 
 def choose_dims(
@@ -157,23 +200,43 @@ def choose_dims(
     return split[:-1], (split[-1],), (), True
 
 
-def plan_grid(lay: Layout, *, max_facets: int = MAX_FACETS) -> GridPlan:
+def grid_cells(lay: Layout, max_facets: int = MAX_FACETS) -> int:
+    """Cells a full picture of the layout has (facets × rows × columns), without planning it."""
+    rows_d, cols_d, facet_d, _ = choose_dims(lay.shape, lay.tiles, max_facets)
+    return math.prod(lay.tiles[d] for d in facet_d + rows_d + cols_d)
+
+
+def plan_grid(
+    lay: Layout,
+    *,
+    max_facets: int = MAX_FACETS,
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+) -> GridPlan:
+    """The picture's facets and cells. `max_rows`/`max_cols` keep the first rows/columns of
+    each facet only (the totals stay in `Facet.total_rows/total_cols`), so a picture of a
+    million tiles plans only what it draws."""
     import itertools
 
     rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, lay.tiles, max_facets)
-    tiles = tiles_of(lay)
+    tiles = TileIndex(lay)
     t = lay.tiles
 
-    def ranges(dims: tuple[int, ...]) -> list[tuple[int, ...]]:
-        return list(itertools.product(*(range(t[d]) for d in dims)))
+    def ranges(dims: tuple[int, ...], limit: int | None) -> list[tuple[int, ...]]:
+        it = itertools.product(*(range(t[d]) for d in dims))
+        return list(it if limit is None else itertools.islice(it, limit))
 
     def extent(d: int, i: int) -> int:
         n, k = lay.shape[d], t[d]
         c = -(-n // k)
         return max(0, min((i + 1) * c, n) - min(i * c, n))
 
+    total_rows = math.prod(t[d] for d in rows_d)
+    total_cols = math.prod(t[d] for d in cols_d)
+    row_idx = ranges(rows_d, max_rows)
+    col_idx = ranges(cols_d, max_cols)
     facets = []
-    for fidx in ranges(facet_d):
+    for fidx in ranges(facet_d, None):
         title = None
         if facet_d:
             title = ", ".join(
@@ -182,15 +245,13 @@ def plan_grid(lay: Layout, *, max_facets: int = MAX_FACETS) -> GridPlan:
                 for d, i in zip(facet_d, fidx, strict=True)
             )
         grid = []
-        row_idx = ranges(rows_d)
-        col_idx = ranges(cols_d)
         for r in row_idx:
             row = []
             for c in col_idx:
-                index = [0] * lay.rank
+                index_ = [0] * lay.rank
                 for d, i in zip(facet_d + rows_d + cols_d, fidx + r + c, strict=True):
-                    index[d] = i
-                row.append(tiles.get(tuple(index)))
+                    index_[d] = i
+                row.append(tiles.get(tuple(index_)))
             grid.append(tuple(row))
         facets.append(
             Facet(
@@ -202,6 +263,8 @@ def plan_grid(lay: Layout, *, max_facets: int = MAX_FACETS) -> GridPlan:
                 tuple(
                     math.prod(extent(d, i) for d, i in zip(cols_d, c, strict=True)) for c in col_idx
                 ),
+                total_rows,
+                total_cols,
             )
         )
     return GridPlan(rows_d, cols_d, facet_d, tuple(facets), projected)
@@ -290,13 +353,13 @@ def header_lines(
         buf = _shape_text(tuple(lay.buffers[devs[0]].tolist()))
         lines.append(
             f"padded buffers ({buf}, split {lay.split}): devices "
-            f"{compress_devices(devs.tolist(), max_chars=60)}"
+            f"{compress_devices(devs, max_chars=60)}"
         )
     empty = lay.empty & lay.present
     if empty.any() and lay.rank:
         lines.append(
             "empty shards (no elements): devices "
-            + compress_devices(np.nonzero(empty)[0].tolist(), max_chars=60)
+            + compress_devices(np.nonzero(empty)[0], max_chars=60)
         )
     absent = ~lay.present
     if absent.any():
@@ -305,13 +368,13 @@ def header_lines(
         if chunk.any():
             lines.append(
                 "no data (past the last chunk): devices "
-                + compress_devices(np.nonzero(chunk)[0].tolist(), max_chars=60)
+                + compress_devices(np.nonzero(chunk)[0], max_chars=60)
             )
         if outside.any():
             why = "not the maximal device" if lay.kind == "maximal" else "not in the sharding"
             lines.append(
                 f"no data ({why}): devices "
-                + compress_devices(np.nonzero(outside)[0].tolist(), max_chars=60)
+                + compress_devices(np.nonzero(outside)[0], max_chars=60)
             )
     if plan is not None and plan.projected:
         rows = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.row_dims)
@@ -346,13 +409,18 @@ class TableRow:
 
 def table_rows(lay: Layout, max_rows: int) -> tuple[list[TableRow | None], int]:
     """Rows of the compact table (None marks the elided middle) and the number elided."""
-    tiles = sorted(tiles_of(lay).values(), key=lambda t: t.index)
-    elided = max(0, len(tiles) - max_rows)
+    index = TileIndex(lay)  # in row-major tile order: only the rows shown are built
+    n = len(index)
+    elided = max(0, n - max_rows)
     if elided:
         head = max_rows - max_rows // 2
-        shown: list[Tile | None] = [*tiles[:head], None, *tiles[len(tiles) - max_rows // 2 :]]
+        shown: list[Tile | None] = [
+            *(index.nth(k) for k in range(head)),
+            None,
+            *(index.nth(k) for k in range(n - max_rows // 2, n)),
+        ]
     else:
-        shown = list(tiles)
+        shown = list(index)
     rows: list[TableRow | None] = []
     for t in shown:
         if t is None:
@@ -402,8 +470,10 @@ class LayoutPicture:
         from rich.text import Text
 
         lay = self.layout
-        plan = plan_grid(lay, max_facets=self.max_facets)
-        grids = self._grids(plan, options.max_width) if plan.num_cells <= self.max_cells else None
+        grids = plan = None
+        if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
+            plan = plan_grid(lay, max_facets=self.max_facets)
+            grids = self._grids(plan, options.max_width)
         head = header_lines(lay, self.sharding_text, plan if grids else None, legend=self.legend)
         for k, line in enumerate(head):
             yield Text(line, style="bold" if k == 0 else "dim" if k == 1 and self.legend else "")

@@ -103,6 +103,8 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
 
 #: layouts by (sharding identity, shape, device count, split): (sharding, layout or None)
 _LAYOUTS: dict[tuple, tuple[object, object]] = {}
+#: devices the layouts in _LAYOUTS hold
+_LAYOUT_DEVICES = [0]
 
 
 def _layout(v, m: ModuleReport, mesh: Mesh | None, split: str) -> tuple:
@@ -112,9 +114,14 @@ def _layout(v, m: ModuleReport, mesh: Mesh | None, split: str) -> tuple:
     key = (id(v.hlo), v.shape, n, split)
     hit = _LAYOUTS.get(key)
     if hit is None or hit[0] is not v.hlo:
-        if len(_LAYOUTS) >= 8192:
+        lay = value_layout(v, m, mesh, split)
+        devices = lay.num_devices if lay is not None else 1
+        # bounded by entries and by devices: million-device layouts are ~70 MB each
+        if len(_LAYOUTS) >= 8192 or _LAYOUT_DEVICES[0] + devices > 1 << 20:
             _LAYOUTS.clear()
-        hit = _LAYOUTS[key] = (v.hlo, value_layout(v, m, mesh, split))
+            _LAYOUT_DEVICES[0] = 0
+        hit = _LAYOUTS[key] = (v.hlo, lay)
+        _LAYOUT_DEVICES[0] += devices
     return v, n, hit[1]
 
 
