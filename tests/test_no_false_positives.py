@@ -154,9 +154,21 @@ def manifest() -> dict[str, str]:
 
 
 REAL = sorted(k for k in manifest() if not k.startswith("seed/distorted") and not k.endswith(".o"))
+#: real dumps where a check still fires, and why (strict: the mark goes when the check is fixed)
+KNOWN = {
+    "comms/shardy/reshard/02.after_reshard_to_collectives.mlir": "MD102 fires on the "
+    "intermediate layout Shardy's own reshard-to-collectives gives a collective_permute "
+    '([{"model":(1)2}, {"model":(2)2, "batch"}])',
+}
 
 
-@pytest.mark.parametrize("rel", REAL)
+@pytest.mark.parametrize(
+    "rel",
+    [
+        pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN[r], strict=True)) if r in KNOWN else r
+        for r in REAL
+    ],
+)
 def test_real_dumps_are_clean_on_their_global_mesh(rel):
     from meshdiag.formats.meshtext import parse_mesh
     from meshdiag.ir.scan import scan_path
