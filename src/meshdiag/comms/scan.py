@@ -1,0 +1,552 @@
+"""The streaming collective scan: paths → CollectiveFiles (modules and their collectives).
+
+Line by line, in constant memory: a line is looked at only when it opens a module, a
+computation or a pass-dump section, declares a Shardy mesh, or names a collective op. HLO:
+`all-gather`, `all-reduce`, `reduce-scatter`, `all-to-all`, `ragged-all-to-all`,
+`collective-permute` and their `-start` forms (the `-done` halves are the same transfer and
+are not counted again; a collective inside an async computation, which a generic
+`async-start` calls, is counted where it is printed). Shardy: `sdy.all_gather`,
+`sdy.all_slice`, `sdy.all_to_all`, `sdy.all_reduce`, `sdy.reduce_scatter`,
+`sdy.collective_permute` and `sdy.reshard`. Text that cannot be read is a Problem with its
+line and column; the scan goes on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import BinaryIO
+
+from ..errors import MeshdiagError, ParseError
+from ..ir.hlo import INSTR, OPCODE, _header
+from ..ir.mlir import MODULE
+from ..ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
+from .groups import parse_pairs, parse_replica_groups, replica_groups_end
+from .model import Collective, CollectiveFile, CollectiveModule, Problem
+
+#: HLO opcode → kind; the -start forms are async halves of the same kind
+HLO_KINDS = {
+    "all-gather": "all-gather",
+    "all-gather-start": "all-gather",
+    "all-reduce": "all-reduce",
+    "all-reduce-start": "all-reduce",
+    "reduce-scatter": "reduce-scatter",
+    "all-to-all": "all-to-all",
+    "ragged-all-to-all": "ragged-all-to-all",
+    "collective-permute": "collective-permute",
+    "collective-permute-start": "collective-permute",
+}
+SDY_KINDS = {
+    "all_gather": "all-gather",
+    "all_slice": "all-slice",
+    "all_to_all": "all-to-all",
+    "all_reduce": "all-reduce",
+    "reduce_scatter": "reduce-scatter",
+    "collective_permute": "collective-permute",
+    "reshard": "reshard",
+}
+#: bytes that a collective line must contain (cheap test before any decoding)
+_HLO_WORDS = (b"all-gather", b"all-reduce", b"reduce-scatter", b"all-to-all", b"collective-perm")
+_SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
+_SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
+_SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(")
+_CHANNEL = re.compile(r"\bchannel_id=(\d+)")
+_DIMS = re.compile(r"(?<![\w_])dimensions=\{([\d,\s]*)\}")
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
+_SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
+_A2A_PARAM = re.compile(r"\s*:\s*(\d+)\s*->\s*(\d+)\s*")
+
+#: lines longer than this are not read (reported once each)
+MAX_LINE = 1 << 24
+
+
+def expand(paths: Iterable[str]) -> Iterator[str]:
+    from ..ir.scan import expand_paths
+
+    return expand_paths(paths)
+
+
+def scan_collectives(paths: Iterable[str]) -> Iterator[CollectiveFile]:
+    for p in expand(paths):
+        yield scan_path(p)
+
+
+def scan_path(path: str) -> CollectiveFile:
+    """Open `path` (gzip by extension, `-` = stdin) and scan it; unreadable files are one
+    Problem, never an exception."""
+    if path == "-":
+        return scan_stream("<stdin>", sys.stdin.buffer)
+    try:
+        stream: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # type: ignore[assignment]
+    except OSError as e:
+        return CollectiveFile(path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0)])
+    with stream:
+        return scan_stream(path, stream)
+
+
+def scan_text(path: str, text: str) -> CollectiveFile:
+    """Scan text already in memory (tests, stdin copies)."""
+    import io
+
+    return scan_stream(path, io.BytesIO(text.encode()))
+
+
+def scan_stream(path: str, stream: BinaryIO) -> CollectiveFile:
+    s = _Scan(path)
+    lineno = 0
+    try:
+        head = stream.read(8192)
+        if b"\0" in head:  # binary: nothing to read
+            return s.out
+        lines = _lines(head, stream)
+        for raw in lines:
+            lineno += 1
+            if len(raw) > MAX_LINE:
+                s.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+                continue
+            s.line(raw, lineno)
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        s.problem(f"cannot read {path} to the end: {e}", lineno)
+    return s.out
+
+
+def _lines(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    """The stream's lines (the first block already read), one at a time."""
+    rest = b""
+    block = head
+    while block:
+        block = rest + block
+        parts = block.split(b"\n")
+        rest = parts.pop()
+        yield from parts
+        block = stream.read(1 << 20)
+    if rest:
+        yield rest
+
+
+class _Scan:
+    """The scan's state: the current module and computation."""
+
+    def __init__(self, path: str) -> None:
+        self.out = CollectiveFile(path)
+        self.module: CollectiveModule | None = None
+        self.computation: str | None = None
+        self.section: str | None = None  # a pass-dump header waiting for its module
+        #: HLO: instructions holding an all-gather's result (directly or through
+        #: single-operand instructions) → devices it is gathered over; per computation
+        self.reach: dict[str, int] = {}
+        #: HLO source tables (`FileNames`, ..., `StackFrames`): the one being read, rows by id
+        self.table: str | None = None
+        self.tables: dict[str, dict[int, str]] = {}
+
+    def problem(self, message: str, line: int, column: int = 1) -> None:
+        self.out.problems.append(Problem(message, line, column))
+
+    def start(self, name: str | None, lineno: int, dialect: str) -> CollectiveModule:
+        m = CollectiveModule(name, lineno, dialect, self.section)  # type: ignore[arg-type]
+        self.section = None
+        self.computation = None
+        self.reach = {}
+        self.table = None
+        self.tables = {}
+        self.out.modules.append(m)
+        self.module = m
+        return m
+
+    def ensure(self, lineno: int, dialect: str) -> CollectiveModule:
+        if self.module is None or self.module.dialect != dialect:
+            return self.start(None, lineno, dialect)
+        return self.module
+
+    # -- one line ------------------------------------------------------------------------
+    def line(self, raw: bytes, lineno: int) -> None:
+        first = raw[:1]
+        if first not in (b" ", b"\t"):
+            self._structure(raw, lineno)
+            return
+        if b"sdy." in raw:
+            if b"sdy.mesh" in raw or b" = sdy." in raw:
+                self._mlir(raw, lineno)
+            return
+        if self.module is None or self.module.dialect != "hlo":
+            return
+        if any(w in raw for w in _HLO_WORDS):
+            self._hlo(_decode(raw), lineno)
+        elif self.reach and any(k.encode() in raw for k in self.reach):
+            self._follow(_decode(raw))
+
+    def _structure(self, raw: bytes, lineno: int) -> None:
+        if self.table is not None:
+            if raw[:1].isdigit():
+                row = _decode(raw)
+                key, _, value = row.partition(" ")
+                if key.isdigit() and len(self.tables[self.table]) < MAX_TABLE:
+                    self.tables[self.table][int(key)] = value.strip()
+                return
+            self.table = None
+        if raw.rstrip() in _TABLES and self.module is not None and self.module.dialect == "hlo":
+            self.table = raw.rstrip().decode()
+            self.tables[self.table] = {}
+            return
+        if raw.startswith(b"HloModule "):
+            line = _decode(raw)
+            name, num_partitions, meshes = _header(line)
+            m = self.start(name, lineno, "hlo")
+            m.num_partitions = num_partitions
+            for mesh_name, text, col in meshes:
+                if text is not None:
+                    self._declare(mesh_name, text, lineno, col)
+            return
+        if raw.startswith(b"// -----"):
+            line = _decode(raw)
+            sm = _SECTION.match(line)
+            self.section = sm.group(1) if sm else None
+            self.module = None  # the next module line starts the next module
+            return
+        if raw.startswith(b"module") or raw.startswith(b"builtin.module"):
+            line = _decode(raw)
+            mm = MODULE.match(line)
+            if mm:
+                m = self.start(mm.group(1) if mm.lastindex else None, lineno, "mlir")
+                np_at = line.find("mhlo.num_partitions = ")
+                if np_at >= 0:
+                    digits = re.match(r"\d+", line[np_at + len("mhlo.num_partitions = ") :])
+                    m.num_partitions = int(digits.group()) if digits else None
+            return
+        if self.module is not None and self.module.dialect == "hlo" and raw.rstrip().endswith(b"{"):
+            cm = _COMPUTATION.match(_decode(raw))
+            if cm:
+                self.computation = cm.group(1)
+                self.reach = {}
+
+    # -- Shardy --------------------------------------------------------------------------
+    def _declare(self, name: str, text: str, lineno: int, column: int) -> None:
+        from ..formats.shardy import parse_mesh_attr_at
+
+        try:
+            mesh, _ = parse_mesh_attr_at(text, 0)
+        except MeshdiagError as e:
+            self.problem(f"mesh @{name}: {e}", lineno, column)
+            return
+        assert self.module is not None
+        self.module.meshes[name] = mesh
+
+    def _mlir(self, raw: bytes, lineno: int) -> None:
+        line = _decode(raw)
+        mm = _SDY_MESH.match(line)
+        if mm:
+            self.ensure(lineno, "mlir")
+            name = mm.group(1).strip('"')
+            self._declare(name, line[mm.end() :].strip(), lineno, mm.end() + 1)
+            return
+        om = _SDY_OP.match(line)
+        if om is None:
+            return
+        module = self.ensure(lineno, "mlir")
+        try:
+            c = _sdy_op(line, om, lineno, module)
+        except MeshdiagError as e:
+            col = getattr(e, "pos", 0) + 1 if isinstance(e, ParseError) else om.start(2) + 1
+            self.problem(f"sdy.{om.group(2)}: {_message(e)}", lineno, col)
+            return
+        module.collectives.append(c)
+
+    # -- HLO -----------------------------------------------------------------------------
+    def frame(self, frame_id: int) -> str | None:
+        """`file:line (function)` of a stack frame id from the module's source tables."""
+        t = self.tables
+        frame = t.get("StackFrames", {}).get(frame_id)
+        loc_id = _field(frame, "file_location_id")
+        loc = t.get("FileLocations", {}).get(loc_id) if loc_id is not None else None
+        if loc is None:
+            return None
+        file_id, fn_id, line = (
+            _field(loc, k) for k in ("file_name_id", "function_name_id", "line")
+        )
+        path = t.get("FileNames", {}).get(file_id, "?") if file_id is not None else "?"
+        fn = t.get("FunctionNames", {}).get(fn_id) if fn_id is not None else None
+        text = f"{path.strip(chr(34))}:{line}"
+        return text + (f" ({fn.strip(chr(34))})" if fn else "")
+
+    def _follow(self, line: str) -> None:
+        """An instruction that may take an all-gather's result: a single-operand one passes
+        the gathered count on (an elementwise op of a whole tensor is whole)."""
+        parts = _instruction(line)
+        if parts is None:
+            return
+        name, _, om = parts
+        operands = _operands(line, om)
+        if len(operands) == 1 and operands[0] in self.reach and len(self.reach) < MAX_REACH:
+            self.reach[name] = self.reach[operands[0]]
+
+    def _hlo(self, line: str, lineno: int) -> None:
+        parts = _instruction(line)
+        if parts is None:
+            return
+        name, shape_text, om = parts
+        if om.group(1) not in HLO_KINDS:
+            if self.reach:
+                self._follow(line)
+            return
+        assert self.module is not None
+        try:
+            c = _hlo_op(line, name, shape_text, om, lineno, self.computation, self.frame)
+        except ParseError as e:
+            self.problem(f"{om.group(1)} {name}: {_message(e)}", lineno, e.pos + 1)
+            return
+        except MeshdiagError as e:
+            self.problem(f"{om.group(1)} {name}: {e}", lineno, om.start(1) + 1)
+            return
+        if c.kind == "all-gather":
+            n = _group_size(c, self.module.num_partitions)
+            operands = _operands(line, om)
+            before = self.reach.get(operands[0], 1) if len(operands) == 1 else 1
+            c = replace(c, gathered=n * before)
+            if len(self.reach) < MAX_REACH:
+                self.reach[name] = c.gathered  # type: ignore[assignment]
+        self.module.collectives.append(c)
+
+
+#: names followed per computation at most
+MAX_REACH = 4096
+#: HLO source tables printed before the computations, and the rows kept per table at most
+_TABLES = (b"FileNames", b"FunctionNames", b"FileLocations", b"StackFrames")
+MAX_TABLE = 1 << 20
+_STACK_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+
+
+def _field(row: str | None, key: str) -> int | None:
+    """`key=N` in a source-table row (`{file_location_id=3 parent_frame_id=3}`)."""
+    if row is None:
+        return None
+    m = re.search(r"\b" + key + r"=(\d+)", row)
+    return int(m.group(1)) if m else None
+
+
+def _instruction(line: str) -> tuple[str, str, re.Match] | None:
+    """(name, shape text, opcode match) of an HLO instruction line; None if it is not one."""
+    im = INSTR.match(line)
+    if im is None:
+        return None
+    rest = im.end()
+    if line.startswith("(", rest):
+        send = match_end(line, rest)
+        if send < 0:
+            return None
+        shape_text, after = line[rest:send], send
+    else:
+        sp = line.find(" ", rest)
+        if sp < 0:
+            return None
+        shape_text, after = line[rest:sp], sp
+    om = OPCODE.match(line, after)
+    if om is None:
+        return None
+    return im.group(1), shape_text, om
+
+
+def _operands(line: str, om: re.Match) -> list[str]:
+    """Operand names of an instruction (`op(%a, %b)`, or typed `op(f32[2] %a)`)."""
+    open_ = om.end() - 1
+    end = match_end(line, open_)
+    if end < 0:
+        return []
+    spans = split_top(line, open_ + 1, end - 1)
+    return [line[a:b].split()[-1] for a, b in spans if line[a:b].strip()]
+
+
+def _group_size(c: Collective, num_partitions: int | None) -> int:
+    """Devices per group: the groups', or every device for `{}` / no groups."""
+    if c.groups is not None and c.groups.group_size is not None:
+        return c.groups.group_size
+    return num_partitions or 1
+
+
+def _message(e: MeshdiagError) -> str:
+    if isinstance(e, ParseError):
+        what = f"expected {e.expected}"
+        return what + (f", found {e.found}" if e.found is not None else "")
+    return str(e)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _located(e: ParseError, line: str, start: int) -> ParseError:
+    """`e`, raised on a slice of `line` starting at `start`, relocated onto the line."""
+    out = ParseError(e.expected, line, start + e.pos, found=e.found)
+    return out
+
+
+def _hlo_op(line, name, shape_text, om, lineno, computation, frame) -> Collective:
+    op = om.group(1)
+    leaves = hlo_shapes(shape_text)
+    if op.endswith("-start"):
+        # the result is (operands, results[, contexts]): the results are the second part
+        arrays = [a for a in leaves if a[0] != ()]
+        leaves = arrays[len(arrays) // 2 :] if op != "all-reduce-start" else arrays
+    groups = pairs = None
+    at = _attr(line, "replica_groups=", om.end())
+    if at >= 0:
+        end = replica_groups_end(line, at)
+        if end < 0:
+            raise ParseError("the end of replica_groups (the line ends first)", line, at)
+        try:
+            groups = parse_replica_groups(line[at:end])
+        except ParseError as e:
+            raise _located(e, line, at) from None
+    at = _attr(line, "source_target_pairs=", om.end())
+    if at >= 0:
+        end = brace_end(line, at)
+        if end < 0:
+            raise ParseError("the end of source_target_pairs", line, at)
+        try:
+            pairs = parse_pairs(line[at:end])
+        except ParseError as e:
+            raise _located(e, line, at) from None
+    dm = _DIMS.search(line, om.end())
+    dims = tuple(int(x) for x in dm.group(1).replace(" ", "").split(",") if x) if dm else ()
+    ch = _CHANNEL.search(line, om.end())
+    opn = _OP_NAME.search(line, om.end())
+    sf = _SOURCE_FILE.search(line, om.end())
+    sl = _SOURCE_LINE.search(line, om.end())
+    source = f"{sf.group(1)}:{sl.group(1)}" if sf and sl else (sf.group(1) if sf else None)
+    if source is None:
+        fm = _STACK_FRAME.search(line, om.end())
+        source = frame(int(fm.group(1))) if fm else None
+    return Collective(
+        kind=HLO_KINDS[op],  # type: ignore[arg-type]
+        op=op,
+        name=name,
+        line=lineno,
+        column=om.start(1) + 1,
+        dialect="hlo",
+        results=tuple((s, d) for s, d in leaves),
+        groups=groups,
+        pairs=pairs,
+        dimensions=dims,
+        channel_id=int(ch.group(1)) if ch else None,
+        computation=computation,
+        is_async=op.endswith("-start") or "async" in (computation or ""),
+        op_name=opn.group(1) if opn else None,
+        source=source,
+    )
+
+
+def _attr(line: str, key: str, start: int) -> int:
+    """Where the value of `key` (`replica_groups=`) starts, at a word boundary; -1 if none."""
+    p = line.find(key, start)
+    while p >= 0:
+        if not (line[p - 1].isalnum() or line[p - 1] == "_"):
+            return p + len(key)
+        p = line.find(key, p + 1)
+    return -1
+
+
+def _sdy_op(line: str, om: re.Match, lineno: int, module: CollectiveModule) -> Collective:
+    from ..formats._cursor import Cursor
+    from ..formats.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
+
+    body = strip_loc(line)
+    op = om.group(2)
+    cur = Cursor(body, om.end())
+    axes: tuple = ()
+    a2a: list = []
+    if op in ("all_gather", "all_slice", "reduce_scatter"):
+        axes = tuple(a for d in read_dims_list(cur) for a in d.axes)
+    elif op == "all_reduce":
+        axes = read_axis_list(cur)
+    elif op == "all_to_all":
+        cur.expect("[", "'[' to start the all_to_all parameters")
+        while not cur.accept("]"):
+            if a2a:
+                cur.expect(",", "',' or ']'")
+            refs = read_axis_list(cur)
+            m = _A2A_PARAM.match(body, cur.pos)
+            if m is None:
+                raise cur.error("': src->dst' after the all_to_all axes")
+            cur.pos = m.end()
+            a2a.append((refs, int(m.group(1)), int(m.group(2))))
+        axes = tuple(a for refs, _, _ in a2a for a in refs)
+    # the operand, then out_sharding=<...> (reshard: the sharding right after the operand)
+    key = "out_sharding=" if op != "reshard" else None
+    if key is not None:
+        at = body.find(key, cur.pos)
+        if at < 0:
+            raise cur.error("'out_sharding=<...>'")
+        start = at + len(key)
+    else:
+        start = body.find("<", cur.pos)
+        if start < 0:
+            raise cur.error("the target sharding '<@mesh, [...]>'")
+    sharding, end = parse_sdy_sharding_at(body, start, module.meshes)
+    colon = body.rfind(" : ", end)
+    typed = tensor_shape(body[colon:]) if colon >= 0 else None
+    if typed is None:
+        raise cur.error("': tensor<...>' (the result type)", len(body))
+    global_shape, dtype = typed
+    local = _local_shape(global_shape, sharding, module)
+    gathered = None
+    if op == "all_gather" and sharding.mesh is not None:
+        whole = not any(d.axes for d in sharding.dims)
+        gathered = sharding.mesh.size if whole else _axes_size(axes, sharding.mesh)
+    return Collective(
+        kind=SDY_KINDS[op],  # type: ignore[arg-type]
+        op=f"sdy.{op}",
+        name=om.group(1),
+        line=lineno,
+        column=om.start(2) - len("sdy.") + 1,
+        dialect="sdy",
+        results=((local, dtype or "?"),),
+        sdy_axes=axes,
+        out_sharding=sharding,
+        global_shape=global_shape,
+        sdy_a2a=tuple(a2a),
+        gathered=gathered,
+    )
+
+
+def _axes_size(refs, mesh) -> int:
+    n = 1
+    for r in refs:
+        n *= axis_ref_size(r, mesh)
+    return n
+
+
+def axis_ref_size(ref, mesh) -> int:
+    """Devices along one (sub-)axis of `mesh`."""
+    if ref.is_sub:
+        return ref.size
+    return mesh.axis_size(ref.name)
+
+
+def _local_shape(global_shape, sharding, module: CollectiveModule):
+    """The per-device shape of a global shape under a Shardy sharding (ceil division:
+    the padded buffer XLA allocates)."""
+    if global_shape is None:
+        return None
+    mesh = sharding.mesh
+    if mesh is None:
+        ref = sharding.mesh_ref
+        raise MeshdiagError(f"mesh @{ref} is not declared before its use")
+    if len(sharding.dims) != len(global_shape):
+        raise MeshdiagError(
+            f"the sharding has {len(sharding.dims)} dimensions but the tensor has "
+            f"{len(global_shape)}"
+        )
+    out = []
+    for size, dim in zip(global_shape, sharding.dims, strict=True):
+        k = 1
+        for a in dim.axes:
+            try:
+                k *= axis_ref_size(a, mesh)
+            except KeyError:
+                raise MeshdiagError(f"axis {a.name!r} is not in mesh <{mesh.short()}>") from None
+        out.append(-(-size // k))
+    return tuple(out)
