@@ -1,4 +1,5 @@
-"""What every check gets besides the module: the user's global mesh, target and split rule."""
+"""What every check gets besides the module: the user's global mesh, target and split rule,
+and the collective budgets."""
 
 from __future__ import annotations
 
@@ -15,3 +16,7 @@ class CheckContext:
     mesh: Mesh | None = None  # the global mesh (--mesh / config); None when unknown
     target: str | None = None  # --target name (tt-mlir, generic, t3k, ...)
     split: str = "xla"
+    #: collective checks: bytes one collective may move per device (MD201; None: no budget),
+    #: and the size from which gathering a whole tensor onto every device is reported (MD202)
+    collective_budget: int | None = None
+    remat_min_bytes: int = 1 << 20

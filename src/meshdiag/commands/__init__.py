@@ -3,4 +3,4 @@ level: heavy imports (numpy, rich) happen inside the command body, so
 `meshdiag --help` stays fast."""
 
 #: command modules, in the order `meshdiag --help` lists them
-COMMANDS = ("layout", "inspect", "simulate", "lint", "convert", "rule")
+COMMANDS = ("layout", "inspect", "simulate", "lint", "comms", "convert", "rule")

@@ -4,7 +4,7 @@ A set of replica groups runs over the (sub-)axes S of a mesh when it equals, as 
 device sets, the groups `groups.axis_groups(mesh, S)` gives: the devices that differ only in
 their coordinates along S. On `batch=2,model=4`, `{0,1,2,3},{4,5,6,7}` runs over `model`,
 `{0,4},{1,5},{2,6},{3,7}` over `batch`, `{0,2},{1,3},{4,6},{5,7}` over the sub-axis
-`model:(2)2`, and `{0,3},{1,2},{4,7},{5,6}` over none: no axis of the mesh gives it.
+`model:(1)2` (the major half of model), and `{0,3},{1,2},{4,7},{5,6}` over none: no axis of the mesh gives it.
 
 The search is small: the first group fixes how many coordinates it spans along each axis
 (the size of the sub-axis used there), which leaves only the sub-axis offsets to try.

@@ -34,7 +34,11 @@ SPLITS = ("xla", "chunk", "array-split", "even")
 
 _STRING_KEYS = ("target", "split", "fail-on")
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude")
-KEYS = frozenset(("mesh", *_STRING_KEYS, *_LIST_KEYS, "per-file-ignores"))
+#: byte sizes: an integer or a string like '64MiB' (collective checks MD201, MD202)
+_SIZE_KEYS = ("collective-budget", "remat-min-bytes")
+KEYS = frozenset(("mesh", *_STRING_KEYS, *_LIST_KEYS, *_SIZE_KEYS, "per-file-ignores"))
+#: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
+REMAT_MIN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,10 @@ def _validate(table: dict, where: str) -> dict:
         elif key in _STRING_KEYS:
             if not isinstance(value, str):
                 raise MeshdiagError(f"{key!r} in {where} must be a string")
+        elif key in _SIZE_KEYS:
+            from ..comms.units import parse_size
+
+            value = parse_size(value, f"{key!r} in {where}")
         elif key in _LIST_KEYS:
             if isinstance(value, str):
                 value = [value]
@@ -167,6 +175,8 @@ class CliOptions:
     fail_on: str | None = None
     config: str | None = None
     isolated: bool = False
+    collective_budget: str | None = None
+    remat_min_bytes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +192,8 @@ class LintSettings:
     fail_on: str = "warning"
     root: str = field(default_factory=os.getcwd)  # config directory, else the cwd
     config_path: str | None = None
+    collective_budget: int | None = None  # bytes per device per collective (MD201)
+    remat_min_bytes: int = REMAT_MIN_BYTES  # MD202's smallest reported tensor
 
 
 def _resolve_mesh_text(text: str, base: str) -> str:
@@ -258,6 +270,18 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     fail_on = cli.fail_on or values.get("fail-on") or "warning"
     if fail_on not in FAIL_ON:
         raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
+    from ..comms.units import parse_size
+
+    budget = (
+        parse_size(cli.collective_budget, "--collective-budget")
+        if cli.collective_budget is not None
+        else values.get("collective-budget")
+    )
+    remat = (
+        parse_size(cli.remat_min_bytes, "--remat-min-bytes")
+        if cli.remat_min_bytes is not None
+        else values.get("remat-min-bytes", REMAT_MIN_BYTES)
+    )
     return LintSettings(
         codes=enabled,
         per_file_ignores=tuple(pfi),
@@ -268,4 +292,6 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
         fail_on=fail_on,
         root=base,
         config_path=config.path if config else None,
+        collective_budget=budget,
+        remat_min_bytes=remat,
     )
