@@ -10,6 +10,7 @@ collective prints itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from . import cost
@@ -117,8 +118,12 @@ def groups_of(c: Collective, m: CollectiveModule) -> tuple[tuple[int, ...], ...]
     sharding = c.out_sharding
     if c.kind in ("collective-permute", "reshard") or sharding is None or sharding.mesh is None:
         return None
-    rows = axis_groups(sharding.mesh, c.sdy_axes)
-    return tuple(tuple(int(x) for x in r) for r in rows)
+    return _axis_rows(sharding.mesh, c.sdy_axes)
+
+
+@lru_cache(maxsize=4096)
+def _axis_rows(mesh: Mesh, refs: tuple[AxisRef, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(x) for x in r) for r in axis_groups(mesh, refs))
 
 
 def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
