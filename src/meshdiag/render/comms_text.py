@@ -57,6 +57,10 @@ def _shape(r: Row) -> str:
     return f"{d}[{dims}]{more}"
 
 
+def _count(n: int) -> str:
+    return f"{n} collective" + ("" if n == 1 else "s")
+
+
 def _cut(s: str, width: int) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
@@ -102,7 +106,7 @@ def module_lines(mc: ModuleComms) -> list[str]:
         )
     lines += _table(rows, {0, 7})
     lines.append(
-        f"  {len(mc.rows)} collectives: {human_bytes(mc.per_device)} per device, "
+        f"  {_count(len(mc.rows))}: {human_bytes(mc.per_device)} per device, "
         f"{human_bytes(mc.total)} over all devices"
     )
     ops = mc.by_op_name()
@@ -134,7 +138,7 @@ def render(files: list[FileComms], findings: list[Finding]) -> str:
         out.append("no collectives found")
     else:
         out.append(
-            f"{count} collectives in {modules} module(s): {human_bytes(per_device)} per device"
+            f"{_count(count)} in {modules} module(s): {human_bytes(per_device)} per device"
         )
     for fd in findings:
         out.append(f"{fd.path}:{fd.line}:{fd.column} {fd.code} [{fd.severity}] {fd.message}")
