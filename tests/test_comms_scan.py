@@ -216,3 +216,44 @@ def test_permute_counts_busiest_device():
     t = cost.collective_permute(100, ((0, 1), (0, 2), (3, 3)))
     assert (t.sent, t.received, t.total) == (200, 100, 200)
     assert cost.collective_permute(100, ((0, 0),)) == cost.none()
+
+
+# -- hostile text ------------------------------------------------------------------------------
+
+
+def _mutations(rng, line: str):
+    chars = "{}[](),=<>:'\"0123456789-% x"
+    for _ in range(12):
+        i = rng.randrange(len(line) + 1)
+        yield line[:i]  # truncated
+        yield line[:i] + rng.choice(chars) + line[i + 1 :]  # one character replaced
+        yield line[:i] + rng.choice(chars) * rng.randint(1, 3) + line[i:]  # inserted
+
+
+def test_mutated_collective_lines_never_raise():
+    """Every mutation of every collective line of the real dumps either scans (and measures)
+    or becomes a Problem with a line and column: the scan never raises."""
+    from pathlib import Path
+
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.checking import run_collective_checks
+
+    rng = __import__("random").Random(5)
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "comms"
+    mesh = parse_mesh("batch=2,model=4")
+    ctx = CheckContext("t", mesh=mesh, collective_budget=0, remat_min_bytes=0)
+    tried = problems = 0
+    for path in sorted(root.rglob("*.*")):
+        lines = path.read_text().splitlines()
+        for k, line in enumerate(lines):
+            if not any(w in line for w in ("replica_groups", "source_target", "= sdy.")):
+                continue
+            for bad in _mutations(rng, line):
+                text = "\n".join(lines[:k] + [bad] + lines[k + 1 :])
+                f = scan_text("t", text)
+                run_collective_checks(f, ctx)
+                for p in f.problems:
+                    assert p.line == k + 1 and 1 <= p.column <= len(bad) + 1, (bad, p)
+                tried += 1
+                problems += bool(f.problems)
+    assert tried > 1000 and problems > 100

@@ -18,6 +18,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from functools import lru_cache
 from typing import BinaryIO
 
 from ..errors import MeshdiagError, ParseError
@@ -492,6 +493,9 @@ def _sdy_op(line: str, om: re.Match, lineno: int, module: CollectiveModule) -> C
         raise cur.error("': tensor<...>' (the result type)", len(body))
     global_shape, dtype = typed
     local = _local_shape(global_shape, sharding, module)
+    if sharding.mesh is not None:  # the axes must be (sub-)axes of the mesh, each once
+        for refs in [axes] + [r for r, _, _ in a2a]:
+            _check_axes(sharding.mesh, tuple(refs))
     gathered = None
     if op == "all_gather" and sharding.mesh is not None:
         whole = not any(d.axes for d in sharding.dims)
@@ -517,6 +521,14 @@ def _axes_size(refs, mesh) -> int:
     for r in refs:
         n *= axis_ref_size(r, mesh)
     return n
+
+
+@lru_cache(maxsize=1024)
+def _check_axes(mesh, refs) -> None:
+    """MeshdiagError unless `refs` are distinct, non-overlapping (sub-)axes of `mesh`."""
+    from .groups import axis_groups
+
+    axis_groups(mesh, refs)
 
 
 def axis_ref_size(ref, mesh) -> int:
