@@ -49,6 +49,7 @@ module @jit_f attributes {mhlo.num_partitions = 8 : i32} {
     %5 = sdy.collective_permute %4 out_sharding=<@mesh, [{"y":(1)2}, {"y":(2)2, "x"}]> : tensor<16x32xbf16>
     %6 = sdy.reshard %5 <@mesh, [{}, {}]> : tensor<16x32xbf16>
     %7 = sdy.all_gather [{"x", "y"}, {}] %3 out_sharding=<@mesh, [{}, {}]> : tensor<1024x32xf32>
+    %8 = sdy.collective_permute %elsewhere out_sharding=<@mesh, [{"x"}, {"y"}]> : tensor<16x32xf32>
     return %6 : tensor<16x32xbf16>
   }
 }
@@ -119,8 +120,13 @@ def test_sdy_collectives():
     a2a = rows["%4"]  # two parameters: x (n=2) and y:(2)2 (n=2), each 1/2 of the operand
     assert a2a.collective.results == (((8, 8), "bf16"),)  # 16/2 × 32/(2·2)
     assert a2a.per_device == 2 * (8 * 8 * 2 // 2)
-    cp = rows["%5"]  # without the operand's layout: every device's chunk, an upper bound
-    assert not cp.exact and cp.per_device == 8 * 8 * 2
+    # a permute from %4's layout: device (x, y1, y2) (y = 2·y1 + y2) holds tile (y2, 2·y1 + x)
+    # before and (y1, 2·y2 + x) after: the 4 devices with y1 != y2 receive a new chunk
+    cp = rows["%5"]
+    assert cp.exact and cp.traffic == cost.Traffic(8 * 8 * 2, 8 * 8 * 2, 4 * 8 * 8 * 2)
+    # without the operand's layout: every device's chunk, an upper bound
+    unknown = rows["%8"]
+    assert not unknown.exact and unknown.traffic.total == 8 * (8 * 8 * 4)
     assert rows["%6"].traffic is None and rows["%6"].collective.kind == "reshard"
     whole = rows["%7"]
     assert whole.collective.gathered == 8 and whole.per_device == 1024 * 32 * 4 * 7 // 8
@@ -171,7 +177,7 @@ def test_pass_dump_sections_are_modules():
         "IR Dump Before Foo (foo) ('builtin.module' operation: @m)",
         "IR Dump After Foo (foo) ('builtin.module' operation: @m)",
     ]
-    assert [len(m.collectives) for m in f.modules] == [8, 8]
+    assert [len(m.collectives) for m in f.modules] == [9, 9]
 
 
 # -- the formulas ------------------------------------------------------------------------------
@@ -257,3 +263,13 @@ def test_mutated_collective_lines_never_raise():
                 tried += 1
                 problems += bool(f.problems)
     assert tried > 1000 and problems > 100
+
+
+def test_hlo_line_with_sdy_frontend_attribute_is_hlo():
+    text = (
+        "HloModule m, num_partitions=4\nENTRY %main {\n"
+        "  %ag = f32[8,8]{1,0} all-gather(%p), replica_groups=[1,4]<=[4], dimensions={0}, "
+        'frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {}]>"}\n}\n'
+    )
+    rows, _ = _rows(text)
+    assert rows["%ag"].per_device == 8 * 8 * 4 * 3 // 4

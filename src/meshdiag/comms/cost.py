@@ -132,5 +132,19 @@ def collective_permute(operand_bytes: int, pairs: tuple[tuple[int, int], ...]) -
     )
 
 
+def permute_by_layout(operand_bytes: int, before, after) -> Traffic:
+    """A permute from one layout to another (per-device `starts`/`stops` arrays, one row per
+    device): each device whose slice changes receives its new slice from the device that
+    held it, and that device sends it."""
+    import numpy as np
+
+    moved = int(
+        np.count_nonzero((before[0] != after[0]).any(axis=1) | (before[1] != after[1]).any(axis=1))
+    )
+    if not moved:
+        return Traffic(0, 0, 0)
+    return Traffic(operand_bytes, operand_bytes, moved * operand_bytes)
+
+
 def none() -> Traffic:
     return Traffic(0, 0, 0)

@@ -54,6 +54,8 @@ class Collective:
     #: (unsharded) result shape
     sdy_axes: tuple[AxisRef, ...] = ()
     out_sharding: NamedSharding | None = None
+    #: Shardy: the operand's sharding when the dump gives it (a collective_permute's start)
+    in_sharding: NamedSharding | None = None
     global_shape: tuple[int, ...] | None = None
     #: Shardy all_to_all: one entry per `{axes}: src->dst` parameter
     sdy_a2a: tuple[tuple[tuple[AxisRef, ...], int, int], ...] = ()

@@ -153,6 +153,9 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
     if c.kind == "collective-permute":
         if c.dialect == "hlo":
             return cost.collective_permute(nbytes, c.pairs or ()), True
+        exact = _sdy_permute(c, nbytes)
+        if exact is not None:
+            return exact, True
         devices = c.out_sharding.mesh.size if c.out_sharding and c.out_sharding.mesh else 1
         return cost.Traffic(nbytes, nbytes, nbytes * devices), False
     if not groups:
@@ -175,6 +178,27 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
             *(sum(getattr(p, f) for p in parts) for f in ("sent", "received", "total"))
         ), True
     return cost.all_to_all(nbytes, n, devices), True  # all-to-all, ragged (an upper bound)
+
+
+def _sdy_permute(c: Collective, nbytes: int) -> cost.Traffic | None:
+    """A Shardy collective_permute whose operand's sharding the dump gives: the devices whose
+    slice of the global tensor changes (None when the layouts cannot be computed)."""
+    from ..errors import MeshdiagError
+    from ..layout_engine import layout
+
+    src, dst, shape = c.in_sharding, c.out_sharding, c.global_shape
+    if src is None or dst is None or shape is None or src.mesh is None or dst.mesh is None:
+        return None
+    if src.mesh.size != dst.mesh.size:
+        return None
+    try:
+        before = layout(src, shape, mesh=src.mesh)
+        after = layout(dst, shape, mesh=dst.mesh)
+    except MeshdiagError:
+        return None
+    return cost.permute_by_layout(
+        nbytes, (before.starts, before.stops), (after.starts, after.stops)
+    )
 
 
 # -- JSON ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import lru_cache
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import MeshdiagError, ParseError
 from ..ir.hlo import INSTR, OPCODE, _header
@@ -27,6 +27,9 @@ from ..ir.mlir import MODULE
 from ..ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
 from .groups import parse_pairs, parse_replica_groups, replica_groups_end
 from .model import Collective, CollectiveFile, CollectiveModule, Problem
+
+if TYPE_CHECKING:
+    from ..sharding import NamedSharding
 
 #: HLO opcode → kind; the -start forms are async halves of the same kind
 HLO_KINDS = {
@@ -50,7 +53,7 @@ SDY_KINDS = {
     "reshard": "reshard",
 }
 #: bytes that a collective line must contain (cheap test before any decoding)
-_HLO_WORDS = (b"all-gather", b"all-reduce", b"reduce-scatter", b"all-to-all", b"collective-perm")
+_HLO_WORDS = re.compile(rb"all-gather|all-reduce|reduce-scatter|all-to-all|collective-perm")
 _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
 _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
@@ -144,6 +147,12 @@ class _Scan:
         #: HLO source tables (`FileNames`, ..., `StackFrames`): the one being read, rows by id
         self.table: str | None = None
         self.tables: dict[str, dict[int, str]] = {}
+        self.frames: dict[int, str | None] = {}  # resolved stack frames
+        self._reach_re: tuple | None = None
+        #: Shardy: the sharding of each value of the current function (what a
+        #: collective_permute starts from), and each annotation text parsed, per module
+        self.shardings: dict[str, NamedSharding] = {}
+        self.parsed: dict[str, NamedSharding | None] = {}
 
     def problem(self, message: str, line: int, column: int = 1) -> None:
         self.out.problems.append(Problem(message, line, column))
@@ -155,6 +164,9 @@ class _Scan:
         self.reach = {}
         self.table = None
         self.tables = {}
+        self.frames = {}
+        self.shardings = {}
+        self.parsed = {}
         self.out.modules.append(m)
         self.module = m
         return m
@@ -170,15 +182,17 @@ class _Scan:
         if first not in (b" ", b"\t"):
             self._structure(raw, lineno)
             return
-        if b"sdy." in raw:
-            if b"sdy.mesh" in raw or b" = sdy." in raw:
+        if b"sdy." in raw and (self.module is None or self.module.dialect == "mlir"):
+            if b" = sdy." in raw or b"sdy.mesh" in raw:
                 self._mlir(raw, lineno)
+            elif b"sdy.sharding" in raw:
+                self._record(_decode(raw))
             return
         if self.module is None or self.module.dialect != "hlo":
             return
-        if any(w in raw for w in _HLO_WORDS):
+        if _HLO_WORDS.search(raw):
             self._hlo(_decode(raw), lineno)
-        elif self.reach and any(k.encode() in raw for k in self.reach):
+        elif self.reach and self._reach_words().search(raw):
             self._follow(_decode(raw))
 
     def _structure(self, raw: bytes, lineno: int) -> None:
@@ -250,16 +264,80 @@ class _Scan:
             return
         module = self.ensure(lineno, "mlir")
         try:
-            c = _sdy_op(line, om, lineno, module)
+            c = _sdy_op(line, om, lineno, module, self.shardings)
         except MeshdiagError as e:
             col = getattr(e, "pos", 0) + 1 if isinstance(e, ParseError) else om.start(2) + 1
             self.problem(f"sdy.{om.group(2)}: {_message(e)}", lineno, col)
             return
         module.collectives.append(c)
+        if c.out_sharding is not None and len(self.shardings) < MAX_REACH:
+            self.shardings[c.name] = c.out_sharding
+
+    def _record(self, line: str) -> None:
+        """The shardings a line gives its values: a function's arguments (and a new function
+        forgets the last one's values), or an op's results (`sdy.sharding_per_value`)."""
+        if self.module is None:
+            return
+        stripped = line.lstrip()
+        if stripped.startswith(("func.func", "sdy.manual_computation")) or " func.func " in line:
+            self.shardings = {}
+            for at in _find_all(line, _ARG_SHARDING):
+                start = at + len(_ARG_SHARDING) - len("#sdy.sharding<")
+                name_at = line.rfind("%", 0, at)
+                colon = line.find(":", name_at)
+                sharding = self._parse(line, start, per_value=False)
+                if name_at >= 0 and colon > name_at and sharding is not None:
+                    self.shardings[line[name_at:colon].strip()] = sharding
+            return
+        rm = _RESULT.match(line)
+        at = line.find(_PER_VALUE)
+        if rm is None or at < 0 or len(self.shardings) >= MAX_REACH:
+            return
+        sharding = self._parse(line, at + len("sdy.sharding = "), per_value=True)
+        if sharding is not None:
+            self.shardings[rm.group(1)] = sharding
+
+    def _parse(self, line: str, start: int, per_value: bool) -> NamedSharding | None:
+        """The sharding at `start` (the first of a per-value list); None when unreadable
+        (the sharding scanner of `inspect`/`lint` reports those)."""
+        from ..formats.shardy import parse_sdy_sharding, parse_sharding_per_value
+
+        end = match_end(line, line.find("<", start))
+        if end < 0:
+            return None
+        text = line[start:end]
+        if text not in self.parsed:
+            assert self.module is not None
+            try:
+                if per_value:
+                    values = parse_sharding_per_value(text, self.module.meshes)
+                    one = values[0] if len(values) == 1 else None
+                else:
+                    one = parse_sdy_sharding(text, self.module.meshes)
+            except MeshdiagError:
+                one = None
+            if len(self.parsed) < MAX_REACH:
+                self.parsed[text] = one
+            return one
+        return self.parsed[text]
 
     # -- HLO -----------------------------------------------------------------------------
+    def _reach_words(self) -> re.Pattern:
+        """A regex finding any followed name in a line (rebuilt when the names change)."""
+        key = len(self.reach), next(reversed(self.reach))
+        if self._reach_re is None or self._reach_re[0] != key:
+            words = sorted((re.escape(k.encode()) for k in self.reach), key=len, reverse=True)
+            self._reach_re = (key, re.compile(b"|".join(words)))
+        return self._reach_re[1]
+
     def frame(self, frame_id: int) -> str | None:
-        """`file:line (function)` of a stack frame id from the module's source tables."""
+        """`file:line (function)` of a stack frame id from the module's source tables
+        (each id resolved once per module)."""
+        if frame_id not in self.frames:
+            self.frames[frame_id] = self._frame(frame_id)
+        return self.frames[frame_id]
+
+    def _frame(self, frame_id: int) -> str | None:
         t = self.tables
         frame = t.get("StackFrames", {}).get(frame_id)
         loc_id = _field(frame, "file_location_id")
@@ -315,6 +393,18 @@ class _Scan:
 
 #: names followed per computation at most
 MAX_REACH = 4096
+_ARG_SHARDING = "sdy.sharding = #sdy.sharding<"
+_PER_VALUE = "sdy.sharding = #sdy.sharding_per_value<"
+_RESULT = re.compile(r"^\s*(%[\w.$\-]+)\s*=")
+
+
+def _find_all(line: str, word: str):
+    p = line.find(word)
+    while p >= 0:
+        yield p
+        p = line.find(word, p + 1)
+
+
 #: HLO source tables printed before the computations, and the rows kept per table at most
 _TABLES = (b"FileNames", b"FunctionNames", b"FileLocations", b"StackFrames")
 MAX_TABLE = 1 << 20
@@ -325,8 +415,14 @@ def _field(row: str | None, key: str) -> int | None:
     """`key=N` in a source-table row (`{file_location_id=3 parent_frame_id=3}`)."""
     if row is None:
         return None
-    m = re.search(r"\b" + key + r"=(\d+)", row)
+    m = _FIELDS[key].search(row)
     return int(m.group(1)) if m else None
+
+
+_FIELDS = {
+    k: re.compile(r"\b" + k + r"=(\d+)")
+    for k in ("file_location_id", "file_name_id", "function_name_id", "line")
+}
 
 
 def _instruction(line: str) -> tuple[str, str, re.Match] | None:
@@ -450,7 +546,9 @@ def _attr(line: str, key: str, start: int) -> int:
     return -1
 
 
-def _sdy_op(line: str, om: re.Match, lineno: int, module: CollectiveModule) -> Collective:
+def _sdy_op(
+    line: str, om: re.Match, lineno: int, module: CollectiveModule, shardings: dict
+) -> Collective:
     from ..formats._cursor import Cursor
     from ..formats.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
 
@@ -475,6 +573,7 @@ def _sdy_op(line: str, om: re.Match, lineno: int, module: CollectiveModule) -> C
             cur.pos = m.end()
             a2a.append((refs, int(m.group(1)), int(m.group(2))))
         axes = tuple(a for refs, _, _ in a2a for a in refs)
+    operand = body[cur.ws().pos :].split(" ", 1)[0]
     # the operand, then out_sharding=<...> (reshard: the sharding right after the operand)
     key = "out_sharding=" if op != "reshard" else None
     if key is not None:
@@ -513,6 +612,7 @@ def _sdy_op(line: str, om: re.Match, lineno: int, module: CollectiveModule) -> C
         global_shape=global_shape,
         sdy_a2a=tuple(a2a),
         gathered=gathered,
+        in_sharding=shardings.get(operand),
     )
 
 
