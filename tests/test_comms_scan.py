@@ -273,3 +273,52 @@ def test_hlo_line_with_sdy_frontend_attribute_is_hlo():
     )
     rows, _ = _rows(text)
     assert rows["%ag"].per_device == 8 * 8 * 4 * 3 // 4
+
+
+# -- the block scan against its line-by-line reference -------------------------------------------
+
+
+def _texts():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".mlir"))
+    return [p.read_bytes() for p in files] + [HLO.encode(), SDY.encode(), b"", b"}\n  x"]
+
+
+@pytest.mark.parametrize("block", [7, 64, 4096, 1 << 20])
+def test_block_scan_equals_line_reference(block, monkeypatch):
+    import io
+
+    from meshdiag.comms import scan
+
+    monkeypatch.setattr(scan, "BLOCK", block)
+    texts = _texts()
+    assert len(texts) > 40
+    for data in texts:
+        got = scan.scan_stream("t", io.BytesIO(data))
+        assert got == scan.scan_stream_lines("t", io.BytesIO(data))
+
+
+def test_a_line_too_long_is_skipped_and_counted(monkeypatch):
+    import io
+
+    from meshdiag.comms import scan
+
+    limit = max(len(x) for x in HLO.splitlines()) + 1
+    monkeypatch.setattr(scan, "BLOCK", 16)
+    monkeypatch.setattr(scan, "MAX_LINE", limit)
+    line = "  %x = f32[8]{0} all-reduce(%p), replica_groups={{0,1}}" + " " * limit
+    text = HLO.replace("ENTRY %main.0_spmd", line + "\nENTRY %main.0_spmd")
+    at = text.splitlines().index(line) + 1
+    for data in (text.encode(), b"x" * 9000 + b"\n" + text.encode()):  # read whole / streamed
+        f = scan.scan_stream("t", io.BytesIO(data))
+        first = data.count(b"\n", 0, data.find(b"HloModule"))
+        problems = [(p.line - first, f"longer than {limit} bytes" in p.message) for p in f.problems]
+        assert problems == ([(at, True)] if first == 0 else [(0, True), (at, True)])
+        names = [c.name for c in f.modules[0].collectives]
+        assert "%x" not in names and len(names) == 7
+        # the lines after it keep their numbers
+        ref = scan.scan_stream_lines("t", io.BytesIO(HLO.encode()))
+        expect = [c.line + (c.line >= at) for c in ref.modules[0].collectives]
+        assert [c.line - first for c in f.modules[0].collectives] == expect

@@ -101,36 +101,116 @@ def scan_text(path: str, text: str) -> CollectiveFile:
 
 
 def scan_stream(path: str, stream: BinaryIO) -> CollectiveFile:
+    """Scan a stream in blocks of whole lines: the regex `_Scan.pattern` jumps (in C) to the
+    next line that may matter, so the lines between are never split or decoded. Memory
+    stays bounded: a line longer than MAX_LINE is reported and skipped."""
     s = _Scan(path)
-    lineno = 0
+    lineno = 1
     try:
-        head = stream.read(8192)
-        if b"\0" in head:  # binary: nothing to read
+        buf = stream.read(8192)
+        if b"\0" in buf:  # binary: nothing to read
             return s.out
-        lines = _lines(head, stream)
-        for raw in lines:
-            lineno += 1
-            if len(raw) > MAX_LINE:
-                s.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+        eof = False
+        skipping = False  # inside a line too long to keep
+        while True:
+            more = b"" if eof else stream.read(BLOCK)
+            eof = eof or not more
+            if skipping:
+                nl = more.find(b"\n")
+                if nl < 0:
+                    if eof:
+                        break
+                    continue
+                skipping = False
+                lineno += 1
+                more = more[nl + 1 :]
+            buf += more
+            if eof and not buf:
+                break
+            cut = len(buf) if eof else buf.rfind(b"\n") + 1
+            if cut == 0:  # no whole line yet
+                if len(buf) > MAX_LINE:
+                    s.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+                    buf = b""
+                    skipping = True
                 continue
-            s.line(raw, lineno)
+            block, buf = buf[:cut], buf[cut:]
+            lineno = s.block(block, lineno)
+            if eof:
+                break
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         s.problem(f"cannot read {path} to the end: {e}", lineno)
     return s.out
 
 
-def _lines(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
-    """The stream's lines (the first block already read), one at a time."""
-    rest = b""
-    block = head
-    while block:
-        block = rest + block
-        parts = block.split(b"\n")
-        rest = parts.pop()
-        yield from parts
-        block = stream.read(1 << 20)
-    if rest:
-        yield rest
+def scan_stream_lines(path: str, stream: BinaryIO) -> CollectiveFile:
+    """`scan_stream` one line at a time: the reference the tests hold the block scan to."""
+    s = _Scan(path)
+    data = stream.read()
+    if b"\0" in data[:8192]:
+        return s.out
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for lineno, raw in enumerate(lines, 1):
+        s.line_checked(raw, lineno)
+    return s.out
+
+
+BLOCK = 1 << 20
+#: a line that may matter names a collective or a Shardy op, or does not start with a blank
+#: (module, computation and section headers, source tables)
+_WORDS = (
+    b"all-gather",
+    b"all-reduce",
+    b"reduce-scatter",
+    b"all-to-all",
+    b"collective-perm",
+    b"sdy.",
+)
+_LINE_START = re.compile(rb"\n[^ \t\r\n}]")  # a lone `}` closes a body: nothing to read
+
+
+class _Finder:
+    """The next candidate position in a block at or after `pos`: each word's next occurrence
+    is found with `bytes.find` and kept until the scan passes it (so the block is searched
+    about once per word, in C); line starts with a regex that begins with a literal."""
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+        self.at: dict[bytes, int] = {}
+
+    def _word(self, word: bytes, pos: int) -> int:
+        at = self.at.get(word, -2)
+        if at == -1 or at >= pos:
+            return at
+        at = self.block.find(word, pos)
+        self.at[word] = at
+        return at
+
+    def _line_start(self, pos: int) -> int:
+        at = self.at.get(b"\n", -2)
+        if at == -1 or at >= pos:
+            return at
+        if pos == 0 and self.block[:1] not in (b" ", b"\t", b"\r", b"\n", b"}"):
+            at = 0
+        else:
+            m = _LINE_START.search(self.block, max(pos - 1, 0))
+            at = m.start() + 1 if m else -1
+        self.at[b"\n"] = at
+        return at
+
+    def next(self, pos: int, reach: dict[str, int]) -> int:
+        best = self._line_start(pos)
+        for word in _WORDS:
+            at = self._word(word, pos)
+            if at >= 0 and (best < 0 or at < best):
+                best = at
+        for name in reach:  # names the all-gather following watches for
+            at = self._word(name.encode(), pos)
+            if at >= 0 and (best < 0 or at < best):
+                best = at
+        return best
 
 
 class _Scan:
@@ -148,14 +228,31 @@ class _Scan:
         self.table: str | None = None
         self.tables: dict[str, dict[int, str]] = {}
         self.frames: dict[int, str | None] = {}  # resolved stack frames
-        self._reach_re: tuple | None = None
         #: Shardy: the sharding of each value of the current function (what a
-        #: collective_permute starts from), and each annotation text parsed, per module
+        #: collective_permute starts from)
         self.shardings: dict[str, NamedSharding] = {}
-        self.parsed: dict[str, NamedSharding | None] = {}
 
     def problem(self, message: str, line: int, column: int = 1) -> None:
         self.out.problems.append(Problem(message, line, column))
+
+    def block(self, block: bytes, lineno: int) -> int:
+        """The candidate lines of a block of whole lines whose first is line `lineno`;
+        returns the number of the line after it."""
+        n = len(block)
+        pos = counted = 0
+        finder = _Finder(block)
+        while pos < n:
+            at = finder.next(pos, self.reach)
+            if at < 0:
+                break
+            start = block.rfind(b"\n", 0, at) + 1
+            end = block.find(b"\n", at)
+            end = n if end < 0 else end
+            lineno += block.count(b"\n", counted, start)
+            counted = start
+            self.line_checked(block[start:end], lineno)
+            pos = end + 1
+        return lineno + block.count(b"\n", counted)
 
     def start(self, name: str | None, lineno: int, dialect: str) -> CollectiveModule:
         m = CollectiveModule(name, lineno, dialect, self.section)  # type: ignore[arg-type]
@@ -166,7 +263,6 @@ class _Scan:
         self.tables = {}
         self.frames = {}
         self.shardings = {}
-        self.parsed = {}
         self.out.modules.append(m)
         self.module = m
         return m
@@ -175,6 +271,12 @@ class _Scan:
         if self.module is None or self.module.dialect != dialect:
             return self.start(None, lineno, dialect)
         return self.module
+
+    def line_checked(self, raw: bytes, lineno: int) -> None:
+        if len(raw) > MAX_LINE:
+            self.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+        else:
+            self.line(raw, lineno)
 
     # -- one line ------------------------------------------------------------------------
     def line(self, raw: bytes, lineno: int) -> None:
@@ -192,7 +294,7 @@ class _Scan:
             return
         if _HLO_WORDS.search(raw):
             self._hlo(_decode(raw), lineno)
-        elif self.reach and self._reach_words().search(raw):
+        elif self.reach:  # the block scan stops here only for a followed name
             self._follow(_decode(raw))
 
     def _structure(self, raw: bytes, lineno: int) -> None:
@@ -300,36 +402,12 @@ class _Scan:
     def _parse(self, line: str, start: int, per_value: bool) -> NamedSharding | None:
         """The sharding at `start` (the first of a per-value list); None when unreadable
         (the sharding scanner of `inspect`/`lint` reports those)."""
-        from ..formats.shardy import parse_sdy_sharding, parse_sharding_per_value
-
         end = match_end(line, line.find("<", start))
-        if end < 0:
+        if end < 0 or self.module is None:
             return None
-        text = line[start:end]
-        if text not in self.parsed:
-            assert self.module is not None
-            try:
-                if per_value:
-                    values = parse_sharding_per_value(text, self.module.meshes)
-                    one = values[0] if len(values) == 1 else None
-                else:
-                    one = parse_sdy_sharding(text, self.module.meshes)
-            except MeshdiagError:
-                one = None
-            if len(self.parsed) < MAX_REACH:
-                self.parsed[text] = one
-            return one
-        return self.parsed[text]
+        return _parse_sharding(line[start:end], per_value, tuple(self.module.meshes.items()))
 
     # -- HLO -----------------------------------------------------------------------------
-    def _reach_words(self) -> re.Pattern:
-        """A regex finding any followed name in a line (rebuilt when the names change)."""
-        key = len(self.reach), next(reversed(self.reach))
-        if self._reach_re is None or self._reach_re[0] != key:
-            words = sorted((re.escape(k.encode()) for k in self.reach), key=len, reverse=True)
-            self._reach_re = (key, re.compile(b"|".join(words)))
-        return self._reach_re[1]
-
     def frame(self, frame_id: int) -> str | None:
         """`file:line (function)` of a stack frame id from the module's source tables
         (each id resolved once per module)."""
@@ -621,6 +699,21 @@ def _axes_size(refs, mesh) -> int:
     for r in refs:
         n *= axis_ref_size(r, mesh)
     return n
+
+
+@lru_cache(maxsize=4096)
+def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding | None:
+    """A Shardy sharding annotation on the module's meshes, parsed once per distinct text;
+    None when unreadable or not a single value's."""
+    from ..formats.shardy import parse_sdy_sharding, parse_sharding_per_value
+
+    try:
+        if per_value:
+            values = parse_sharding_per_value(text, dict(meshes))
+            return values[0] if len(values) == 1 else None
+        return parse_sdy_sharding(text, dict(meshes))
+    except MeshdiagError:
+        return None
 
 
 @lru_cache(maxsize=1024)
