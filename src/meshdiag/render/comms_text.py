@@ -137,9 +137,7 @@ def render(files: list[FileComms], findings: list[Finding]) -> str:
     if not count:
         out.append("no collectives found")
     else:
-        out.append(
-            f"{_count(count)} in {modules} module(s): {human_bytes(per_device)} per device"
-        )
+        out.append(f"{_count(count)} in {modules} module(s): {human_bytes(per_device)} per device")
     for fd in findings:
         out.append(f"{fd.path}:{fd.line}:{fd.column} {fd.code} [{fd.severity}] {fd.message}")
         if fd.fix:
