@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from . import cost
 from .axes import attribute, refs_text
@@ -126,21 +126,57 @@ def _axis_rows(mesh: Mesh, refs: tuple[AxisRef, ...]) -> tuple[tuple[int, ...], 
     return tuple(tuple(int(x) for x in r) for r in axis_groups(mesh, refs))
 
 
+class _What(NamedTuple):
+    """What a row's figures depend on: a collective without its place, and its module's
+    device count (hashable, so equal collectives are measured once)."""
+
+    kind: str
+    dialect: str
+    results: tuple
+    groups: object
+    pairs: object
+    sdy_axes: tuple
+    out_sharding: object
+    in_sharding: object
+    global_shape: object
+    sdy_a2a: tuple
+    num_partitions: int | None
+
+
 def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
-    groups = groups_of(c, m)
+    what = _What(
+        c.kind,
+        c.dialect,
+        c.results,
+        c.groups,
+        c.pairs,
+        c.sdy_axes,
+        c.out_sharding,
+        c.in_sharding,
+        c.global_shape,
+        c.sdy_a2a,
+        m.num_partitions,
+    )
+    return Row(c, *_measured(what, mesh, module_mesh(m)))
+
+
+@lru_cache(maxsize=4096)
+def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:
+    """(groups, group size, traffic, exact, axes, mesh source, mesh) of a collective."""
+    groups = groups_of(c, c)  # type: ignore[arg-type]
     n = len(groups[0]) if groups else None
-    traffic, exact = _traffic(c, m, groups)
+    traffic, exact = _traffic(c, c, groups)  # type: ignore[arg-type]
     axes, source, used = None, None, None
     if groups is not None:
         for src, candidate in (
             ("global", mesh),
-            ("module", module_mesh(m)),
-            ("collective", c.groups.mesh if c.groups is not None else None),
+            ("module", own),
+            ("collective", c.groups.mesh if c.groups is not None else None),  # type: ignore[attr-defined]
         ):
             if candidate is not None and candidate.size == sum(len(g) for g in groups):
                 axes, source, used = attribute(groups, candidate), src, candidate
                 break
-    return Row(c, groups, n, traffic, exact, axes, source, used)  # type: ignore[arg-type]
+    return groups, n, traffic, exact, axes, source, used
 
 
 def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic | None, bool]:

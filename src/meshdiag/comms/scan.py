@@ -14,10 +14,10 @@ line and column; the scan goes on.
 from __future__ import annotations
 
 import gzip
+import heapq
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -53,7 +53,6 @@ SDY_KINDS = {
     "reshard": "reshard",
 }
 #: bytes that a collective line must contain (cheap test before any decoding)
-_HLO_WORDS = re.compile(rb"all-gather|all-reduce|reduce-scatter|all-to-all|collective-perm")
 _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
 _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
@@ -158,59 +157,61 @@ def scan_stream_lines(path: str, stream: BinaryIO) -> CollectiveFile:
 
 
 BLOCK = 1 << 20
-#: a line that may matter names a collective or a Shardy op, or does not start with a blank
-#: (module, computation and section headers, source tables)
+#: a line that may matter names a collective or a Shardy op, or starts a module, a pass-dump
+#: section or a source table (computation headers are found when a collective needs one)
 _WORDS = (
-    b"all-gather",
-    b"all-reduce",
+    b"all-",  # all-gather, all-reduce, all-to-all
     b"reduce-scatter",
-    b"all-to-all",
     b"collective-perm",
     b"sdy.",
+    b"HloModule ",
+    b"module",
+    b"// -----",
+    b"FileNames",  # the first of the source tables (the others follow it)
 )
-_LINE_START = re.compile(rb"\n[^ \t\r\n}]")  # a lone `}` closes a body: nothing to read
+#: where the source tables end: the first line that is not a row (starting with a digit),
+#: blank or a table's name
+_TABLE_END = re.compile(rb"\n(?![0-9\n]|FunctionNames|FileLocations|StackFrames|FileNames)")
 
 
 class _Finder:
-    """The next candidate position in a block at or after `pos`: each word's next occurrence
-    is found with `bytes.find` and kept until the scan passes it (so the block is searched
-    about once per word, in C); line starts with a regex that begins with a literal."""
+    """The next candidate position in a block at or after `pos`. Each word's next
+    occurrence is found with `bytes.find` and kept in a heap until the scan passes it, so
+    the block is searched about once per word, in C. Names the all-gather following watches
+    for come and go."""
 
-    def __init__(self, block: bytes) -> None:
+    def __init__(self, block: bytes, names: Iterable[str]) -> None:
         self.block = block
-        self.at: dict[bytes, int] = {}
+        self.heap: list[tuple[int, bytes]] = []
+        self.words = set(_WORDS)
+        for w in self.words:
+            self._push(w, 0)
+        self.names: set[bytes] = set()
+        self.sync(names, 0)
 
-    def _word(self, word: bytes, pos: int) -> int:
-        at = self.at.get(word, -2)
-        if at == -1 or at >= pos:
-            return at
+    def _push(self, word: bytes, pos: int) -> None:
         at = self.block.find(word, pos)
-        self.at[word] = at
-        return at
+        if at >= 0:
+            heapq.heappush(self.heap, (at, word))
 
-    def _line_start(self, pos: int) -> int:
-        at = self.at.get(b"\n", -2)
-        if at == -1 or at >= pos:
-            return at
-        if pos == 0 and self.block[:1] not in (b" ", b"\t", b"\r", b"\n", b"}"):
-            at = 0
-        else:
-            m = _LINE_START.search(self.block, max(pos - 1, 0))
-            at = m.start() + 1 if m else -1
-        self.at[b"\n"] = at
-        return at
+    def sync(self, names: Iterable[str], pos: int) -> None:
+        """Watch for exactly `names` from `pos` on."""
+        now = {n.encode() for n in names}
+        for n in now - self.names:
+            self.words.add(n)
+            self._push(n, pos)
+        for n in self.names - now:
+            if n not in _WORDS:
+                self.words.discard(n)
+        self.names = now
 
-    def next(self, pos: int, reach: dict[str, int]) -> int:
-        best = self._line_start(pos)
-        for word in _WORDS:
-            at = self._word(word, pos)
-            if at >= 0 and (best < 0 or at < best):
-                best = at
-        for name in reach:  # names the all-gather following watches for
-            at = self._word(name.encode(), pos)
-            if at >= 0 and (best < 0 or at < best):
-                best = at
-        return best
+    def next(self, pos: int) -> int:
+        heap = self.heap
+        while heap and heap[0][0] < pos:
+            _, word = heapq.heappop(heap)
+            if word in self.words:
+                self._push(word, pos)
+        return heap[0][0] if heap else -1
 
 
 class _Scan:
@@ -224,9 +225,11 @@ class _Scan:
         #: HLO: instructions holding an all-gather's result (directly or through
         #: single-operand instructions) → devices it is gathered over; per computation
         self.reach: dict[str, int] = {}
+        self.reach_gen = 0  # bumped whenever `reach` changes (the block scan watches it)
         #: HLO source tables (`FileNames`, ..., `StackFrames`): the one being read, rows by id
-        self.table: str | None = None
-        self.tables: dict[str, dict[int, str]] = {}
+        self.table = False  # inside the source tables
+        self.tables: dict[str, dict[int, str]] | None = None  # read when first asked
+        self.raw_tables: list[bytes] = []  # the tables' text as read
         self.frames: dict[int, str | None] = {}  # resolved stack frames
         #: Shardy: the sharding of each value of the current function (what a
         #: collective_permute starts from)
@@ -240,18 +243,28 @@ class _Scan:
         returns the number of the line after it."""
         n = len(block)
         pos = counted = 0
-        finder = _Finder(block)
+        if self.table:  # the rows of tables the last block started
+            pos = self._table_chunk(block, 0)
+        finder = _Finder(block, self.reach)
+        gen = self.reach_gen
         while pos < n:
-            at = finder.next(pos, self.reach)
+            at = finder.next(pos)
             if at < 0:
                 break
             start = block.rfind(b"\n", 0, at) + 1
             end = block.find(b"\n", at)
             end = n if end < 0 else end
             lineno += block.count(b"\n", counted, start)
+            self._catch_up(block, counted, start)
             counted = start
             self.line_checked(block[start:end], lineno)
             pos = end + 1
+            if self.table:  # the source tables: their rows in one piece
+                pos = self._table_chunk(block, pos)
+            if self.reach_gen != gen:
+                finder.sync(self.reach, pos)
+                gen = self.reach_gen
+        self._catch_up(block, counted, n)
         return lineno + block.count(b"\n", counted)
 
     def start(self, name: str | None, lineno: int, dialect: str) -> CollectiveModule:
@@ -259,8 +272,10 @@ class _Scan:
         self.section = None
         self.computation = None
         self.reach = {}
-        self.table = None
-        self.tables = {}
+        self.reach_gen += 1
+        self.table = False
+        self.tables = None
+        self.raw_tables = []
         self.frames = {}
         self.shardings = {}
         self.out.modules.append(m)
@@ -292,23 +307,20 @@ class _Scan:
             return
         if self.module is None or self.module.dialect != "hlo":
             return
-        if _HLO_WORDS.search(raw):
-            self._hlo(_decode(raw), lineno)
+        if b"all-" in raw or b"reduce-scatter" in raw or b"collective-perm" in raw:
+            self._hlo(raw, lineno)
         elif self.reach:  # the block scan stops here only for a followed name
             self._follow(_decode(raw))
 
     def _structure(self, raw: bytes, lineno: int) -> None:
-        if self.table is not None:
-            if raw[:1].isdigit():
-                row = _decode(raw)
-                key, _, value = row.partition(" ")
-                if key.isdigit() and len(self.tables[self.table]) < MAX_TABLE:
-                    self.tables[self.table][int(key)] = value.strip()
+        if self.table:
+            if not raw or raw[:1].isdigit() or raw.rstrip() in _TABLES:
+                self.table_rows(raw + b"\n")
                 return
-            self.table = None
+            self.table = False
         if raw.rstrip() in _TABLES and self.module is not None and self.module.dialect == "hlo":
-            self.table = raw.rstrip().decode()
-            self.tables[self.table] = {}
+            self.table = True
+            self.table_rows(raw + b"\n")
             return
         if raw.startswith(b"HloModule "):
             line = _decode(raw)
@@ -335,11 +347,27 @@ class _Scan:
                     digits = re.match(r"\d+", line[np_at + len("mhlo.num_partitions = ") :])
                     m.num_partitions = int(digits.group()) if digits else None
             return
+        self._computation_header(raw)
+
+    def _computation_header(self, raw: bytes) -> None:
+        """`%name (params) -> type {` or `ENTRY %name ...{`: the computation from here on.
+        (Instruction names are unique in an HLO module, so the all-gather following needs
+        no reset here.)"""
         if self.module is not None and self.module.dialect == "hlo" and raw.rstrip().endswith(b"{"):
             cm = _COMPUTATION.match(_decode(raw))
             if cm:
                 self.computation = cm.group(1)
-                self.reach = {}
+
+    def _catch_up(self, block: bytes, lo: int, hi: int) -> None:
+        """The block scan skips computation headers: before a line at `hi`, take the last
+        header between `lo` and `hi` (a header starts a line with `%` or `ENTRY `)."""
+        if self.module is None or self.module.dialect != "hlo":
+            return
+        at = max(block.rfind(b"\n%", lo, hi), block.rfind(b"\nENTRY ", lo, hi)) + 1
+        if at == 0 and not (lo == 0 and block.startswith((b"%", b"ENTRY "))):
+            return
+        end = block.find(b"\n", at)
+        self._computation_header(block[at : end if end >= 0 else len(block)])
 
     # -- Shardy --------------------------------------------------------------------------
     def _declare(self, name: str, text: str, lineno: int, column: int) -> None:
@@ -415,8 +443,46 @@ class _Scan:
             self.frames[frame_id] = self._frame(frame_id)
         return self.frames[frame_id]
 
+    def _table_chunk(self, block: bytes, pos: int) -> int:
+        """Take the source tables' lines from `pos` (a line start) on; where they end.
+        They go on while lines are rows (starting with a digit), blank, or table names."""
+        c = block[pos : pos + 1]
+        if c and not (c.isdigit() or c == b"\n" or block.startswith(_TABLES, pos)):
+            self.table = False
+            return pos
+        m = _TABLE_END.search(block, pos)
+        if m is not None and m.end() == len(block):  # the block ends: they may go on
+            m = None
+        stop = m.start() + 1 if m else len(block)
+        self.table_rows(block[pos:stop])
+        if m is not None:
+            self.table = False
+        return stop
+
+    def table_rows(self, rows: bytes) -> None:
+        """Text of the source tables (kept as bytes; read when a frame is asked)."""
+        if len(self.raw_tables) < MAX_TABLE:
+            self.raw_tables.append(rows)
+
+    def _table(self, name: str) -> dict[int, str]:
+        if self.tables is None:
+            self.tables = {}
+            current: dict[int, str] | None = None
+            for row in b"".join(self.raw_tables).split(b"\n"):
+                if row.rstrip() in _TABLES:
+                    current = self.tables.setdefault(row.rstrip().decode(), {})
+                    continue
+                key, _, value = row.partition(b" ")
+                if current is not None and key.isdigit() and len(current) < MAX_TABLE:
+                    current[int(key)] = _decode(value).strip()
+            self.raw_tables = []
+        return self.tables.get(name, {})
+
     def _frame(self, frame_id: int) -> str | None:
-        t = self.tables
+        t = {
+            name: self._table(name)
+            for name in ("StackFrames", "FileLocations", "FileNames", "FunctionNames")
+        }
         frame = t.get("StackFrames", {}).get(frame_id)
         loc_id = _field(frame, "file_location_id")
         loc = t.get("FileLocations", {}).get(loc_id) if loc_id is not None else None
@@ -440,32 +506,44 @@ class _Scan:
         operands = _operands(line, om)
         if len(operands) == 1 and operands[0] in self.reach and len(self.reach) < MAX_REACH:
             self.reach[name] = self.reach[operands[0]]
+            self.reach_gen += 1
 
-    def _hlo(self, line: str, lineno: int) -> None:
-        parts = _instruction(line)
-        if parts is None:
-            return
-        name, shape_text, om = parts
-        if om.group(1) not in HLO_KINDS:
+    def _hlo(self, raw: bytes, lineno: int) -> None:
+        hit = _HLO_MEMO.get(raw)
+        if hit is None:
+            hit = _read_hlo(_decode(raw))
+            if len(_HLO_MEMO) < MAX_MEMO:
+                _HLO_MEMO[raw] = hit
+        what = hit[0]
+        if what == "follow":
             if self.reach:
-                self._follow(line)
+                self._follow(_decode(raw))
+            return
+        if what == "problem":
+            self.problem(hit[1], lineno, hit[2])
+            return
+        if what != "op":
             return
         assert self.module is not None
-        try:
-            c = _hlo_op(line, name, shape_text, om, lineno, self.computation, self.frame)
-        except ParseError as e:
-            self.problem(f"{om.group(1)} {name}: {_message(e)}", lineno, e.pos + 1)
-            return
-        except MeshdiagError as e:
-            self.problem(f"{om.group(1)} {name}: {e}", lineno, om.start(1) + 1)
-            return
-        if c.kind == "all-gather":
-            n = _group_size(c, self.module.num_partitions)
-            operands = _operands(line, om)
+        _, proto, frame_id, operands = hit
+        computation = self.computation
+        source = proto.source
+        if source is None and frame_id is not None:
+            source = self.frame(frame_id)
+        d = proto.__dict__.copy()
+        d["line"] = lineno
+        d["computation"] = computation
+        d["is_async"] = proto.op.endswith("-start") or "async" in (computation or "")
+        d["source"] = source
+        if proto.kind == "all-gather":
+            n = _group_size(proto, self.module.num_partitions)
             before = self.reach.get(operands[0], 1) if len(operands) == 1 else 1
-            c = replace(c, gathered=n * before)
+            d["gathered"] = n * before
             if len(self.reach) < MAX_REACH:
-                self.reach[name] = c.gathered  # type: ignore[assignment]
+                self.reach[proto.name] = d["gathered"]
+                self.reach_gen += 1
+        c = _new(Collective)
+        object.__setattr__(c, "__dict__", d)
         self.module.collectives.append(c)
 
 
@@ -559,7 +637,33 @@ def _located(e: ParseError, line: str, start: int) -> ParseError:
     return out
 
 
-def _hlo_op(line, name, shape_text, om, lineno, computation, frame) -> Collective:
+#: HLO collective lines already read, by their bytes (every pass of a dump prints the same
+#: lines again): what `_read_hlo` made of them. Bounded; keyed by content only
+_HLO_MEMO: dict[bytes, tuple] = {}
+MAX_MEMO = 1 << 14
+_new = object.__new__
+
+
+def _read_hlo(line: str) -> tuple:
+    """What an HLO line holding a collective word is, independent of where it is:
+    ("op", collective at line 0, its stack_frame_id, its operand names), ("problem",
+    message, column), ("follow",) for another instruction, ("none",) for no instruction."""
+    parts = _instruction(line)
+    if parts is None:
+        return ("none",)
+    name, shape_text, om = parts
+    if om.group(1) not in HLO_KINDS:
+        return ("follow",)
+    try:
+        c, frame_id = _hlo_op(line, name, shape_text, om)
+    except ParseError as e:
+        return ("problem", f"{om.group(1)} {name}: {_message(e)}", e.pos + 1)
+    except MeshdiagError as e:
+        return ("problem", f"{om.group(1)} {name}: {e}", om.start(1) + 1)
+    return ("op", c, frame_id, tuple(_operands(line, om)))
+
+
+def _hlo_op(line, name, shape_text, om) -> tuple[Collective, int | None]:
     op = om.group(1)
     leaves = hlo_shapes(shape_text)
     if op.endswith("-start"):
@@ -592,14 +696,12 @@ def _hlo_op(line, name, shape_text, om, lineno, computation, frame) -> Collectiv
     sf = _SOURCE_FILE.search(line, om.end())
     sl = _SOURCE_LINE.search(line, om.end())
     source = f"{sf.group(1)}:{sl.group(1)}" if sf and sl else (sf.group(1) if sf else None)
-    if source is None:
-        fm = _STACK_FRAME.search(line, om.end())
-        source = frame(int(fm.group(1))) if fm else None
-    return Collective(
+    fm = _STACK_FRAME.search(line, om.end()) if source is None else None
+    c = Collective(
         kind=HLO_KINDS[op],  # type: ignore[arg-type]
         op=op,
         name=name,
-        line=lineno,
+        line=0,
         column=om.start(1) + 1,
         dialect="hlo",
         results=tuple((s, d) for s, d in leaves),
@@ -607,11 +709,10 @@ def _hlo_op(line, name, shape_text, om, lineno, computation, frame) -> Collectiv
         pairs=pairs,
         dimensions=dims,
         channel_id=int(ch.group(1)) if ch else None,
-        computation=computation,
-        is_async=op.endswith("-start") or "async" in (computation or ""),
         op_name=opn.group(1) if opn else None,
         source=source,
     )
+    return c, int(fm.group(1)) if fm else None
 
 
 def _attr(line: str, key: str, start: int) -> int:
