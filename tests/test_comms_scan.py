@@ -322,3 +322,22 @@ def test_a_line_too_long_is_skipped_and_counted(monkeypatch):
         ref = scan.scan_stream_lines("t", io.BytesIO(HLO.encode()))
         expect = [c.line + (c.line >= at) for c in ref.modules[0].collectives]
         assert [c.line - first for c in f.modules[0].collectives] == expect
+
+
+@pytest.mark.parametrize("block", [64, 1 << 20])
+def test_scan_path_small_memoised_and_big_streamed(block, monkeypatch, tmp_path):
+    import io
+    from pathlib import Path
+
+    from meshdiag.comms import scan
+
+    monkeypatch.setattr(scan, "BLOCK", block)
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "comms" / "xla"
+    data = (src / "reshard.after_optimizations.txt").read_bytes()
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_bytes(data)
+    b.write_bytes(data)
+    ref = scan.scan_stream_lines("x", io.BytesIO(data))
+    fa, fb = scan.scan_path(str(a)), scan.scan_path(str(b))
+    assert (fa.path, fb.path) == (str(a), str(b))
+    assert fa.modules == fb.modules == ref.modules and fa.problems == ref.problems == []

@@ -89,7 +89,67 @@ def scan_path(path: str) -> CollectiveFile:
     except OSError as e:
         return CollectiveFile(path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0)])
     with stream:
-        return scan_stream(path, stream)
+        if path.endswith(".gz"):
+            return scan_stream(path, stream)
+        data = stream.read(BLOCK + 1)
+        if len(data) > BLOCK:  # big: streamed
+            return scan_stream(path, _Prefixed(data, stream))
+    return _scan_small(path, data)
+
+
+def _scan_small(path: str, data: bytes) -> CollectiveFile:
+    """A file of at most one block, scanned once per distinct content: dump directories hold
+    the same pass output under many names (its modules and problems are shared, read-only)."""
+    import hashlib
+
+    key = (len(data), hashlib.blake2b(data, digest_size=16).digest())
+    hit = _FILE_MEMO.get(key)
+    if hit is None:
+        import io
+
+        hit = scan_stream(path, io.BytesIO(data))
+        if len(_FILE_MEMO) >= MAX_FILE_MEMO:
+            _FILE_MEMO.pop(next(iter(_FILE_MEMO)))
+        _FILE_MEMO[key] = hit
+    return CollectiveFile(path, hit.modules, hit.problems)
+
+
+#: scans of small files by (size, content hash), oldest dropped first
+_FILE_MEMO: dict[tuple[int, bytes], CollectiveFile] = {}
+MAX_FILE_MEMO = 256
+
+
+class _Prefixed:
+    """A stream whose first bytes were already read."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head = head
+        self.rest = rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            out, self.head = (
+                (self.head, b"")
+                if n < 0 or n >= len(self.head)
+                else (
+                    self.head[:n],
+                    self.head[n:],
+                )
+            )
+            return out
+        return self.rest.read(n)
+
+
+def clear_caches() -> None:
+    """Forget every memoised line, file and parse (benchmarks of cold scans)."""
+    from .groups import parse_pairs, parse_replica_groups
+
+    _FILE_MEMO.clear()
+    _HLO_MEMO.clear()
+    _parse_sharding.cache_clear()
+    _check_axes.cache_clear()
+    parse_replica_groups.cache_clear()
+    parse_pairs.cache_clear()
 
 
 def scan_text(path: str, text: str) -> CollectiveFile:
