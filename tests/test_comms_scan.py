@@ -341,3 +341,23 @@ def test_scan_path_small_memoised_and_big_streamed(block, monkeypatch, tmp_path)
     fa, fb = scan.scan_path(str(a)), scan.scan_path(str(b))
     assert (fa.path, fb.path) == (str(a), str(b))
     assert fa.modules == fb.modules == ref.modules and fa.problems == ref.problems == []
+
+
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [("65536", 65536), ("64KiB", 65536), ("1.5 MiB", 3 << 19), ("2GB", 2 * 10**9), (7, 7)],
+)
+def test_sizes(text, n):
+    from meshdiag.comms.units import human_bytes, parse_size
+
+    assert parse_size(text, "x") == n
+    assert human_bytes(65536) == "64.0 KiB" and human_bytes(768) == "768 B"
+
+
+@pytest.mark.parametrize("bad", ["lots", "-1", "1 XB", True, -5])
+def test_bad_sizes(bad):
+    from meshdiag.comms.units import parse_size
+    from meshdiag.errors import MeshdiagError
+
+    with pytest.raises(MeshdiagError):
+        parse_size(bad, "collective-budget")

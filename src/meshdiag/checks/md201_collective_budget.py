@@ -39,7 +39,7 @@ RULE = Rule(
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
     from ..comms.axes import refs_text
-    from ..render.comms_text import human_bytes
+    from ..comms.units import human_bytes
 
     budget = ctx.collective_budget
     if budget is None:

@@ -40,7 +40,7 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from ..render.comms_text import human_bytes
+    from ..comms.units import human_bytes
 
     m = mc.module
     devices = m.num_partitions

@@ -7,24 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..comms.axes import refs_text
+from ..comms.units import human_bytes
 
 if TYPE_CHECKING:
     from ..comms.report import FileComms, ModuleComms, Row
     from ..findings import Finding
-
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
-
-
-def human_bytes(n: int | None) -> str:
-    """`768 B`, `48.0 KiB`, `1.5 GiB`; `?` when unknown."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in _UNITS:
-        if value < 1024 or unit == _UNITS[-1]:
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _groups(r: Row) -> str:
