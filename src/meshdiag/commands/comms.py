@@ -61,7 +61,8 @@ def comms(
     for f in scan_collectives(paths):
         if f.problems:  # bad input: one line with its location, exit 2
             pr = f.problems[0]
-            raise MeshdiagError(f"{f.path}:{pr.line}:{pr.column}: {pr.message}")
+            where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path
+            raise MeshdiagError(f"{where}: {pr.message}")
         ctx = CheckContext(
             f.path, mesh=global_mesh, collective_budget=budget, remat_min_bytes=remat
         )

@@ -1,7 +1,9 @@
 """The streaming collective scan: paths → CollectiveFiles (modules and their collectives).
 
-Line by line, in constant memory: a line is looked at only when it opens a module, a
-computation or a pass-dump section, declares a Shardy mesh, or names a collective op. HLO:
+In blocks of whole lines, in bounded memory: `bytes.find` jumps to the lines that may
+matter (a collective's or a Shardy op's name, a module or pass-dump section header, HLO's
+source tables); a collective looks back for its computation's header; everything else is
+never decoded. `scan_stream_lines` does the same line by line: the reference. HLO:
 `all-gather`, `all-reduce`, `reduce-scatter`, `all-to-all`, `ragged-all-to-all`,
 `collective-permute` and their `-start` forms (the `-done` halves are the same transfer and
 are not counted again; a collective inside an async computation, which a generic
@@ -52,7 +54,6 @@ SDY_KINDS = {
     "collective_permute": "collective-permute",
     "reshard": "reshard",
 }
-#: bytes that a collective line must contain (cheap test before any decoding)
 _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
 _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
