@@ -361,3 +361,17 @@ def test_bad_sizes(bad):
 
     with pytest.raises(MeshdiagError):
         parse_size(bad, "collective-budget")
+
+
+def test_partial_and_replica_groups_on_the_global_mesh():
+    """Groups over some of a module's devices are no axes of its mesh; groups without a
+    channel_id are replica ids, never judged against the mesh."""
+    text = (
+        "HloModule m, num_partitions=8\nENTRY %main {\n"
+        "  %a = f32[8]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1}}, to_apply=%add\n"
+        "  %b = f32[8]{0} all-reduce(%p), replica_groups={{0,1}}, to_apply=%add\n}\n"
+    )
+    rows, _ = _rows(text, parse_mesh("batch=2,model=4"))
+    assert rows["%a"].off_mesh and rows["%a"].mesh_source == "global"
+    assert not rows["%b"].off_mesh and rows["%b"].mesh_source is None
+    assert rows["%b"].per_device == rows["%a"].per_device == 8 * 4 * 2 // 2

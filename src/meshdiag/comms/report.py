@@ -141,6 +141,9 @@ class _What(NamedTuple):
     global_shape: object
     sdy_a2a: tuple
     num_partitions: int | None
+    #: device ids are partition ids (a channel_id, or Shardy); without one, HLO groups
+    #: list replica ids, which are no mesh's devices
+    partitions: bool
 
 
 def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
@@ -156,6 +159,7 @@ def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
         c.global_shape,
         c.sdy_a2a,
         m.num_partitions,
+        c.dialect == "sdy" or c.channel_id is not None,
     )
     return Row(c, *_measured(what, mesh, module_mesh(m)))
 
@@ -167,13 +171,18 @@ def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:
     n = len(groups[0]) if groups else None
     traffic, exact = _traffic(c, c, groups)  # type: ignore[arg-type]
     axes, source, used = None, None, None
-    if groups is not None:
+    if groups is not None and c.partitions:
+        total = sum(len(g) for g in groups)
         for src, candidate in (
             ("global", mesh),
             ("module", own),
             ("collective", c.groups.mesh if c.groups is not None else None),  # type: ignore[attr-defined]
         ):
-            if candidate is not None and candidate.size == sum(len(g) for g in groups):
+            # the global mesh judges every collective of a module of its size (groups over
+            # only some of its devices are no axes of it); the others only groups they cover
+            if candidate is not None and (
+                candidate.size == total or (src == "global" and c.num_partitions == mesh.size)  # type: ignore[union-attr]
+            ):
                 axes, source, used = attribute(groups, candidate), src, candidate
                 break
     return groups, n, traffic, exact, axes, source, used
