@@ -3,7 +3,9 @@
 Targets (checks in fuzz/targets.py): `gspmd` (GSPMD text: V1/V2/V3 leaves, tuples, notation
 detection), `shardy` (Shardy meshes and shardings), `mesh` (every --mesh notation and
 PartitionSpecs), `scan` (the streaming IR scanner over a whole dump, then the checks and the
-inspect JSON), `files` (config and mesh files: validation and located errors). Any exception other than a MeshdiagError, or a failed round trip, is a crash.
+inspect JSON), `files` (config and mesh files: validation and located errors), `comms` (the
+collective scan, its checks, JSON and text). Any exception other than a MeshdiagError, or a
+failed round trip, is a crash.
 Usually run through `python fuzz/run.py` or `make fuzz`.
 """
 
@@ -22,6 +24,7 @@ CHECKS = {
     "mesh": lambda data: targets.check_mesh(targets.decode(data)),
     "scan": targets.check_scan,  # raw bytes: encodings are part of what it fuzzes
     "files": lambda data: targets.check_files(targets.decode(data)),
+    "comms": targets.check_comms,  # raw bytes: the collective scan, checks, JSON and text
 }
 
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = ("gspmd", "shardy", "mesh", "scan", "files")
+TARGETS = ("gspmd", "shardy", "mesh", "scan", "files", "comms")
 
 
 def run_target(target: str, seconds: int, out: str, extra: list[str]) -> bool:

@@ -244,6 +244,41 @@ def check_scan(data: bytes) -> None:
             _check_error(err, "")
 
 
+# -- the collective scan -------------------------------------------------------------------------
+
+
+def check_comms(data: bytes | str) -> None:
+    """Scan the bytes for collectives, measure and check them on a mesh, build the JSON and
+    the text: nothing may raise, every problem points inside the text, no byte count is
+    negative."""
+    import json
+
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.checking import run_collective_checks
+    from meshdiag.comms.report import to_json
+    from meshdiag.comms.scan import scan_stream
+    from meshdiag.mesh import Mesh
+    from meshdiag.render.comms_text import render
+
+    raw = (data.encode() if isinstance(data, str) else data)[: MAX_INPUT * 4]
+    lines = raw.split(b"\n")
+    for mesh in (None, Mesh((("batch", 2), ("model", 4)))):
+        f = scan_stream("fuzz.txt", io.BytesIO(raw))
+        for p in f.problems:
+            if p.line and not (
+                1 <= p.line <= len(lines) and 1 <= p.column <= len(lines[p.line - 1]) + 1
+            ):
+                raise AssertionError(f"problem outside the text: {p}")
+        ctx = CheckContext("fuzz.txt", mesh=mesh, collective_budget=0, remat_min_bytes=0)
+        measured, findings = run_collective_checks(f, ctx)
+        for mc in measured.modules:
+            for r in mc.rows:
+                if r.traffic is not None and min(r.traffic.sent, r.traffic.received) < 0:
+                    raise AssertionError(f"negative bytes: {r}")
+        json.dumps(to_json([measured], mesh, findings))
+        render([measured], findings)
+
+
 def preload() -> None:
     """Import every meshdiag module the checks reach (harnesses call this while atheris
     instruments imports, so coverage guides the fuzzer through meshdiag's code)."""
@@ -278,6 +313,13 @@ def preload() -> None:
         "meshdiag.inputs.problems",
         "meshdiag.inputs.mesh_model",
         "meshdiag.inputs.config_model",
+        "meshdiag.comms.groups",
+        "meshdiag.comms.scan",
+        "meshdiag.comms.cost",
+        "meshdiag.comms.axes",
+        "meshdiag.comms.report",
+        "meshdiag.comms.checking",
+        "meshdiag.render.comms_text",
     ):
         importlib.import_module(name)
     from meshdiag.checks.registry import module_checks

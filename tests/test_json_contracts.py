@@ -79,6 +79,11 @@ CASES = {
         ["diff", SEED / "distorted_mesh.mlir", SEED / "fixed_mesh.mlir"],
         ["diff", FIX / "xla_dump", FIX / "xla_dump"],
     ],
+    "comms": [
+        ["comms", FIX / "comms", *MESH],
+        ["comms", FIX / "comms", *MESH, "--collective-budget", "1KiB"],
+        ["comms", FIX / "comms" / "xla" / "index_groups.after_optimizations.txt"],
+    ],
     "reshard": [
         ["reshard", "P('batch', None)", "P(None, 'batch')", "-s", "16,32", *MESH],
         ["reshard", "P('batch', 'model')", "P(None, None)", "-s", "16,32", *MESH, "--dtype", "bf16"],
@@ -190,7 +195,7 @@ def test_every_command_with_format_has_a_schema() -> None:
         if any("--format" in p.opts for p in cmd.params)
     }
     assert {"layout", "inspect", "simulate-copy", "lint", "convert", "rule"} <= with_json
-    assert {"diff", "reshard"} <= with_json
+    assert {"diff", "reshard", "comms"} <= with_json
     missing = with_json - set(documents())
     assert not missing, f"commands with --format json but no model in meshdiag.contracts: {missing}"
 

@@ -1,4 +1,5 @@
-"""What every check gets besides the module: the user's global mesh, target and split rule."""
+"""What every check gets besides the module: the user's global mesh, target and split rule,
+and the collective budgets."""
 
 from __future__ import annotations
 
@@ -18,3 +19,7 @@ class CheckContext:
     #: how `mesh` was put in the dump's id space (physical device ids → logical partitions
     #: through the dump's device assignment), "" when it was taken as given
     ids_note: str = ""
+    #: collective checks: bytes one collective may move per device (MD201; None: no budget),
+    #: and the size from which gathering a whole tensor onto every device is reported (MD202)
+    collective_budget: int | None = None
+    remat_min_bytes: int = 1 << 20

@@ -28,14 +28,21 @@ class Rule:
 _RULES: dict[str, Rule] = {}
 #: functions that run a check over an inspected module: (ModuleReport, CheckContext) -> findings
 _MODULE_CHECKS: dict[str, Callable] = {}
+#: functions that run a check over a module's measured collectives:
+#: (comms.report.ModuleComms, CheckContext) -> findings
+_COLLECTIVE_CHECKS: dict[str, Callable] = {}
 
 
-def register(rule: Rule, module_check: Callable | None = None) -> Rule:
+def register(
+    rule: Rule, module_check: Callable | None = None, collective_check: Callable | None = None
+) -> Rule:
     if rule.code in _RULES and _RULES[rule.code] != rule:
         raise ValueError(f"duplicate rule code {rule.code}")
     _RULES[rule.code] = rule
     if module_check is not None:
         _MODULE_CHECKS[rule.code] = module_check
+    if collective_check is not None:
+        _COLLECTIVE_CHECKS[rule.code] = collective_check
     return rule
 
 
@@ -64,3 +71,8 @@ def get_rule(code: str) -> Rule | None:
 def module_checks() -> dict[str, Callable]:
     _load_all()
     return dict(sorted(_MODULE_CHECKS.items()))
+
+
+def collective_checks() -> dict[str, Callable]:
+    _load_all()
+    return dict(sorted(_COLLECTIVE_CHECKS.items()))

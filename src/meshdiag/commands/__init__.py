@@ -10,6 +10,7 @@ COMMANDS = {
     "inspect": "inspect",
     "simulate-copy": "simulate",
     "lint": "lint",
+    "comms": "comms",
     "convert": "convert",
     "diff": "diff",
     "reshard": "reshard",

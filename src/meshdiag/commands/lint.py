@@ -87,6 +87,20 @@ def lint(
         int | None,
         typer.Option("--jobs", "-j", help="Worker processes [default: all cores]; 1 = serial."),
     ] = None,
+    collective_budget: Annotated[
+        str | None,
+        typer.Option(
+            "--collective-budget",
+            help="Bytes one collective may move per device (MD201): 65536, 64KiB, 1GB.",
+        ),
+    ] = None,
+    remat_min_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--remat-min-bytes",
+            help="Smallest tensor whose full gather MD202 reports [default: 1MiB].",
+        ),
+    ] = None,
 ) -> int:
     """Lint IR dumps and mesh configs: ruff-style selection, suppressions, CI outputs."""
     import os
@@ -119,6 +133,8 @@ def lint(
         fail_on=fail_on,
         config=config,
         isolated=isolated,
+        collective_budget=collective_budget,
+        remat_min_bytes=remat_min_bytes,
     )
     settings = resolve_settings(cli, rules)
     cwd = os.getcwd()

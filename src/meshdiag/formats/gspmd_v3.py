@@ -294,3 +294,10 @@ def print_v3(s: NamedSharding) -> str:
         if s.manual:
             parts.append("manual={" + ", ".join(map(_ref, s.manual)) + "}")
     return "{" + ", ".join(parts) + "}"
+
+
+# -- shared with the replica-group parser (`comms/groups.py`): XLA prints a mesh-form replica
+# group's mesh, device ids and axes with the same grammar as a V3 sharding's
+read_name = _name
+read_axis_list = _axis_list
+read_device_ids = _device_ids

@@ -501,3 +501,9 @@ def _mesh_ordered(refs: tuple[AxisRef, ...], mesh: Mesh) -> bool:
             return True  # reported as unknown already
         keys.append((mesh.axis_index(a.name), a.pre or 1))
     return keys == sorted(keys)
+
+
+# -- shared with the collective scan (`comms/scan.py`): Shardy's collective ops print their
+# axes with the same grammar as a sharding's dimensions
+read_axis_list = _axis_list
+read_dims_list = _dims_list

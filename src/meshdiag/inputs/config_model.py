@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..errors import MeshdiagError
 from ..lint.config import FAIL_ON, SPLITS
@@ -24,6 +24,19 @@ def _as_list(value: str | list[str]) -> list[str]:
 
 #: a list of strings, or one string for a one-item list
 Strings = Annotated[StrictStr | list[StrictStr], AfterValidator(_as_list)]
+
+
+def _as_bytes(value: int | str) -> int:
+    from ..comms.units import parse_size
+
+    try:
+        return parse_size(value, "the value")
+    except MeshdiagError as e:  # pydantic reports a ValueError at the key's line
+        raise ValueError(str(e)) from None
+
+
+#: a byte count: an integer or a string like '64MiB' (collective checks MD201, MD202)
+Bytes = Annotated[StrictInt | StrictStr, AfterValidator(_as_bytes)]
 
 
 class LintConfig(BaseModel):
@@ -40,6 +53,8 @@ class LintConfig(BaseModel):
     exclude: Strings | None = None
     #: glob -> codes
     per_file_ignores: dict[str, Strings] | None = Field(None, alias="per-file-ignores")
+    collective_budget: Bytes | None = Field(None, alias="collective-budget")
+    remat_min_bytes: Bytes | None = Field(None, alias="remat-min-bytes")
 
 
 def validate_config(table: dict, source: Source) -> LintConfig:

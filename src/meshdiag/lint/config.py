@@ -32,6 +32,8 @@ CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one direct
 FAIL_ON = ("error", "warning", "info")
 SPLITS = ("xla", "chunk", "array-split", "even")
 
+#: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
+REMAT_MIN_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class FileConfig:
@@ -139,6 +141,8 @@ class CliOptions:
     fail_on: str | None = None
     config: str | None = None
     isolated: bool = False
+    collective_budget: str | None = None
+    remat_min_bytes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,8 @@ class LintSettings:
     fail_on: str = "warning"
     root: str = field(default_factory=os.getcwd)  # config directory, else the cwd
     config_path: str | None = None
+    collective_budget: int | None = None  # bytes per device per collective (MD201)
+    remat_min_bytes: int = REMAT_MIN_BYTES  # MD202's smallest reported tensor
 
 
 def _parse_mesh(text: str, where: str):
@@ -220,6 +226,18 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     fail_on = cli.fail_on or values.get("fail-on") or "warning"
     if fail_on not in FAIL_ON:
         raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
+    from ..comms.units import parse_size
+
+    budget = (
+        parse_size(cli.collective_budget, "--collective-budget")
+        if cli.collective_budget is not None
+        else values.get("collective-budget")
+    )
+    remat = (
+        parse_size(cli.remat_min_bytes, "--remat-min-bytes")
+        if cli.remat_min_bytes is not None
+        else values.get("remat-min-bytes", REMAT_MIN_BYTES)
+    )
     return LintSettings(
         codes=enabled,
         per_file_ignores=tuple(pfi),
@@ -230,4 +248,6 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
         fail_on=fail_on,
         root=base,
         config_path=config.path if config else None,
+        collective_budget=budget,
+        remat_min_bytes=remat,
     )

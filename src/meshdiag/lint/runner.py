@@ -226,6 +226,7 @@ def _lint_file(
 
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones)
         findings = run_checks(scan_path(path), *where, checks=checks)
+        findings += _collective_findings(path, shown, settings, codes)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings
@@ -233,6 +234,38 @@ def _lint_file(
     ]
     findings, _ = apply_comments(findings, path)
     return sorted(findings, key=Finding.sort_key)
+
+
+def _collective_findings(
+    path: str, shown: str, settings: LintSettings, codes: list[str]
+) -> list[Finding]:
+    """The enabled collective checks (MD201-MD203) over the file's collectives, the same
+    way `meshdiag comms` runs them; nothing (no second read) when none is enabled."""
+    global _COLLECTIVE
+    if _COLLECTIVE is None:
+        from ..checks.registry import collective_checks
+
+        _COLLECTIVE = collective_checks()
+    checks = {c: _COLLECTIVE[c] for c in codes if c in _COLLECTIVE}
+    if not checks:
+        return []
+    from ..checks.context import CheckContext
+    from ..comms.checking import run_collective_checks
+    from ..comms.scan import scan_path as scan_collectives
+
+    ctx = CheckContext(
+        shown,
+        mesh=settings.mesh,
+        target=settings.target,
+        split=settings.split,
+        collective_budget=settings.collective_budget,
+        remat_min_bytes=settings.remat_min_bytes,
+    )
+    _, found = run_collective_checks(scan_collectives(path), ctx, checks)
+    return found
+
+
+_COLLECTIVE: dict | None = None
 
 
 # -- many files ------------------------------------------------------------------------------

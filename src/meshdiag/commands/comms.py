@@ -1,0 +1,78 @@
+"""`meshdiag comms PATH...`: every collective in partitioned dumps, what it costs per device,
+and which mesh axes it runs over."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import FormatOpt, MeshOpt
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="comms")(comms)
+
+
+def comms(
+    paths: Annotated[
+        list[str], typer.Argument(help="HLO text or Shardy MLIR dumps, directories, '-' (stdin).")
+    ],
+    mesh: MeshOpt = None,
+    fmt: FormatOpt = "text",
+    collective_budget: Annotated[
+        str | None,
+        typer.Option(
+            "--collective-budget",
+            help="Report collectives moving more bytes per device (MD201): 65536, 64KiB, 1GB.",
+        ),
+    ] = None,
+    remat_min_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--remat-min-bytes",
+            help="Smallest tensor whose full gather is reported (MD202) [default: 1MiB].",
+        ),
+    ] = None,
+) -> None:
+    """List every collective with its groups, mesh axes and bytes per device (largest first)."""
+    import json
+    import os
+
+    from ..checks.context import CheckContext
+    from ..comms.checking import run_collective_checks
+    from ..comms.scan import scan_collectives
+    from ..comms.units import parse_size
+    from ..errors import MeshdiagError
+    from ..findings import Finding
+    from ..lint.config import REMAT_MIN_BYTES
+    from ..render.comms_text import render
+    from .common import check_format, load_mesh
+
+    check_format(fmt)
+    global_mesh = load_mesh(mesh)
+    budget = parse_size(collective_budget, "--collective-budget") if collective_budget else None
+    remat = parse_size(remat_min_bytes, "--remat-min-bytes") if remat_min_bytes else REMAT_MIN_BYTES
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            raise MeshdiagError(f"{p}: no such file or directory")
+    files = []
+    findings: list[Finding] = []
+    for f in scan_collectives(paths):
+        if f.problems:  # bad input: one line with its location, exit 2
+            pr = f.problems[0]
+            where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path
+            raise MeshdiagError(f"{where}: {pr.message}")
+        ctx = CheckContext(
+            f.path, mesh=global_mesh, collective_budget=budget, remat_min_bytes=remat
+        )
+        measured, found = run_collective_checks(f, ctx)
+        files.append(measured)
+        findings.extend(found)
+    findings.sort(key=Finding.sort_key)
+    if fmt == "json":
+        from ..comms.report import to_json
+
+        print(json.dumps(to_json(files, global_mesh, findings), indent=1))
+    else:
+        print(render(files, findings), end="")

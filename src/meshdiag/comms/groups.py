@@ -1,0 +1,252 @@
+"""Replica groups and source-target pairs as XLA prints them, parsed into device-id rows.
+
+Three spellings of `replica_groups=` (XLA's `CollectiveDeviceList`):
+
+- list (V1): `{{0,1},{2,3}}`; `{}` means one group of every device;
+- iota (V2): `[G,S]<=[reshape]T(perm)`: the rows of
+  `arange(prod(reshape)).reshape(reshape).transpose(perm).reshape(G, S)` — the same iota as a
+  tile assignment (`tiles.TileAssignment`), e.g. `[2,4]<=[4,2]T(1,0)` is `{0,2,4,6},{1,3,5,7}`;
+- mesh (V3): a mesh and the axes the groups run over, e.g.
+  `mesh['axis_0'=2,'axis_1'=4] {'axis_1'}` (`{0,1,2,3},{4,5,6,7}`), with `device_ids=(...)`
+  when the mesh is not iota, bare or quoted names, `@mesh<a=2,b=4> {a}` as older XLA printed
+  it, and sub-axes `a:(1)2`. The groups are `axis_groups(mesh, axes)`.
+
+`source_target_pairs={{0,1},{1,2}}` lists (source, target) device pairs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import MeshdiagError, ParseError
+from ..limits import MAX_RANK, check_device_count
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..mesh import Mesh
+    from ..sharding import AxisRef
+
+Form = Literal["list", "iota", "mesh"]
+
+
+@dataclass(frozen=True)
+class ReplicaGroups:
+    """Parsed `replica_groups`: the device ids of each group, row by row."""
+
+    form: Form
+    text: str  # as written
+    #: the groups; None for `{}` (one group of every device: its size is the module's count)
+    groups: tuple[tuple[int, ...], ...] | None
+    #: mesh form only: the collective's own mesh and the axes named
+    mesh: Mesh | None = None
+    axes: tuple[AxisRef, ...] = ()
+
+    @property
+    def group_size(self) -> int | None:
+        """Devices per group (None for `{}`)."""
+        if not self.groups:
+            return None
+        return len(self.groups[0])
+
+    @property
+    def num_devices(self) -> int | None:
+        if self.groups is None:
+            return None
+        return sum(len(g) for g in self.groups)
+
+
+_IOTA = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+
+
+def replica_groups_end(line: str, pos: int) -> int:
+    """Index after the `replica_groups=` value starting at `line[pos]`; -1 when unclosed."""
+    from ..ir.text import brace_end
+
+    c = line[pos : pos + 1]
+    if c == "{":
+        return brace_end(line, pos)
+    if c == "[":
+        m = _IOTA.match(line, pos)
+        return m.end() if m else _word_end(line, pos)
+    brace = line.find("{", pos)  # mesh form: the axes list closes it
+    return brace_end(line, brace) if brace >= 0 else -1
+
+
+def _word_end(line: str, pos: int) -> int:
+    end = line.find(",", pos)
+    return len(line) if end < 0 else end
+
+
+@lru_cache(maxsize=4096)
+def parse_replica_groups(text: str) -> ReplicaGroups:
+    """Any spelling of a `replica_groups=` value; ParseError (with its column) if malformed.
+    Memoised: a dump repeats the same few group lists on thousands of lines."""
+    t = text.strip()
+    if t.startswith("{"):
+        groups = parse_id_lists(t, "a device id")
+        return ReplicaGroups("list", text, tuple(groups) if groups else None)
+    if t.startswith("["):
+        return _iota(t)
+    if t.startswith(("mesh", "@mesh")):
+        return _mesh_form(t)
+    raise ParseError("replica groups: '{{...}}', '[G,S]<=[...]' or 'mesh[...] {...}'", text, 0)
+
+
+@lru_cache(maxsize=4096)
+def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
+    """`source_target_pairs={{0,1},{1,2}}` (the braces) → ((0, 1), (1, 2))."""
+    pairs = parse_id_lists(text.strip(), "a device id")
+    for p in pairs:
+        if len(p) != 2:
+            raise ParseError("pairs of two device ids ({source,target})", text, 0)
+    return tuple((p[0], p[1]) for p in pairs)
+
+
+def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
+    """`{{0,1},{2,3}}` → [(0, 1), (2, 3)] (spaces allowed), `{}` → []."""
+    from ..formats._cursor import Cursor
+
+    cur = Cursor(text)
+    cur.expect("{", "'{'")
+    out: list[tuple[int, ...]] = []
+    while not cur.accept("}"):
+        if out:
+            cur.expect(",", "',' or '}'")
+        cur.expect("{", "'{' to start a group")
+        ids: list[int] = []
+        while not cur.accept("}"):
+            if ids:
+                cur.expect(",", "',' or '}'")
+            ids.append(cur.integer(what, signed=False))
+        out.append(tuple(ids))
+        check_device_count(sum(len(g) for g in out) or 1, "replica groups")
+    if not cur.at_end():
+        raise cur.error("end of the groups")
+    return out
+
+
+def _iota(text: str) -> ReplicaGroups:
+    from ..tiles import TileAssignment
+
+    m = _IOTA.fullmatch(text)
+    if m is None:
+        raise ParseError("an iota replica group list '[G,S]<=[dims]T(perm)'", text, 0)
+    g, s = int(m.group(1)), int(m.group(2))
+    reshape = [int(x) for x in m.group(3).split(",")]
+    perm = [int(x) for x in m.group(4).split(",")] if m.group(4) else None
+    if len(reshape) > MAX_RANK:
+        raise ParseError(f"at most {MAX_RANK} iota dimensions", text, m.start(3))
+    try:
+        tile = TileAssignment.iota((g, s), reshape, perm)
+    except MeshdiagError as e:
+        raise ParseError(f"a valid iota ({e})", text, 0) from None
+    rows = tile.array()
+    return ReplicaGroups("iota", text, tuple(tuple(int(x) for x in r) for r in rows))
+
+
+def _mesh_form(text: str) -> ReplicaGroups:
+    from ..formats._cursor import Cursor
+    from ..formats.gspmd_v3 import read_axis_list, read_device_ids, read_name
+    from ..mesh import Mesh
+
+    cur = Cursor(text)
+    close = ">" if cur.accept("@mesh<") else None
+    if close is None:
+        if not cur.accept_word("mesh"):
+            raise cur.error("'mesh[' or '@mesh<'")
+        cur.expect("[", "'[' to start the mesh axes")
+        close = "]"
+    axes: list[tuple[str, int]] = []
+    while not cur.accept(close):
+        if axes:
+            cur.expect(",", f"',' or '{close}' in the mesh axes")
+        if len(axes) >= MAX_RANK:
+            raise cur.error(f"at most {MAX_RANK} mesh axes (MESHDIAG_MAX_RANK)")
+        name = read_name(cur)
+        cur.expect("=", "'='")
+        size_pos = cur.ws().pos
+        size = cur.integer("an axis size")
+        if size < 1:
+            raise ParseError("a positive axis size", text, size_pos)
+        axes.append((name, size))
+    n = 1
+    for _, s in axes:
+        n *= s
+        check_device_count(n, "replica group mesh")
+    ids = None
+    if cur.accept(","):
+        if not cur.accept_word("device_ids"):
+            raise cur.error("'device_ids='")
+        cur.expect("=", "'='")
+        ids = read_device_ids(cur, n)
+    refs_pos = cur.ws().pos
+    refs = read_axis_list(cur)
+    if not cur.at_end():
+        raise cur.error("end of the replica groups")
+    try:
+        mesh = Mesh(tuple(axes), ids)
+        rows = axis_groups(mesh, refs)
+    except MeshdiagError as e:
+        if isinstance(e, ParseError):
+            raise
+        raise ParseError(f"axes of the replica group mesh ({e})", text, refs_pos) from None
+    groups = tuple(tuple(int(x) for x in r) for r in rows)
+    return ReplicaGroups("mesh", text, groups, mesh, refs)
+
+
+# -- groups of mesh axes ------------------------------------------------------------------
+
+
+def axis_factors(mesh: Mesh, refs: tuple[AxisRef, ...]) -> list[tuple[str, int, int]]:
+    """The mesh's axes cut into factors at every sub-axis boundary `refs` use, major to
+    minor: (axis, pre, size) where the factor is `axis:(pre)size`. An axis x of size n with
+    sub-axis `x:(m)k` is [m, k, n/(m·k)] (the sub-axis is the middle factor)."""
+    cuts: dict[str, set[int]] = {name: {1, size} for name, size in mesh.axes}
+    for r in refs:
+        if r.name not in cuts:
+            raise MeshdiagError(f"axis {r.name!r} is not in the mesh <{mesh.short()}>")
+        if r.is_sub:
+            full = mesh.axis_size(r.name)
+            assert r.pre is not None and r.size is not None
+            if r.pre < 1 or r.size < 1 or full % (r.pre * r.size):
+                raise MeshdiagError(
+                    f"sub-axis {r.name}:({r.pre}){r.size} does not divide axis {r.name}={full}"
+                )
+            cuts[r.name] |= {r.pre, r.pre * r.size}
+    out = []
+    for name in mesh.names:
+        c = sorted(cuts[name])
+        for lo, hi in zip(c, c[1:], strict=False):
+            if hi % lo:
+                raise MeshdiagError(f"sub-axes of {name!r} overlap (cuts at {lo} and {hi})")
+            out.append((name, lo, hi // lo))
+    return out
+
+
+def axis_groups(mesh: Mesh, refs: tuple[AxisRef, ...]) -> np.ndarray:
+    """Device ids of the groups that run over `refs` (in that order, major to minor): one row
+    per group, groups ordered row-major over the other factors. No refs: every device alone."""
+    factors = axis_factors(mesh, refs)
+    chosen: list[int] = []
+    for r in refs:
+        full = mesh.axis_size(r.name)
+        lo, hi = (r.pre, r.pre * r.size) if r.is_sub else (1, full)  # type: ignore[operator]
+        idx = [i for i, (a, pre, size) in enumerate(factors) if a == r.name and lo <= pre < hi]
+        if any(i in chosen for i in idx):
+            raise MeshdiagError(f"axis {r.name!r} is named twice in the replica group axes")
+        chosen.extend(idx)
+    return groups_over(mesh, factors, chosen)
+
+
+def groups_over(mesh: Mesh, factors: list[tuple[str, int, int]], chosen: list[int]) -> np.ndarray:
+    """Rows of devices varying over the factor dims `chosen` (in that order)."""
+    devices = mesh.devices_array().reshape([s for _, _, s in factors] or [1])
+    others = [i for i in range(len(factors)) if i not in chosen]
+    n = 1
+    for i in chosen:
+        n *= factors[i][2]
+    return devices.transpose(others + chosen).reshape(-1, n)

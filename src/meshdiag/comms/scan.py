@@ -1,0 +1,919 @@
+"""The streaming collective scan: paths → CollectiveFiles (modules and their collectives).
+
+In blocks of whole lines, in bounded memory: `bytes.find` jumps to the lines that may
+matter (a collective's or a Shardy op's name, a module or pass-dump section header, HLO's
+source tables); a collective looks back for its computation's header; everything else is
+never decoded. `scan_stream_lines` does the same line by line: the reference. HLO:
+`all-gather`, `all-reduce`, `reduce-scatter`, `all-to-all`, `ragged-all-to-all`,
+`collective-permute` and their `-start` forms (the `-done` halves are the same transfer and
+are not counted again; a collective inside an async computation, which a generic
+`async-start` calls, is counted where it is printed). Shardy: `sdy.all_gather`,
+`sdy.all_slice`, `sdy.all_to_all`, `sdy.all_reduce`, `sdy.reduce_scatter`,
+`sdy.collective_permute` and `sdy.reshard`. Text that cannot be read is a Problem with its
+line and column; the scan goes on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import TYPE_CHECKING, BinaryIO
+
+from ..errors import MeshdiagError, ParseError
+from ..ir.hlo import INSTR, OPCODE, _header
+from ..ir.mlir import MODULE
+from ..ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
+from .groups import parse_pairs, parse_replica_groups, replica_groups_end
+from .model import Collective, CollectiveFile, CollectiveModule, Problem
+
+if TYPE_CHECKING:
+    from ..sharding import NamedSharding
+
+#: HLO opcode → kind; the -start forms are async halves of the same kind
+HLO_KINDS = {
+    "all-gather": "all-gather",
+    "all-gather-start": "all-gather",
+    "all-reduce": "all-reduce",
+    "all-reduce-start": "all-reduce",
+    "reduce-scatter": "reduce-scatter",
+    "all-to-all": "all-to-all",
+    "ragged-all-to-all": "ragged-all-to-all",
+    "collective-permute": "collective-permute",
+    "collective-permute-start": "collective-permute",
+}
+SDY_KINDS = {
+    "all_gather": "all-gather",
+    "all_slice": "all-slice",
+    "all_to_all": "all-to-all",
+    "all_reduce": "all-reduce",
+    "reduce_scatter": "reduce-scatter",
+    "collective_permute": "collective-permute",
+    "reshard": "reshard",
+}
+_SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
+_SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
+_SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(")
+_CHANNEL = re.compile(r"\bchannel_id=(\d+)")
+_DIMS = re.compile(r"(?<![\w_])dimensions=\{([\d,\s]*)\}")
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
+_SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
+_A2A_PARAM = re.compile(r"\s*:\s*(\d+)\s*->\s*(\d+)\s*")
+
+#: lines longer than this are not read (reported once each)
+MAX_LINE = 1 << 24
+
+
+def expand(paths: Iterable[str]) -> Iterator[str]:
+    from ..ir.scan import expand_paths
+
+    return expand_paths(paths)
+
+
+def scan_collectives(paths: Iterable[str]) -> Iterator[CollectiveFile]:
+    for p in expand(paths):
+        yield scan_path(p)
+
+
+def scan_path(path: str) -> CollectiveFile:
+    """Open `path` (gzip by extension, `-` = stdin) and scan it; unreadable files are one
+    Problem, never an exception."""
+    if path == "-":
+        return scan_stream("<stdin>", sys.stdin.buffer)
+    try:
+        stream: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # type: ignore[assignment]
+    except OSError as e:
+        return CollectiveFile(path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0)])
+    with stream:
+        if path.endswith(".gz"):
+            return scan_stream(path, stream)
+        data = stream.read(BLOCK + 1)
+        if len(data) > BLOCK:  # big: streamed
+            return scan_stream(path, _Prefixed(data, stream))
+    return _scan_small(path, data)
+
+
+def _scan_small(path: str, data: bytes) -> CollectiveFile:
+    """A file of at most one block, scanned once per distinct content: dump directories hold
+    the same pass output under many names (its modules and problems are shared, read-only)."""
+    import hashlib
+
+    key = (len(data), hashlib.blake2b(data, digest_size=16).digest())
+    hit = _FILE_MEMO.get(key)
+    if hit is None:
+        import io
+
+        hit = scan_stream(path, io.BytesIO(data))
+        if len(_FILE_MEMO) >= MAX_FILE_MEMO:
+            _FILE_MEMO.pop(next(iter(_FILE_MEMO)))
+        _FILE_MEMO[key] = hit
+    return CollectiveFile(path, hit.modules, hit.problems)
+
+
+#: scans of small files by (size, content hash), oldest dropped first
+_FILE_MEMO: dict[tuple[int, bytes], CollectiveFile] = {}
+MAX_FILE_MEMO = 256
+
+
+class _Prefixed:
+    """A stream whose first bytes were already read."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head = head
+        self.rest = rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            out, self.head = (
+                (self.head, b"")
+                if n < 0 or n >= len(self.head)
+                else (
+                    self.head[:n],
+                    self.head[n:],
+                )
+            )
+            return out
+        return self.rest.read(n)
+
+
+def clear_caches() -> None:
+    """Forget every memoised line, file and parse (benchmarks of cold scans)."""
+    from .groups import parse_pairs, parse_replica_groups
+
+    _FILE_MEMO.clear()
+    _HLO_MEMO.clear()
+    _parse_sharding.cache_clear()
+    _check_axes.cache_clear()
+    parse_replica_groups.cache_clear()
+    parse_pairs.cache_clear()
+
+
+def scan_text(path: str, text: str) -> CollectiveFile:
+    """Scan text already in memory (tests, stdin copies)."""
+    import io
+
+    return scan_stream(path, io.BytesIO(text.encode()))
+
+
+def scan_stream(path: str, stream: BinaryIO) -> CollectiveFile:
+    """Scan a stream in blocks of whole lines: the regex `_Scan.pattern` jumps (in C) to the
+    next line that may matter, so the lines between are never split or decoded. Memory
+    stays bounded: a line longer than MAX_LINE is reported and skipped."""
+    s = _Scan(path)
+    lineno = 1
+    try:
+        buf = stream.read(8192)
+        if b"\0" in buf:  # binary: nothing to read
+            return s.out
+        eof = False
+        skipping = False  # inside a line too long to keep
+        while True:
+            more = b"" if eof else stream.read(BLOCK)
+            eof = eof or not more
+            if skipping:
+                nl = more.find(b"\n")
+                if nl < 0:
+                    if eof:
+                        break
+                    continue
+                skipping = False
+                lineno += 1
+                more = more[nl + 1 :]
+            buf += more
+            if eof and not buf:
+                break
+            cut = len(buf) if eof else buf.rfind(b"\n") + 1
+            if cut == 0:  # no whole line yet
+                if len(buf) > MAX_LINE:
+                    s.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+                    buf = b""
+                    skipping = True
+                continue
+            block, buf = buf[:cut], buf[cut:]
+            lineno = s.block(block, lineno)
+            if eof:
+                break
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        s.problem(f"cannot read {path} to the end: {e}", lineno)
+    return s.out
+
+
+def scan_stream_lines(path: str, stream: BinaryIO) -> CollectiveFile:
+    """`scan_stream` one line at a time: the reference the tests hold the block scan to."""
+    s = _Scan(path)
+    data = stream.read()
+    if b"\0" in data[:8192]:
+        return s.out
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for lineno, raw in enumerate(lines, 1):
+        s.line_checked(raw, lineno)
+    return s.out
+
+
+BLOCK = 1 << 20
+#: a line that may matter names a collective or a Shardy op, or starts a module, a pass-dump
+#: section or a source table (computation headers are found when a collective needs one)
+_WORDS = (
+    b"all-",  # all-gather, all-reduce, all-to-all
+    b"reduce-scatter",
+    b"collective-perm",
+    b"sdy.",
+    b"HloModule ",
+    b"module",
+    b"// -----",
+    b"FileNames",  # the first of the source tables (the others follow it)
+)
+#: where the source tables end: the first line that is not a row (starting with a digit),
+#: blank or a table's name
+_TABLE_END = re.compile(rb"\n(?![0-9\n]|FunctionNames|FileLocations|StackFrames|FileNames)")
+
+
+class _Finder:
+    """The next candidate position in a block at or after `pos`. Each word's next
+    occurrence is found with `bytes.find` and kept in a heap until the scan passes it, so
+    the block is searched about once per word, in C. Names the all-gather following watches
+    for come and go."""
+
+    def __init__(self, block: bytes, names: Iterable[str]) -> None:
+        self.block = block
+        self.heap: list[tuple[int, bytes]] = []
+        self.words = set(_WORDS)
+        for w in self.words:
+            self._push(w, 0)
+        self.names: set[bytes] = set()
+        self.sync(names, 0)
+
+    def _push(self, word: bytes, pos: int) -> None:
+        at = self.block.find(word, pos)
+        if at >= 0:
+            heapq.heappush(self.heap, (at, word))
+
+    def sync(self, names: Iterable[str], pos: int) -> None:
+        """Watch for exactly `names` from `pos` on."""
+        now = {n.encode() for n in names}
+        for n in now - self.names:
+            self.words.add(n)
+            self._push(n, pos)
+        for n in self.names - now:
+            if n not in _WORDS:
+                self.words.discard(n)
+        self.names = now
+
+    def next(self, pos: int) -> int:
+        heap = self.heap
+        while heap and heap[0][0] < pos:
+            _, word = heapq.heappop(heap)
+            if word in self.words:
+                self._push(word, pos)
+        return heap[0][0] if heap else -1
+
+
+class _Scan:
+    """The scan's state: the current module and computation."""
+
+    def __init__(self, path: str) -> None:
+        self.out = CollectiveFile(path)
+        self.module: CollectiveModule | None = None
+        self.computation: str | None = None
+        self.section: str | None = None  # a pass-dump header waiting for its module
+        #: HLO: instructions holding an all-gather's result (directly or through
+        #: single-operand instructions) → devices it is gathered over; per computation
+        self.reach: dict[str, int] = {}
+        self.reach_gen = 0  # bumped whenever `reach` changes (the block scan watches it)
+        #: HLO source tables (`FileNames`, ..., `StackFrames`): the one being read, rows by id
+        self.table = False  # inside the source tables
+        self.tables: dict[str, dict[int, str]] | None = None  # read when first asked
+        self.raw_tables: list[bytes] = []  # the tables' text as read
+        self.frames: dict[int, str | None] = {}  # resolved stack frames
+        #: Shardy: the sharding of each value of the current function (what a
+        #: collective_permute starts from)
+        self.shardings: dict[str, NamedSharding] = {}
+
+    def problem(self, message: str, line: int, column: int = 1) -> None:
+        self.out.problems.append(Problem(message, line, column))
+
+    def block(self, block: bytes, lineno: int) -> int:
+        """The candidate lines of a block of whole lines whose first is line `lineno`;
+        returns the number of the line after it."""
+        n = len(block)
+        pos = counted = 0
+        if self.table:  # the rows of tables the last block started
+            pos = self._table_chunk(block, 0)
+        finder = _Finder(block, self.reach)
+        gen = self.reach_gen
+        while pos < n:
+            at = finder.next(pos)
+            if at < 0:
+                break
+            start = block.rfind(b"\n", 0, at) + 1
+            end = block.find(b"\n", at)
+            end = n if end < 0 else end
+            lineno += block.count(b"\n", counted, start)
+            self._catch_up(block, counted, start)
+            counted = start
+            self.line_checked(block[start:end], lineno)
+            pos = end + 1
+            if self.table:  # the source tables: their rows in one piece
+                pos = self._table_chunk(block, pos)
+            if self.reach_gen != gen:
+                finder.sync(self.reach, pos)
+                gen = self.reach_gen
+        self._catch_up(block, counted, n)
+        return lineno + block.count(b"\n", counted)
+
+    def start(self, name: str | None, lineno: int, dialect: str) -> CollectiveModule:
+        m = CollectiveModule(name, lineno, dialect, self.section)  # type: ignore[arg-type]
+        self.section = None
+        self.computation = None
+        self.reach = {}
+        self.reach_gen += 1
+        self.table = False
+        self.tables = None
+        self.raw_tables = []
+        self.frames = {}
+        self.shardings = {}
+        self.out.modules.append(m)
+        self.module = m
+        return m
+
+    def ensure(self, lineno: int, dialect: str) -> CollectiveModule:
+        if self.module is None or self.module.dialect != dialect:
+            return self.start(None, lineno, dialect)
+        return self.module
+
+    def line_checked(self, raw: bytes, lineno: int) -> None:
+        if len(raw) > MAX_LINE:
+            self.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+        else:
+            self.line(raw, lineno)
+
+    # -- one line ------------------------------------------------------------------------
+    def line(self, raw: bytes, lineno: int) -> None:
+        first = raw[:1]
+        if first not in (b" ", b"\t"):
+            self._structure(raw, lineno)
+            return
+        if b"sdy." in raw and (self.module is None or self.module.dialect == "mlir"):
+            if b" = sdy." in raw or b"sdy.mesh" in raw:
+                self._mlir(raw, lineno)
+            elif b"sdy.sharding" in raw:
+                self._record(_decode(raw))
+            return
+        if self.module is None or self.module.dialect != "hlo":
+            return
+        if b"all-" in raw or b"reduce-scatter" in raw or b"collective-perm" in raw:
+            self._hlo(raw, lineno)
+        elif self.reach:  # the block scan stops here only for a followed name
+            self._follow(_decode(raw))
+
+    def _structure(self, raw: bytes, lineno: int) -> None:
+        if self.table:
+            if not raw or raw[:1].isdigit() or raw.rstrip() in _TABLES:
+                self.table_rows(raw + b"\n")
+                return
+            self.table = False
+        if raw.rstrip() in _TABLES and self.module is not None and self.module.dialect == "hlo":
+            self.table = True
+            self.table_rows(raw + b"\n")
+            return
+        if raw.startswith(b"HloModule "):
+            line = _decode(raw)
+            name, num_partitions, meshes = _header(line)
+            m = self.start(name, lineno, "hlo")
+            m.num_partitions = num_partitions
+            for mesh_name, text, col in meshes:
+                if text is not None:
+                    self._declare(mesh_name, text, lineno, col)
+            return
+        if raw.startswith(b"// -----"):
+            line = _decode(raw)
+            sm = _SECTION.match(line)
+            self.section = sm.group(1) if sm else None
+            self.module = None  # the next module line starts the next module
+            return
+        if raw.startswith(b"module") or raw.startswith(b"builtin.module"):
+            line = _decode(raw)
+            mm = MODULE.match(line)
+            if mm:
+                m = self.start(mm.group(1) if mm.lastindex else None, lineno, "mlir")
+                np_at = line.find("mhlo.num_partitions = ")
+                if np_at >= 0:
+                    digits = re.match(r"\d+", line[np_at + len("mhlo.num_partitions = ") :])
+                    m.num_partitions = int(digits.group()) if digits else None
+            return
+        self._computation_header(raw)
+
+    def _computation_header(self, raw: bytes) -> None:
+        """`%name (params) -> type {` or `ENTRY %name ...{`: the computation from here on.
+        (Instruction names are unique in an HLO module, so the all-gather following needs
+        no reset here.)"""
+        if self.module is not None and self.module.dialect == "hlo" and raw.rstrip().endswith(b"{"):
+            cm = _COMPUTATION.match(_decode(raw))
+            if cm:
+                self.computation = cm.group(1)
+
+    def _catch_up(self, block: bytes, lo: int, hi: int) -> None:
+        """The block scan skips computation headers: before a line at `hi`, take the last
+        header between `lo` and `hi` (a header starts a line with `%` or `ENTRY `)."""
+        if self.module is None or self.module.dialect != "hlo":
+            return
+        at = max(block.rfind(b"\n%", lo, hi), block.rfind(b"\nENTRY ", lo, hi)) + 1
+        if at == 0 and not (lo == 0 and block.startswith((b"%", b"ENTRY "))):
+            return
+        end = block.find(b"\n", at)
+        self._computation_header(block[at : end if end >= 0 else len(block)])
+
+    # -- Shardy --------------------------------------------------------------------------
+    def _declare(self, name: str, text: str, lineno: int, column: int) -> None:
+        from ..formats.shardy import parse_mesh_attr_at
+
+        try:
+            mesh, _ = parse_mesh_attr_at(text, 0)
+        except MeshdiagError as e:
+            self.problem(f"mesh @{name}: {e}", lineno, column)
+            return
+        assert self.module is not None
+        self.module.meshes[name] = mesh
+
+    def _mlir(self, raw: bytes, lineno: int) -> None:
+        line = _decode(raw)
+        mm = _SDY_MESH.match(line)
+        if mm:
+            self.ensure(lineno, "mlir")
+            name = mm.group(1).strip('"')
+            self._declare(name, line[mm.end() :].strip(), lineno, mm.end() + 1)
+            return
+        om = _SDY_OP.match(line)
+        if om is None:
+            return
+        module = self.ensure(lineno, "mlir")
+        try:
+            c = _sdy_op(line, om, lineno, module, self.shardings)
+        except MeshdiagError as e:
+            col = getattr(e, "pos", 0) + 1 if isinstance(e, ParseError) else om.start(2) + 1
+            self.problem(f"sdy.{om.group(2)}: {_message(e)}", lineno, col)
+            return
+        module.collectives.append(c)
+        if c.out_sharding is not None and len(self.shardings) < MAX_REACH:
+            self.shardings[c.name] = c.out_sharding
+
+    def _record(self, line: str) -> None:
+        """The shardings a line gives its values: a function's arguments (and a new function
+        forgets the last one's values), or an op's results (`sdy.sharding_per_value`)."""
+        if self.module is None:
+            return
+        stripped = line.lstrip()
+        if stripped.startswith(("func.func", "sdy.manual_computation")) or " func.func " in line:
+            self.shardings = {}
+            for at in _find_all(line, _ARG_SHARDING):
+                start = at + len(_ARG_SHARDING) - len("#sdy.sharding<")
+                name_at = line.rfind("%", 0, at)
+                colon = line.find(":", name_at)
+                sharding = self._parse(line, start, per_value=False)
+                if name_at >= 0 and colon > name_at and sharding is not None:
+                    self.shardings[line[name_at:colon].strip()] = sharding
+            return
+        rm = _RESULT.match(line)
+        at = line.find(_PER_VALUE)
+        if rm is None or at < 0 or len(self.shardings) >= MAX_REACH:
+            return
+        sharding = self._parse(line, at + len("sdy.sharding = "), per_value=True)
+        if sharding is not None:
+            self.shardings[rm.group(1)] = sharding
+
+    def _parse(self, line: str, start: int, per_value: bool) -> NamedSharding | None:
+        """The sharding at `start` (the first of a per-value list); None when unreadable
+        (the sharding scanner of `inspect`/`lint` reports those)."""
+        end = match_end(line, line.find("<", start))
+        if end < 0 or self.module is None:
+            return None
+        return _parse_sharding(line[start:end], per_value, tuple(self.module.meshes.items()))
+
+    # -- HLO -----------------------------------------------------------------------------
+    def frame(self, frame_id: int) -> str | None:
+        """`file:line (function)` of a stack frame id from the module's source tables
+        (each id resolved once per module)."""
+        if frame_id not in self.frames:
+            self.frames[frame_id] = self._frame(frame_id)
+        return self.frames[frame_id]
+
+    def _table_chunk(self, block: bytes, pos: int) -> int:
+        """Take the source tables' lines from `pos` (a line start) on; where they end.
+        They go on while lines are rows (starting with a digit), blank, or table names."""
+        c = block[pos : pos + 1]
+        if c and not (c.isdigit() or c == b"\n" or block.startswith(_TABLES, pos)):
+            self.table = False
+            return pos
+        m = _TABLE_END.search(block, pos)
+        if m is not None and m.end() == len(block):  # the block ends: they may go on
+            m = None
+        stop = m.start() + 1 if m else len(block)
+        self.table_rows(block[pos:stop])
+        if m is not None:
+            self.table = False
+        return stop
+
+    def table_rows(self, rows: bytes) -> None:
+        """Text of the source tables (kept as bytes; read when a frame is asked)."""
+        if len(self.raw_tables) < MAX_TABLE:
+            self.raw_tables.append(rows)
+
+    def _table(self, name: str) -> dict[int, str]:
+        if self.tables is None:
+            self.tables = {}
+            current: dict[int, str] | None = None
+            for row in b"".join(self.raw_tables).split(b"\n"):
+                if row.rstrip() in _TABLES:
+                    current = self.tables.setdefault(row.rstrip().decode(), {})
+                    continue
+                key, _, value = row.partition(b" ")
+                if current is not None and key.isdigit() and len(current) < MAX_TABLE:
+                    current[int(key)] = _decode(value).strip()
+            self.raw_tables = []
+        return self.tables.get(name, {})
+
+    def _frame(self, frame_id: int) -> str | None:
+        t = {
+            name: self._table(name)
+            for name in ("StackFrames", "FileLocations", "FileNames", "FunctionNames")
+        }
+        frame = t.get("StackFrames", {}).get(frame_id)
+        loc_id = _field(frame, "file_location_id")
+        loc = t.get("FileLocations", {}).get(loc_id) if loc_id is not None else None
+        if loc is None:
+            return None
+        file_id, fn_id, line = (
+            _field(loc, k) for k in ("file_name_id", "function_name_id", "line")
+        )
+        path = t.get("FileNames", {}).get(file_id, "?") if file_id is not None else "?"
+        fn = t.get("FunctionNames", {}).get(fn_id) if fn_id is not None else None
+        text = f"{path.strip(chr(34))}:{line}"
+        return text + (f" ({fn.strip(chr(34))})" if fn else "")
+
+    def _follow(self, line: str) -> None:
+        """An instruction that may take an all-gather's result: a single-operand one passes
+        the gathered count on (an elementwise op of a whole tensor is whole)."""
+        parts = _instruction(line)
+        if parts is None:
+            return
+        name, _, om = parts
+        operands = _operands(line, om)
+        if len(operands) == 1 and operands[0] in self.reach and len(self.reach) < MAX_REACH:
+            self.reach[name] = self.reach[operands[0]]
+            self.reach_gen += 1
+
+    def _hlo(self, raw: bytes, lineno: int) -> None:
+        hit = _HLO_MEMO.get(raw)
+        if hit is None:
+            hit = _read_hlo(_decode(raw))
+            if len(_HLO_MEMO) < MAX_MEMO:
+                _HLO_MEMO[raw] = hit
+        what = hit[0]
+        if what == "follow":
+            if self.reach:
+                self._follow(_decode(raw))
+            return
+        if what == "problem":
+            self.problem(hit[1], lineno, hit[2])
+            return
+        if what != "op":
+            return
+        assert self.module is not None
+        _, proto, frame_id, operands = hit
+        computation = self.computation
+        source = proto.source
+        if source is None and frame_id is not None:
+            source = self.frame(frame_id)
+        d = proto.__dict__.copy()
+        d["line"] = lineno
+        d["computation"] = computation
+        d["is_async"] = proto.op.endswith("-start") or "async" in (computation or "")
+        d["source"] = source
+        if proto.kind == "all-gather":
+            n = _group_size(proto, self.module.num_partitions)
+            before = self.reach.get(operands[0], 1) if len(operands) == 1 else 1
+            d["gathered"] = n * before
+            if len(self.reach) < MAX_REACH:
+                self.reach[proto.name] = d["gathered"]
+                self.reach_gen += 1
+        c = _new(Collective)
+        object.__setattr__(c, "__dict__", d)
+        self.module.collectives.append(c)
+
+
+#: names followed per computation at most
+MAX_REACH = 4096
+_ARG_SHARDING = "sdy.sharding = #sdy.sharding<"
+_PER_VALUE = "sdy.sharding = #sdy.sharding_per_value<"
+_RESULT = re.compile(r"^\s*(%[\w.$\-]+)\s*=")
+
+
+def _find_all(line: str, word: str):
+    p = line.find(word)
+    while p >= 0:
+        yield p
+        p = line.find(word, p + 1)
+
+
+#: HLO source tables printed before the computations, and the rows kept per table at most
+_TABLES = (b"FileNames", b"FunctionNames", b"FileLocations", b"StackFrames")
+MAX_TABLE = 1 << 20
+_STACK_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+
+
+def _field(row: str | None, key: str) -> int | None:
+    """`key=N` in a source-table row (`{file_location_id=3 parent_frame_id=3}`)."""
+    if row is None:
+        return None
+    m = _FIELDS[key].search(row)
+    return int(m.group(1)) if m else None
+
+
+_FIELDS = {
+    k: re.compile(r"\b" + k + r"=(\d+)")
+    for k in ("file_location_id", "file_name_id", "function_name_id", "line")
+}
+
+
+def _instruction(line: str) -> tuple[str, str, re.Match] | None:
+    """(name, shape text, opcode match) of an HLO instruction line; None if it is not one."""
+    im = INSTR.match(line)
+    if im is None:
+        return None
+    rest = im.end()
+    if line.startswith("(", rest):
+        send = match_end(line, rest)
+        if send < 0:
+            return None
+        shape_text, after = line[rest:send], send
+    else:
+        sp = line.find(" ", rest)
+        if sp < 0:
+            return None
+        shape_text, after = line[rest:sp], sp
+    om = OPCODE.match(line, after)
+    if om is None:
+        return None
+    return im.group(1), shape_text, om
+
+
+def _operands(line: str, om: re.Match) -> list[str]:
+    """Operand names of an instruction (`op(%a, %b)`, or typed `op(f32[2] %a)`)."""
+    open_ = om.end() - 1
+    end = match_end(line, open_)
+    if end < 0:
+        return []
+    spans = split_top(line, open_ + 1, end - 1)
+    return [line[a:b].split()[-1] for a, b in spans if line[a:b].strip()]
+
+
+def _group_size(c: Collective, num_partitions: int | None) -> int:
+    """Devices per group: the groups', or every device for `{}` / no groups."""
+    if c.groups is not None and c.groups.group_size is not None:
+        return c.groups.group_size
+    return num_partitions or 1
+
+
+def _message(e: MeshdiagError) -> str:
+    if isinstance(e, ParseError):
+        what = f"expected {e.expected}"
+        return what + (f", found {e.found}" if e.found is not None else "")
+    return str(e)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _located(e: ParseError, line: str, start: int) -> ParseError:
+    """`e`, raised on a slice of `line` starting at `start`, relocated onto the line."""
+    out = ParseError(e.expected, line, start + e.pos, found=e.found)
+    return out
+
+
+#: HLO collective lines already read, by their bytes (every pass of a dump prints the same
+#: lines again): what `_read_hlo` made of them. Bounded; keyed by content only
+_HLO_MEMO: dict[bytes, tuple] = {}
+MAX_MEMO = 1 << 14
+_new = object.__new__
+
+
+def _read_hlo(line: str) -> tuple:
+    """What an HLO line holding a collective word is, independent of where it is:
+    ("op", collective at line 0, its stack_frame_id, its operand names), ("problem",
+    message, column), ("follow",) for another instruction, ("none",) for no instruction."""
+    parts = _instruction(line)
+    if parts is None:
+        return ("none",)
+    name, shape_text, om = parts
+    if om.group(1) not in HLO_KINDS:
+        return ("follow",)
+    try:
+        c, frame_id = _hlo_op(line, name, shape_text, om)
+    except ParseError as e:
+        return ("problem", f"{om.group(1)} {name}: {_message(e)}", e.pos + 1)
+    except MeshdiagError as e:
+        return ("problem", f"{om.group(1)} {name}: {e}", om.start(1) + 1)
+    return ("op", c, frame_id, tuple(_operands(line, om)))
+
+
+def _hlo_op(line, name, shape_text, om) -> tuple[Collective, int | None]:
+    op = om.group(1)
+    leaves = hlo_shapes(shape_text)
+    if op.endswith("-start"):
+        # the result is (operands, results[, contexts]): the results are the second part
+        arrays = [a for a in leaves if a[0] != ()]
+        leaves = arrays[len(arrays) // 2 :] if op != "all-reduce-start" else arrays
+    groups = pairs = None
+    at = _attr(line, "replica_groups=", om.end())
+    if at >= 0:
+        end = replica_groups_end(line, at)
+        if end < 0:
+            raise ParseError("the end of replica_groups (the line ends first)", line, at)
+        try:
+            groups = parse_replica_groups(line[at:end])
+        except ParseError as e:
+            raise _located(e, line, at) from None
+    at = _attr(line, "source_target_pairs=", om.end())
+    if at >= 0:
+        end = brace_end(line, at)
+        if end < 0:
+            raise ParseError("the end of source_target_pairs", line, at)
+        try:
+            pairs = parse_pairs(line[at:end])
+        except ParseError as e:
+            raise _located(e, line, at) from None
+    dm = _DIMS.search(line, om.end())
+    dims = tuple(int(x) for x in dm.group(1).replace(" ", "").split(",") if x) if dm else ()
+    ch = _CHANNEL.search(line, om.end())
+    opn = _OP_NAME.search(line, om.end())
+    sf = _SOURCE_FILE.search(line, om.end())
+    sl = _SOURCE_LINE.search(line, om.end())
+    source = f"{sf.group(1)}:{sl.group(1)}" if sf and sl else (sf.group(1) if sf else None)
+    fm = _STACK_FRAME.search(line, om.end()) if source is None else None
+    c = Collective(
+        kind=HLO_KINDS[op],  # type: ignore[arg-type]
+        op=op,
+        name=name,
+        line=0,
+        column=om.start(1) + 1,
+        dialect="hlo",
+        results=tuple((s, d) for s, d in leaves),
+        groups=groups,
+        pairs=pairs,
+        dimensions=dims,
+        channel_id=int(ch.group(1)) if ch else None,
+        op_name=opn.group(1) if opn else None,
+        source=source,
+    )
+    return c, int(fm.group(1)) if fm else None
+
+
+def _attr(line: str, key: str, start: int) -> int:
+    """Where the value of `key` (`replica_groups=`) starts, at a word boundary; -1 if none."""
+    p = line.find(key, start)
+    while p >= 0:
+        if not (line[p - 1].isalnum() or line[p - 1] == "_"):
+            return p + len(key)
+        p = line.find(key, p + 1)
+    return -1
+
+
+def _sdy_op(
+    line: str, om: re.Match, lineno: int, module: CollectiveModule, shardings: dict
+) -> Collective:
+    from ..formats._cursor import Cursor
+    from ..formats.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
+
+    body = strip_loc(line)
+    op = om.group(2)
+    cur = Cursor(body, om.end())
+    axes: tuple = ()
+    a2a: list = []
+    if op in ("all_gather", "all_slice", "reduce_scatter"):
+        axes = tuple(a for d in read_dims_list(cur) for a in d.axes)
+    elif op == "all_reduce":
+        axes = read_axis_list(cur)
+    elif op == "all_to_all":
+        cur.expect("[", "'[' to start the all_to_all parameters")
+        while not cur.accept("]"):
+            if a2a:
+                cur.expect(",", "',' or ']'")
+            refs = read_axis_list(cur)
+            m = _A2A_PARAM.match(body, cur.pos)
+            if m is None:
+                raise cur.error("': src->dst' after the all_to_all axes")
+            cur.pos = m.end()
+            a2a.append((refs, int(m.group(1)), int(m.group(2))))
+        axes = tuple(a for refs, _, _ in a2a for a in refs)
+    operand = body[cur.ws().pos :].split(" ", 1)[0]
+    # the operand, then out_sharding=<...> (reshard: the sharding right after the operand)
+    key = "out_sharding=" if op != "reshard" else None
+    if key is not None:
+        at = body.find(key, cur.pos)
+        if at < 0:
+            raise cur.error("'out_sharding=<...>'")
+        start = at + len(key)
+    else:
+        start = body.find("<", cur.pos)
+        if start < 0:
+            raise cur.error("the target sharding '<@mesh, [...]>'")
+    sharding, end = parse_sdy_sharding_at(body, start, module.meshes)
+    colon = body.rfind(" : ", end)
+    typed = tensor_shape(body[colon:]) if colon >= 0 else None
+    if typed is None:
+        raise cur.error("': tensor<...>' (the result type)", len(body))
+    global_shape, dtype = typed
+    local = _local_shape(global_shape, sharding, module)
+    if sharding.mesh is not None:  # the axes must be (sub-)axes of the mesh, each once
+        for refs in [axes] + [r for r, _, _ in a2a]:
+            _check_axes(sharding.mesh, tuple(refs))
+    gathered = None
+    if op == "all_gather" and sharding.mesh is not None:
+        whole = not any(d.axes for d in sharding.dims)
+        gathered = sharding.mesh.size if whole else _axes_size(axes, sharding.mesh)
+    return Collective(
+        kind=SDY_KINDS[op],  # type: ignore[arg-type]
+        op=f"sdy.{op}",
+        name=om.group(1),
+        line=lineno,
+        column=om.start(2) - len("sdy.") + 1,
+        dialect="sdy",
+        results=((local, dtype or "?"),),
+        sdy_axes=axes,
+        out_sharding=sharding,
+        global_shape=global_shape,
+        sdy_a2a=tuple(a2a),
+        gathered=gathered,
+        in_sharding=shardings.get(operand),
+    )
+
+
+def _axes_size(refs, mesh) -> int:
+    n = 1
+    for r in refs:
+        n *= axis_ref_size(r, mesh)
+    return n
+
+
+@lru_cache(maxsize=4096)
+def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding | None:
+    """A Shardy sharding annotation on the module's meshes, parsed once per distinct text;
+    None when unreadable or not a single value's."""
+    from ..formats.shardy import parse_sdy_sharding, parse_sharding_per_value
+
+    try:
+        if per_value:
+            values = parse_sharding_per_value(text, dict(meshes))
+            return values[0] if len(values) == 1 else None
+        return parse_sdy_sharding(text, dict(meshes))
+    except MeshdiagError:
+        return None
+
+
+@lru_cache(maxsize=1024)
+def _check_axes(mesh, refs) -> None:
+    """MeshdiagError unless `refs` are distinct, non-overlapping (sub-)axes of `mesh`."""
+    from .groups import axis_groups
+
+    axis_groups(mesh, refs)
+
+
+def axis_ref_size(ref, mesh) -> int:
+    """Devices along one (sub-)axis of `mesh`."""
+    if ref.is_sub:
+        return ref.size
+    return mesh.axis_size(ref.name)
+
+
+def _local_shape(global_shape, sharding, module: CollectiveModule):
+    """The per-device shape of a global shape under a Shardy sharding (ceil division:
+    the padded buffer XLA allocates)."""
+    if global_shape is None:
+        return None
+    mesh = sharding.mesh
+    if mesh is None:
+        ref = sharding.mesh_ref
+        raise MeshdiagError(f"mesh @{ref} is not declared before its use")
+    if len(sharding.dims) != len(global_shape):
+        raise MeshdiagError(
+            f"the sharding has {len(sharding.dims)} dimensions but the tensor has "
+            f"{len(global_shape)}"
+        )
+    out = []
+    for size, dim in zip(global_shape, sharding.dims, strict=True):
+        k = 1
+        for a in dim.axes:
+            try:
+                k *= axis_ref_size(a, mesh)
+            except KeyError:
+                raise MeshdiagError(f"axis {a.name!r} is not in mesh <{mesh.short()}>") from None
+        out.append(-(-size // k))
+    return tuple(out)
