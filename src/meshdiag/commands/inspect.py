@@ -28,7 +28,9 @@ def inspect(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", help="Worker processes [default: all cores]; 1 = serial."),
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="Worker processes [default: all cores]; 1 = serial."
+        ),
     ] = None,
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
@@ -49,6 +51,10 @@ def inspect(
     from . import inspect_worker as worker
 
     files = list(expand_paths(paths))
+    if not files:  # an empty or unreadable tree: say so rather than report nothing
+        from ..errors import MeshdiagError
+
+        raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
     if "-" in files:
         jobs = 1  # stdin is this process's
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
@@ -122,7 +128,7 @@ def _write_text(results, console, progress, spool) -> None:
         if out is not None:
             spool.copy(spooled, out)
         else:  # a text-only stream
-            console.file.write(spool.read(spooled).decode("utf-8"))
+            console.file.write(spool.read(spooled).decode("utf-8", "surrogateescape"))
     if out is not None:
         out.flush()
     console.print(f"{n_files} file(s), {n_findings} finding(s)")

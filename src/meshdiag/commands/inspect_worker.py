@@ -85,4 +85,5 @@ def text_batch(paths: list[str]):
         _, text, found = text_one(path)
         texts.append(text)
         findings += found
-    return paths, spool_write("".join(texts).encode("utf-8")), findings
+    # file names that are not UTF-8 go out as the bytes they were (surrogate escapes)
+    return paths, spool_write("".join(texts).encode("utf-8", "surrogateescape")), findings

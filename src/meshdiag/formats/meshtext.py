@@ -137,12 +137,15 @@ def _sdy_mesh_op(t: str) -> Mesh:
 
 def _dict_mesh(t: str) -> Mesh:
     """torch_xla `Mesh.__str__` (Python dict) or JSON `{"axes": ..., "device_ids": ...}`."""
+    from ..fileio import parse_nested
     from .pspec import parse_py_literal
 
     try:
-        data = json.loads(t)
+        data = parse_nested(json.loads, t, "the mesh")
     except ValueError:
-        data = parse_py_literal(t)  # torch_xla prints a Python dict (single quotes, tuples)
+        data = parse_nested(
+            parse_py_literal, t, "the mesh"
+        )  # torch_xla prints a Python dict (single quotes, tuples)
     if not isinstance(data, dict):
         raise MeshdiagError("a mesh object must be a mapping")
     return _mesh_from_mapping(data, "mesh")
@@ -196,27 +199,29 @@ def _mesh_from_mapping(data: dict, what: str) -> Mesh:
 
 
 def _mesh_file(path: str) -> Mesh:
-    if not os.path.isfile(path):
-        raise MeshdiagError(f"mesh file '{path}' does not exist")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(1 << 22)
-    except OSError as e:
-        raise MeshdiagError(f"cannot read mesh file '{path}': {e.strerror}") from None
+    from ..fileio import parse_nested, read_text
+
+    text = read_text(path, "mesh file", limit=1 << 22)
+    what = f"mesh file '{path}'"
     if path.lower().endswith(".json"):
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise MeshdiagError(f"mesh file '{path}' is not valid JSON: {e}") from None
+            data = parse_nested(json.loads, text, what)
+        except ValueError as e:
+            raise MeshdiagError(f"{what} is not valid JSON: {e}") from None
     else:
         import tomllib
 
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise MeshdiagError(f"mesh file '{path}' is not valid TOML: {e}") from None
+            data = parse_nested(tomllib.loads, text, what)
+        except tomllib.TOMLDecodeError as e:
+            raise MeshdiagError(f"{what} is not valid TOML: {e}") from None
+    return mesh_from_document(data, what)
+
+
+def mesh_from_document(data: object, what: str) -> Mesh:
+    """The mesh a parsed mesh file (JSON object or TOML table) declares."""
     if not isinstance(data, dict):
-        raise MeshdiagError(f"mesh file '{path}' must hold a table/object")
+        raise MeshdiagError(f"{what} must hold a table/object")
     if "tool" in data and isinstance(data["tool"], dict) and "meshdiag" in data["tool"]:
         data = data["tool"]["meshdiag"]
-    return _mesh_from_mapping(data, f"mesh file '{path}'")
+    return _mesh_from_mapping(data, what)

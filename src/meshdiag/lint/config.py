@@ -58,11 +58,11 @@ def _label(path: str) -> str:
 
 
 def _read_toml(path: str) -> dict:
+    from ..fileio import parse_nested, read_text
+
+    text = read_text(path, "config")
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as e:
-        raise MeshdiagError(f"cannot read config {path}: {e.strerror or e}") from None
+        return parse_nested(tomllib.loads, text, f"config {path}")
     except tomllib.TOMLDecodeError as e:
         raise MeshdiagError(f"config {path} is not valid TOML: {e}") from None
 
@@ -141,8 +141,6 @@ def _validate(table: dict, where: str) -> dict:
 def load_config(path: str) -> FileConfig:
     """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml)."""
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise MeshdiagError(f"config file {path} does not exist")
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
@@ -167,6 +165,7 @@ class CliOptions:
     fail_on: str | None = None
     config: str | None = None
     isolated: bool = False
+    stdin_filename: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +181,8 @@ class LintSettings:
     fail_on: str = "warning"
     root: str = field(default_factory=os.getcwd)  # config directory, else the cwd
     config_path: str | None = None
+    #: what a dump on stdin is called (reports, per-file ignores); None: `<stdin>`
+    stdin_filename: str | None = None
 
 
 def _resolve_mesh_text(text: str, base: str) -> str:
@@ -268,4 +269,5 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
         fail_on=fail_on,
         root=base,
         config_path=config.path if config else None,
+        stdin_filename=cli.stdin_filename,
     )
