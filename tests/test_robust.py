@@ -579,21 +579,39 @@ def test_inspect_a_file_name_that_is_not_utf8(tmp_path):
     json.loads(meshdiag("inspect", name, "-f", "json", cwd=tmp_path).stdout)
 
 
+def _remove_deep(top: Path) -> None:
+    """Delete a deep chain of `d` directories bottom-up without recursion (shutil.rmtree
+    recurses, and pytest's clean-up of old temporary directories would hit the limit)."""
+    os.chdir(top)
+    try:
+        depth = 0
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for name in os.listdir("."):
+            os.unlink(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(ROOT)
+
+
 def test_a_1500_deep_tree(tmp_path):
-    d = tmp_path
-    os.chdir(d)  # build it relative: each path stays short for the OS calls
+    os.chdir(tmp_path)  # built relative: each path the OS sees stays short
     try:
         for _ in range(1500):
             os.mkdir("d")
             os.chdir("d")
         Path("x.mlir").write_bytes(SEED.read_bytes())
-    finally:
         os.chdir(ROOT)
-    r = meshdiag(*LINT, "d", "-f", "json", cwd=tmp_path)
-    assert r.returncode == 1, r.stderr[-300:]
-    assert len(json.loads(r.stdout)["findings"]) == 4
-    r = meshdiag("inspect", "d", cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.rstrip().endswith(b"1 file(s), 0 finding(s)")
+        r = meshdiag(*LINT, "d", "-f", "json", cwd=tmp_path)
+        assert r.returncode == 1, r.stderr[-300:]
+        assert len(json.loads(r.stdout)["findings"]) == 4
+        r = meshdiag("inspect", "d", cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.rstrip().endswith(b"1 file(s), 0 finding(s)")
+    finally:
+        _remove_deep(tmp_path)
 
 
 COMMANDS = [
