@@ -80,6 +80,7 @@ def inspect(
                 "height": console.height,  # with both set rich never asks the terminal
                 "color_system": console.color_system,
                 "force_terminal": console.is_terminal,
+                "encoding": console.encoding,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory)
             results = map_files(worker.text_batch, batches, jobs, worker.init, (state,), **par)
@@ -119,7 +120,9 @@ def _write_json(results, progress, spool) -> None:
 def _write_text(results, console, progress, spool) -> None:
     n_files = n_findings = 0
     console.file.flush()
-    out = getattr(console.file, "buffer", None)  # the spooled text is UTF-8 bytes
+    # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
+    utf8 = console.encoding.replace("_", "-").startswith("utf")
+    out = getattr(console.file, "buffer", None) if utf8 else None
     for paths, spooled, found in results:
         if progress is not None:
             progress.advance(paths)

@@ -58,10 +58,25 @@ def text_one(path: str) -> tuple[str, str, int]:
     item = inspected(path)
     console = st.get("console")
     if console is None:  # one per process: rendered parts are reused across files
-        console = Console(file=io.StringIO(), highlight=False, soft_wrap=False, **st["look"])
+        look = dict(st["look"])
+        sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
+        console = Console(file=sink, highlight=False, soft_wrap=False, **look)
         st["console"] = console
     text = render_file(item, console, mesh=st["mesh"], split=st["split"])
     return path, text, len(item.findings)
+
+
+class _Text(io.StringIO):
+    """A string buffer that says which encoding the real output has, so rich draws what
+    that output can show."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self._encoding = encoding
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
 
 
 def json_batch(paths: list[str]):
