@@ -182,8 +182,12 @@ def _run(argv: list[str] | None) -> None:
             raise
         from .fileio import describe_os_error
 
-        where = f" {e.filename}" if e.filename else " output"
-        _error(f"error: cannot write{where}: {describe_os_error(e)}")
+        if e.filename:  # a file the command opened itself
+            name = e.filename
+            name = os.fsdecode(name) if isinstance(name, (str, bytes)) else name
+            _error(f"error: {name}: {describe_os_error(e)}")
+        else:  # standard output: the only stream written without a name
+            _error(f"error: cannot write output: {describe_os_error(e)}")
         _silence_stdout()
         sys.exit(2)
     except RecursionError:  # input nested beyond what a parser could follow
