@@ -391,6 +391,10 @@ def test_lint_of_an_unreadable_directory_is_an_error(tmp_path, monkeypatch, caps
 def test_everything_excluded_is_still_a_pass(work):
     r = meshdiag(*LINT, work, "--exclude", "*.mlir")
     assert r.returncode == 0 and b"checked 0 files" in r.stdout
+    (work / "sub").mkdir()
+    (work / "dump.mlir").rename(work / "sub" / "dump.mlir")
+    r = meshdiag(*LINT, work, "--exclude", str(work / "sub"))  # a pruned directory
+    assert r.returncode == 0 and b"checked 0 files" in r.stdout, r.stderr
 
 
 # -- signals ------------------------------------------------------------------------------------
@@ -402,6 +406,15 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(c) for c in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a running process (not a zombie waiting to be reaped)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
 
 
 def _many(tmp_path: Path, n: int) -> Path:
@@ -443,6 +456,7 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     if proc.poll() is not None:
         pytest.skip("the run finished before it could be interrupted")
     time.sleep(0.3)  # workers busy
+    workers = _children(proc.pid)
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)
     else:
@@ -454,9 +468,10 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     assert proc.returncode == status, err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10  # workers exit once the parent is gone
-    while any(_children(proc.pid)) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10  # no worker outlives the run
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)]
     assert list(tmp.iterdir()) == []
 
 

@@ -135,6 +135,7 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
         entries say what is a directory, a regular file or a symlink without a syscall per
         file. A directory's real path is its parent's plus its name (symlinked directories
         are not entered). Iterative: a tree thousands of levels deep needs no recursion."""
+        nonlocal n_excluded
         stack = [(top, real_top)]
         while stack:
             root, real_root = stack.pop()
@@ -153,7 +154,11 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
                 except OSError:
                     is_dir = is_file = False
                 if is_dir:
-                    if not e.is_symlink() and e.name not in SKIP_DIRS and not excluded(e.path):
+                    if e.is_symlink() or e.name in SKIP_DIRS:
+                        continue
+                    if excluded(e.path):
+                        n_excluded += 1
+                    else:
                         subdirs.append((e.path, real_prefix + e.name))
                 elif is_file and _lintable(e.name):
                     # a plain file's real path is its directory's plus its name

@@ -57,10 +57,9 @@ _WINDOW = 4096
 
 def _open_binary(path: str):
     """Open for reading bytes, gunzipping transparently (by magic bytes)."""
-    fh = open(path, "rb")
-    magic = fh.read(2)
-    fh.seek(0)
-    return gzip.GzipFile(fileobj=fh, mode="rb") if magic == b"\x1f\x8b" else fh
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def comment_lines(path: str, last_line: int) -> dict[int, frozenset[str]]:
