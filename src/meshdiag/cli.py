@@ -12,8 +12,10 @@ MESHDIAG_DEBUG=1.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
+import signal
 import sys
 
 import typer
@@ -61,7 +63,8 @@ def build_app(command: str | None = None) -> typer.Typer:
         help="Diagnose device-mesh sharding: per-device layouts, IR dumps, distorted meshes, "
         "uneven shards, host-to-device copies.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
+        context_settings={"help_option_names": ["-h", "--help"]},
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
@@ -72,7 +75,102 @@ def build_app(command: str | None = None) -> typer.Typer:
     return app
 
 
+class _Signalled(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM, raised in the main thread so `finally` blocks clean up
+    (spool directories, worker pools, temporary files) before the one-line exit. Not a
+    KeyboardInterrupt: the command-line library would turn that into a silent exit 130."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame) -> None:
+    raise _Signalled(signum)
+
+
+class _ClosedStream:
+    """Stands in for a standard output that was closed (`>&-`): writing to it is an error
+    the CLI reports in one line, like a full disk."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    @property
+    def buffer(self) -> _ClosedStream:
+        return self
+
+    def _fail(self, *args, **kwargs):
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    write = fileno = _fail
+
+    def flush(self) -> None:  # nothing was written: nothing to lose
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _prepare_streams() -> None:
+    """Standard output that is closed, or whose encoding cannot show the drawings (an
+    ASCII-only terminal), still gets one-line errors and legible output: unencodable
+    characters become '?' (rich draws ASCII boxes for such a stream). File names that are
+    not UTF-8 are written back as the bytes they are."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()  # type: ignore[assignment]
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        if not hasattr(stream, "reconfigure"):
+            continue
+        if not encoding.startswith("utf"):
+            stream.reconfigure(errors="replace")
+        elif getattr(stream, "errors", None) == "strict":
+            stream.reconfigure(errors="surrogateescape")  # non-UTF-8 file names, as they are
+
+
+def _silence_stdout() -> None:
+    """After a failed write to stdout, point it at /dev/null so the interpreter's final
+    flush does not fail again with a second message."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _error(message: str) -> None:
+    """One line on stderr, whatever characters `message` holds (file names that are not
+    UTF-8 come as surrogate escapes)."""
+    line = f"meshdiag: {message}"
+    try:
+        print(line, file=sys.stderr)
+    except UnicodeEncodeError:
+        print(line.encode("utf-8", "backslashreplace").decode("ascii", "replace"), file=sys.stderr)
+    except (OSError, ValueError, AttributeError):  # no stderr either: the exit code says it
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; exits with its status. Ctrl-C and SIGTERM are handled while it runs
+    (the caller's handlers are restored afterwards: tests call this in-process)."""
+    _prepare_streams()
+    saved = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) in (signal.default_int_handler, signal.SIG_DFL):
+                saved[signum] = signal.signal(signum, _on_signal)
+    except ValueError:  # not the main thread (embedded): leave signals alone
+        pass
+    try:
+        _run(argv)
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _run(argv: list[str] | None) -> None:
     from .errors import MeshdiagError
 
     args = sys.argv[1:] if argv is None else argv
@@ -80,33 +178,50 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app = build_app(invoked_command(args))
         rc = app(args=args, prog_name="meshdiag", standalone_mode=False)
+        sys.stdout.flush()  # a full disk shows here, not at interpreter exit
     except typer.TyperException as e:  # usage errors: shown the way click shows them
         show = getattr(e, "show", None)
         if show is not None:
             show()
         else:
-            print(f"meshdiag: error: {e.format_message()}", file=sys.stderr)
+            _error(f"error: {e.format_message()}")
         sys.exit(2)
     except typer.Abort:
-        print("meshdiag: aborted", file=sys.stderr)
+        _error("aborted")
         sys.exit(2)
     except MeshdiagError as e:
         if debug:
             raise
-        print(f"meshdiag: error: {e}", file=sys.stderr)
+        _error(f"error: {e}")
         sys.exit(2)
     except BrokenPipeError:
+        _silence_stdout()
         sys.exit(0)
-    except KeyboardInterrupt:
-        print("meshdiag: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (KeyboardInterrupt, _Signalled) as e:
+        signum = e.signum if isinstance(e, _Signalled) else signal.SIGINT
+        _error("interrupted" if signum == signal.SIGINT else "terminated")
+        sys.exit(128 + signum)
+    except OSError as e:  # the environment failed us: a full disk, a closed stdout
+        if debug:
+            raise
+        from .fileio import describe_os_error
+
+        if e.filename:  # a file the command opened itself
+            name = e.filename
+            name = os.fsdecode(name) if isinstance(name, (str, bytes)) else name
+            _error(f"error: {name}: {describe_os_error(e)}")
+        else:  # standard output: the only stream written without a name
+            _error(f"error: cannot write output: {describe_os_error(e)}")
+        _silence_stdout()
+        sys.exit(2)
+    except RecursionError:  # input nested beyond what a parser could follow
+        if debug:
+            raise
+        _error("error: the input is nested too deeply to read")
+        sys.exit(2)
     except Exception as e:  # a bug: one line, traceback on request
         if debug:
             raise
-        print(
-            f"meshdiag: internal error: {type(e).__name__}: {e} "
-            "(set MESHDIAG_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+        _error(f"internal error: {type(e).__name__}: {e} (set MESHDIAG_DEBUG=1 for the traceback)")
         sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)

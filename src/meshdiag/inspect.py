@@ -217,7 +217,10 @@ def map_files(
     chunk = chunksize or max(1, min(64, len(files) // (jobs * 16)))
     try:
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=initializer, initargs=initargs
+            max_workers=jobs,
+            mp_context=mp,
+            initializer=_worker_start,
+            initargs=(initializer, initargs),
         ) as pool:
             try:
                 yield from pool.map(fn, files, chunksize=chunk)
@@ -225,6 +228,17 @@ def map_files(
                 pool.shutdown(wait=True, cancel_futures=True)
     except BrokenProcessPool:
         raise MeshdiagError(died) from None
+
+
+def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
+    """A worker leaves Ctrl-C to the parent: the terminal sends SIGINT to the whole process
+    group, and the parent stops the pool (letting running files finish, cancelling the
+    rest) and prints one line; workers printing their own tracebacks would only add noise."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 def _preload() -> None:

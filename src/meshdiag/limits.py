@@ -31,6 +31,8 @@ MAX_ANNOTATION_CHARS = _env_int("MESHDIAG_MAX_ANNOTATION_CHARS", 1 << 20)
 MAX_NESTING = _env_int("MESHDIAG_MAX_NESTING", 64)
 #: tensor elements simulate-copy materialises before switching to symbolic mode
 MAX_MATERIALISED_ELEMENTS = _env_int("MESHDIAG_MAX_ELEMENTS", 1 << 28)
+#: one tensor dimension: sizes and offsets stay within int64 arithmetic (numpy, XLA)
+MAX_DIM = 1 << 62
 #: tensor rank
 MAX_RANK = _env_int("MESHDIAG_MAX_RANK", 64)
 #: devices simulate-copy models one by one (each device's buffer, copy and read-back); the

@@ -46,7 +46,7 @@ from .formats.ttnn import (
     parse_per_device_specs,
     resolve_dim,
 )
-from .limits import MAX_MATERIALISED_ELEMENTS, MAX_RANK
+from .limits import MAX_DIM, MAX_MATERIALISED_ELEMENTS, MAX_RANK
 from .splits import check_rule, split_dim
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ JSON_VERSION = 1
 ERAS = ("current", "2025-05", "2025-03", "2024")
 WRITES = ("by-reference", "by-value")
 STALES = ("sentinel", "previous")
-#: dimension sizes beyond this could overflow int64 range arithmetic
-MAX_DIM = 1 << 62
 
 Ranges = tuple[tuple[int, int], ...]
 Shape = tuple[int, ...]
@@ -695,11 +693,9 @@ def load_dest(text: str | Dest) -> Dest:
     if dest.kind == "per-device" and dest.shapes is None:
         path = dest.path or ""
         fmt = "toml" if path.lower().endswith(".toml") else "json"
-        try:
-            with open(path, encoding="utf-8") as fh:
-                content = fh.read()
-        except OSError as e:
-            raise MeshdiagError(f"cannot read per-device specs {path!r}: {e.strerror}") from None
+        from .fileio import read_text
+
+        content = read_text(path, "per-device specs", limit=16 << 20)
         dest = Dest(
             "per-device",
             shapes=parse_per_device_specs(content, fmt, path),

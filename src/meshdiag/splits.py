@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .errors import MeshdiagError
+from .errors import LimitError, MeshdiagError
+from .limits import MAX_DIM
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,6 +51,9 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
         raise MeshdiagError(f"cannot split into {k} shards")
     if n < 0:
         raise MeshdiagError(f"dimension size {n} is negative")
+    if n >= MAX_DIM:  # the ranges are int64: refused, not overflowed
+        where = f"dimension {dim} " if dim is not None else "dimension "
+        raise LimitError(f"{where}of size {n} is too large (limit {MAX_DIM - 1})")
     i = np.arange(k, dtype=np.int64)
     if rule == "array-split":
         q, r = divmod(n, k)

@@ -11,6 +11,7 @@ MeshOpt = Annotated[
     typer.Option(
         "--mesh",
         "-m",
+        metavar="MESH",
         help="Global mesh: 'batch=2,model=4', '2x4', '<[\"x\"=2, \"y\"=4]>', a preset "
         "(n150, n300, t3k, galaxy, p150, p300, ...), or a .toml/.json file.",
     ),
@@ -18,16 +19,23 @@ MeshOpt = Annotated[
 TargetOpt = Annotated[
     str | None,
     typer.Option(
-        "--target", "-t", help="Backend whose limits to check: tt-mlir, generic, t3k, ..."
+        "--target",
+        "-t",
+        metavar="TARGET",
+        help="Backend whose limits to check: tt-mlir, generic, t3k, ...",
     ),
 ]
 SplitOpt = Annotated[
     str | None,
-    typer.Option("--split", help="Split rule for uneven dims: xla, chunk, array-split, even."),
+    typer.Option(
+        "--split",
+        metavar="[xla|chunk|array-split|even]",
+        help="Split rule for uneven dims (default xla).",
+    ),
 ]
 FormatOpt = Annotated[
     str,
-    typer.Option("--format", "-f", help="Output format: text or json."),
+    typer.Option("--format", "-f", metavar="[text|json]", help="Output format."),
 ]
 
 

@@ -24,6 +24,7 @@ def comms(
         str | None,
         typer.Option(
             "--collective-budget",
+            metavar="BYTES",
             help="Report collectives moving more bytes per device (MD201): 65536, 64KiB, 1GB.",
         ),
     ] = None,
@@ -31,6 +32,7 @@ def comms(
         str | None,
         typer.Option(
             "--remat-min-bytes",
+            metavar="BYTES",
             help="Smallest tensor whose full gather is reported (MD202) [default: 1MiB].",
         ),
     ] = None,

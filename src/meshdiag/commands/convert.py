@@ -17,7 +17,11 @@ def register(app: typer.Typer) -> None:
         sharding: Annotated[str, typer.Argument(help="Sharding in any notation.")],
         to: Annotated[
             str | None,
-            typer.Option("--to", help="Target notation: " + ", ".join(TARGET_FORMATS) + "."),
+            typer.Option(
+                "--to",
+                metavar="[" + "|".join(TARGET_FORMATS) + "]",
+                help="Target notation: " + ", ".join(TARGET_FORMATS) + ".",
+            ),
         ] = None,
         mesh: MeshOpt = None,
         derive_mesh: Annotated[

@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--shape",
                 "-s",
+                metavar="SHAPE",
                 help="Global tensor shape for two shardings (default: compare tile by tile).",
             ),
         ] = None,

@@ -28,7 +28,9 @@ def inspect(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", help="Worker processes [default: all cores]; 1 = serial."),
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="Worker processes [default: all cores]; 1 = serial."
+        ),
     ] = None,
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
@@ -53,6 +55,10 @@ def inspect(
 
     skipped: list[str] = []
     files = list(expand_paths(paths, skipped))
+    if not files:  # an empty or unreadable tree: say so rather than report nothing
+        from ..errors import MeshdiagError
+
+        raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
     if "-" in files:
         jobs = 1  # stdin is this process's
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
@@ -82,6 +88,7 @@ def inspect(
                 "color_system": console.color_system,
                 "force_terminal": console.is_terminal,
                 "soft_wrap": console.soft_wrap,
+                "encoding": console.encoding,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory)
             if any(p != "-" and os.path.isdir(p) for p in paths):
@@ -144,7 +151,9 @@ def _write_summary(results, console, progress, roots, skipped: int, split: str) 
 def _write_text(results, console, progress, spool) -> None:
     n_files = n_findings = 0
     console.file.flush()
-    out = getattr(console.file, "buffer", None)  # the spooled text is UTF-8 bytes
+    # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
+    utf8 = console.encoding.replace("_", "-").startswith("utf")
+    out = getattr(console.file, "buffer", None) if utf8 else None
     for paths, spooled, found in results:
         if progress is not None:
             progress.advance(paths)
@@ -153,7 +162,7 @@ def _write_text(results, console, progress, spool) -> None:
         if out is not None:
             spool.copy(spooled, out)
         else:  # a text-only stream
-            console.file.write(spool.read(spooled).decode("utf-8"))
+            console.file.write(spool.read(spooled).decode("utf-8", "surrogateescape"))
     if out is not None:
         out.flush()
     console.print(f"{n_files} file(s), {n_findings} finding(s)")

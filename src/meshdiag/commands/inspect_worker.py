@@ -58,10 +58,25 @@ def text_one(path: str) -> tuple[str, str, int]:
     item = inspected(path)
     console = st.get("console")
     if console is None:  # one per process: rendered parts are reused across files
-        console = Console(file=io.StringIO(), highlight=False, **st["look"])
+        look = dict(st["look"])
+        sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
+        console = Console(file=sink, highlight=False, **look)
         st["console"] = console
     text = render_file(item, console, mesh=st["mesh"], split=st["split"])
     return path, text, len(item.findings)
+
+
+class _Text(io.StringIO):
+    """A string buffer that says which encoding the real output has, so rich draws what
+    that output can show."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self._encoding = encoding
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
 
 
 def json_batch(paths: list[str]):
@@ -85,7 +100,8 @@ def text_batch(paths: list[str]):
         _, text, found = text_one(path)
         texts.append(text)
         findings += found
-    return paths, spool_write("".join(texts).encode("utf-8")), findings
+    # file names that are not UTF-8 go out as the bytes they were (surrogate escapes)
+    return paths, spool_write("".join(texts).encode("utf-8", "surrogateescape")), findings
 
 
 def summary_batch(paths: list[str]):

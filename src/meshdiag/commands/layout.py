@@ -23,7 +23,10 @@ def register(app: typer.Typer) -> None:
         shape: Annotated[
             str,
             typer.Option(
-                "--shape", "-s", help="Global tensor shape: 32,32 or (1,7,32,32); () for a scalar."
+                "--shape",
+                "-s",
+                metavar="SHAPE",
+                help="Global tensor shape: 32,32 or (1,7,32,32); () for a scalar.",
             ),
         ],
         mesh: MeshOpt = None,
@@ -31,22 +34,30 @@ def register(app: typer.Typer) -> None:
         split: SplitOpt = None,
         fmt: FormatOpt = "text",
         svg: Annotated[
-            str | None, typer.Option("--svg", help="Also write the picture as SVG to this file.")
+            str | None,
+            typer.Option(
+                "--svg", metavar="FILE", help="Also write the picture as SVG to this file."
+            ),
         ] = None,
         html: Annotated[
             str | None,
-            typer.Option("--html", help="Also write a self-contained HTML page to this file."),
+            typer.Option(
+                "--html", metavar="FILE", help="Also write a self-contained HTML page to this file."
+            ),
         ] = None,
         max_cells: Annotated[
             int,
             typer.Option(
-                "--max-cells", help="Largest grid drawn; beyond it a table with elision is shown."
+                "--max-cells",
+                metavar="N",
+                help="Largest grid drawn; beyond it a table with elision is shown.",
             ),
         ] = 64,
         device_assignment: Annotated[
             str | None,
             typer.Option(
                 "--device-assignment",
+                metavar="DEVICES",
                 help="Physical device of each logical partition: 2,3,6,7,0,1,4,5, a "
                 "compile_options.textproto, or a file of the dump directory. The picture then "
                 "shows physical devices, and --mesh device_ids are physical (JAX's "
@@ -179,9 +190,7 @@ def run_layout(
         from ..render.export import to_html, to_svg
 
         doc = to_svg(lay, label) if kind == "svg" else to_html(lay, label)
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(doc)
-        except OSError as e:
-            raise MeshdiagError(f"cannot write --{kind} {path}: {e.strerror}") from None
+        from ..fileio import write_atomic
+
+        write_atomic(path, doc, f"--{kind}")  # an old drawing stays whole until this one is
         print(f"meshdiag: wrote {path}", file=sys.stderr)

@@ -30,39 +30,52 @@ def lint(
     split: SplitOpt = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", "-f", help="text or json (alias of --output-format)."),
+        typer.Option("--format", "-f", metavar="FORMAT", help="text, json or any --output-format."),
     ] = None,
     output_format: Annotated[
         str | None,
         typer.Option(
             "--output-format",
-            help="full, concise, json, json-lines, sarif, github, junit, gitlab [default: full]",
+            metavar="[full|concise|json|json-lines|sarif|github|junit|gitlab]",
+            help="Report format [default: full].",
         ),
     ] = None,
     output_file: Annotated[
-        str | None, typer.Option("--output-file", "-o", help="Write the report here.")
+        str | None,
+        typer.Option("--output-file", "-o", metavar="FILE", help="Write the report here."),
     ] = None,
-    select: Annotated[list[str] | None, typer.Option("--select", help=_CODES_HELP)] = None,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", metavar="CODES", help=_CODES_HELP)
+    ] = None,
     extend_select: Annotated[
-        list[str] | None, typer.Option("--extend-select", help="Codes to add. " + _CODES_HELP)
+        list[str] | None,
+        typer.Option("--extend-select", metavar="CODES", help="Codes to add. " + _CODES_HELP),
     ] = None,
     ignore: Annotated[
-        list[str] | None, typer.Option("--ignore", help="Codes to skip. " + _CODES_HELP)
+        list[str] | None,
+        typer.Option("--ignore", metavar="CODES", help="Codes to skip. " + _CODES_HELP),
     ] = None,
     per_file_ignores: Annotated[
         list[str] | None,
         typer.Option(
             "--per-file-ignores",
+            metavar="GLOB:CODES",
             help="GLOB:CODE[,CODE] (globs relative to the working directory); repeatable.",
         ),
     ] = None,
     exclude: Annotated[
         list[str] | None,
-        typer.Option("--exclude", help="Globs of files to skip (replaces the config's)."),
+        typer.Option(
+            "--exclude", metavar="GLOB", help="Globs of files to skip (replaces the config's)."
+        ),
     ] = None,
     fail_on: Annotated[
         str | None,
-        typer.Option("--fail-on", help="Lowest severity that fails: error, warning, info."),
+        typer.Option(
+            "--fail-on",
+            metavar="[error|warning|info]",
+            help="Lowest severity that fails [default: warning].",
+        ),
     ] = None,
     exit_zero: Annotated[
         bool, typer.Option("--exit-zero", help="Exit 0 even when there are findings.")
@@ -72,25 +85,50 @@ def lint(
     ] = False,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", help="Ignore findings recorded in this baseline file."),
+        typer.Option(
+            "--baseline", metavar="FILE", help="Ignore findings recorded in this baseline file."
+        ),
     ] = None,
     write_baseline: Annotated[
         str | None,
-        typer.Option("--write-baseline", help="Record every current finding here; exit 0."),
+        typer.Option(
+            "--write-baseline", metavar="FILE", help="Record every current finding here; exit 0."
+        ),
     ] = None,
     config: Annotated[
         str | None,
-        typer.Option("--config", help="Config file (meshdiag.toml or pyproject.toml)."),
+        typer.Option(
+            "--config", metavar="FILE", help="Config file (meshdiag.toml or pyproject.toml)."
+        ),
     ] = None,
     isolated: Annotated[bool, typer.Option("--isolated", help="Ignore every config file.")] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", help="Worker processes [default: all cores]; 1 = serial."),
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="Worker processes [default: all cores]; 1 = serial."
+        ),
+    ] = None,
+    color: Annotated[
+        str,
+        typer.Option(
+            "--color",
+            metavar="[auto|always|never]",
+            help="Colour the full output: auto (terminals, unless NO_COLOR is set), always, never.",
+        ),
+    ] = "auto",
+    stdin_filename: Annotated[
+        str | None,
+        typer.Option(
+            "--stdin-filename",
+            metavar="PATH",
+            help="What to call a dump read from '-' in reports and --per-file-ignores.",
+        ),
     ] = None,
     collective_budget: Annotated[
         str | None,
         typer.Option(
             "--collective-budget",
+            metavar="BYTES",
             help="Bytes one collective may move per device (MD201): 65536, 64KiB, 1GB.",
         ),
     ] = None,
@@ -98,6 +136,7 @@ def lint(
         str | None,
         typer.Option(
             "--remat-min-bytes",
+            metavar="BYTES",
             help="Smallest tensor whose full gather MD202 reports [default: 1MiB].",
         ),
     ] = None,
@@ -120,6 +159,14 @@ def lint(
     paths = paths or ["."]
     if paths.count("-") > 1:
         raise MeshdiagError("'-' (stdin) can be given once")
+    if color not in _COLORS:
+        raise MeshdiagError(f"unknown --color {color!r}; expected one of {', '.join(_COLORS)}")
+    if stdin_filename is not None and "-" not in paths:
+        raise MeshdiagError("--stdin-filename names a dump read from '-'; no '-' was given")
+    _refuse_overwriting_inputs(
+        {"--output-file": output_file, "--write-baseline": write_baseline},
+        [*paths, *(p for p in (baseline, config) if p)],
+    )
     rules = {r.code: r for r in all_rules()}
     cli = CliOptions(
         select=split_selectors(select),
@@ -135,6 +182,7 @@ def lint(
         isolated=isolated,
         collective_budget=collective_budget,
         remat_min_bytes=remat_min_bytes,
+        stdin_filename=stdin_filename,
     )
     settings = resolve_settings(cli, rules)
     cwd = os.getcwd()
@@ -152,11 +200,27 @@ def lint(
         cwd=cwd,
         rules={c: r for c, r in rules.items() if c in settings.codes},
         version=_version(),
-        color=False if output_file else None,
+        color=False if output_file or color == "never" else (True if color == "always" else None),
     )
     _emit(result, fmt_name, statistics, output_file, ctx)
     failing = result.at_or_above(settings.fail_on)
     return 1 if failing and not exit_zero else 0
+
+
+_COLORS = ("auto", "always", "never")
+
+
+def _refuse_overwriting_inputs(outputs: dict[str, str | None], inputs: list[str]) -> None:
+    """An output file that is one of the inputs would destroy what is being read."""
+    from ..errors import MeshdiagError
+    from ..fileio import same_file
+
+    for option, out in outputs.items():
+        if not out:
+            continue
+        for p in inputs:
+            if p != "-" and same_file(out, p):
+                raise MeshdiagError(f"{option} {out} is an input ({p}); write the report elsewhere")
 
 
 def _output_format(output_format: str | None, fmt: str | None, formats) -> str:
@@ -178,7 +242,6 @@ def _output_format(output_format: str | None, fmt: str | None, formats) -> str:
 def _emit(result, fmt: str, statistics: bool, output_file: str | None, ctx) -> None:
     import sys
 
-    from ..errors import MeshdiagError
     from ..lint import outputs
     from ..lint.outputs import statistics as stats
 
@@ -192,11 +255,11 @@ def _emit(result, fmt: str, statistics: bool, output_file: str | None, ctx) -> N
         render(sys.stdout)
         sys.stdout.flush()
         return
-    try:
-        with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
-            render(fh)
-    except OSError as e:
-        raise MeshdiagError(f"cannot write {output_file}: {e.strerror or e}") from None
+    from ..fileio import atomic_writer
+
+    # the old report stays whole until the new one is
+    with atomic_writer(output_file, "--output-file") as fh:
+        render(fh)
 
 
 def _version() -> str:

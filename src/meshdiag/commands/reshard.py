@@ -16,11 +16,17 @@ def register(app: typer.Typer) -> None:
         source: Annotated[str, typer.Argument(metavar="FROM", help="Sharding the tensor has.")],
         target: Annotated[str, typer.Argument(metavar="TO", help="Sharding it should get.")],
         shape: Annotated[
-            str, typer.Option("--shape", "-s", help="Global tensor shape: 16,32 or (4,8,128).")
+            str,
+            typer.Option(
+                "--shape", "-s", metavar="SHAPE", help="Global tensor shape: 16,32 or (4,8,128)."
+            ),
         ],
         mesh: MeshOpt = None,
         dtype: Annotated[
-            str, typer.Option("--dtype", help="Element type: f32, bf16, f16, s8, ... (f32).")
+            str,
+            typer.Option(
+                "--dtype", metavar="DTYPE", help="Element type: f32, bf16, f16, s8, ... (f32)."
+            ),
         ] = "f32",
         fmt: FormatOpt = "text",
     ) -> None:

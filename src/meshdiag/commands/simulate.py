@@ -15,12 +15,16 @@ def register(app: typer.Typer) -> None:
         mesh: MeshOpt = None,
         target: TargetOpt = None,
         shape: Annotated[
-            str, typer.Option("--shape", "-s", help="Source tensor shape, e.g. 1,7,32,32.")
+            str,
+            typer.Option(
+                "--shape", "-s", metavar="SHAPE", help="Source tensor shape, e.g. 1,7,32,32."
+            ),
         ] = "",
         mapper: Annotated[
             str,
             typer.Option(
                 "--mapper",
+                metavar="MAPPER",
                 help="replicate | shard:D | shard2d:R,C[@RxC] | placements:R,S1[@RxC] | any "
                 "GSPMD / Shardy / PartitionSpec sharding.",
             ),
@@ -29,19 +33,24 @@ def register(app: typer.Typer) -> None:
         era: Annotated[
             str,
             typer.Option(
-                "--ttnn-era", help="TTNN validation to reproduce: current, 2025-05, 2025-03, 2024."
+                "--ttnn-era",
+                metavar="[current|2025-05|2025-03|2024]",
+                help="TTNN validation to reproduce: current, 2025-05, 2025-03, 2024.",
             ),
         ] = "current",
         dest: Annotated[
             str,
             typer.Option(
-                "--dest", help="Destination specs: fresh | uniform:SHAPE | per-device:FILE."
+                "--dest",
+                metavar="DEST",
+                help="Destination specs: fresh | uniform:SHAPE | per-device:FILE.",
             ),
         ] = "fresh",
         write: Annotated[
             str,
             typer.Option(
                 "--write",
+                metavar="[by-reference|by-value]",
                 help="by-reference (destination specs become the written devices) | by-value "
                 "(destination keeps its specs: the PR #18833 bug).",
             ),
@@ -50,6 +59,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--compose",
+                metavar="COMPOSER",
                 help="Read-back composer: concat:D | concat2d:R,C[@RxC] | first | tiles "
                 "(default: the mapper's inverse).",
             ),
@@ -57,7 +67,9 @@ def register(app: typer.Typer) -> None:
         stale: Annotated[
             str,
             typer.Option(
-                "--stale", help="Initial buffer contents: sentinel (NaN) | previous (-1, -2, ...)."
+                "--stale",
+                metavar="[sentinel|previous]",
+                help="Initial buffer contents: sentinel (NaN) | previous (-1, -2, ...).",
             ),
         ] = "sentinel",
         symbolic: Annotated[

@@ -137,12 +137,15 @@ def _sdy_mesh_op(t: str) -> Mesh:
 
 def _dict_mesh(t: str) -> Mesh:
     """torch_xla `Mesh.__str__` (Python dict) or JSON `{"axes": ..., "device_ids": ...}`."""
+    from ..fileio import parse_nested
     from .pspec import parse_py_literal
 
     try:
-        data = json.loads(t)
+        data = parse_nested(json.loads, t, "the mesh")
     except ValueError:
-        data = parse_py_literal(t)  # torch_xla prints a Python dict (single quotes, tuples)
+        data = parse_nested(
+            parse_py_literal, t, "the mesh"
+        )  # torch_xla prints a Python dict (single quotes, tuples)
     if not isinstance(data, dict):
         raise MeshdiagError("a mesh object must be a mapping")
     return _mesh_from_mapping(data, "mesh")
@@ -157,15 +160,9 @@ def _mesh_from_mapping(data: dict, what: str) -> Mesh:
 
 
 def _mesh_file(path: str) -> Mesh:
-    """A `.toml`/`.json` mesh file: validated by the mesh model (`inputs/mesh_model.py`), so
-    an error names the file, the key and its line."""
-    if not os.path.isfile(path):
-        raise MeshdiagError(f"mesh file '{path}' does not exist")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(1 << 22)
-    except OSError as e:
-        raise MeshdiagError(f"cannot read mesh file '{path}': {e.strerror}") from None
+    """A `.toml`/`.json` mesh file (a regular file of at most 4 MiB): validated by the mesh
+    model (`inputs/mesh_model.py`), so an error names the file, the key and its line."""
+    from ..fileio import read_small
     from ..inputs.mesh_model import read_mesh_file
 
-    return read_mesh_file(path, raw)
+    return read_mesh_file(path, read_small(path, "mesh file", limit=1 << 22))

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import MeshdiagError, ParseError
-from ..limits import MAX_RANK, check_annotation_length
+from ..errors import LimitError, MeshdiagError, ParseError
+from ..limits import MAX_DIM, MAX_RANK, check_annotation_length
 
 #: per mesh axis: the tensor dim it shards, or None (replicate)
 Placements = tuple[int | None, ...]
@@ -101,6 +101,11 @@ def parse_shape(text: str, what: str = "shape") -> tuple[int, ...]:
                 f"a non-negative integer in the {what}", text, col, found=repr(stripped)
             )
         out.append(int(stripped))
+        if out[-1] >= MAX_DIM:
+            raise LimitError(
+                f"{what} dimension {stripped} is too large (limit {MAX_DIM - 1}): sizes and "
+                "offsets must fit 64-bit arithmetic"
+            )
         pos += len(part) + 1
     if len(out) > MAX_RANK:
         raise MeshdiagError(f"{what} has rank {len(out)}, more than the limit of {MAX_RANK}")
@@ -264,13 +269,15 @@ def parse_per_device_specs(
     JSON: `[[1,1,32,32], ..., null]` or `{"devices": [...]}`. TOML: `devices = [[1,1,32,32],
     ..., "none"]` (TOML has no null; the string "none" means no buffer on that device).
     """
+    from ..fileio import parse_nested
+
     try:
         if fmt == "json":
-            data = json.loads(text)
+            data = parse_nested(json.loads, text, name)
         else:
             import tomllib
 
-            data = tomllib.loads(text)
+            data = parse_nested(tomllib.loads, text, name)
     except (ValueError, UnicodeDecodeError) as e:
         raise MeshdiagError(f"{name}: not valid {fmt.upper()}: {e}") from None
     if isinstance(data, dict):

@@ -131,14 +131,16 @@ def read_mesh_file(path: str, raw: bytes):
     """The mesh in a `.toml`/`.json` file's bytes (a pyproject.toml: its [tool.meshdiag])."""
     is_json = path.lower().endswith(".json")
     kind = "JSON" if is_json else "TOML"
+    from ..fileio import parse_nested
+
     try:
         text = raw.decode("utf-8")
         if is_json:
-            data = json.loads(text)
+            data = parse_nested(json.loads, text, f"mesh file '{path}'")
         else:
             import tomllib
 
-            data = tomllib.loads(text)
+            data = parse_nested(tomllib.loads, text, f"mesh file '{path}'")
     except (ValueError, UnicodeDecodeError) as e:  # TOMLDecodeError is a ValueError
         raise MeshdiagError(f"mesh file '{path}' is not valid {kind}: {e}") from None
     if not isinstance(data, dict):

@@ -37,22 +37,43 @@ WALK_SKIPS = (*BINARY_EXT, ".ll")
 
 
 def expand_paths(paths: Iterable[str], skipped: list[str] | None = None) -> Iterator[str]:
-    """Files of each path: a file itself, a directory's files recursively in sorted order
-    (but `WALK_SKIPS`, which go to `skipped` when given), `-` for stdin. Missing paths are
-    passed through (scan_file reports them); a file named on its own is always read."""
+    """Files of each path: a file itself, a directory's regular files recursively in sorted
+    order (like os.walk: a directory's files, then each subdirectory's; symlinked
+    directories are not entered; FIFOs, sockets and devices are left out: reading one could
+    block forever; `WALK_SKIPS` go to `skipped` when given), `-` for stdin. Missing paths
+    are passed through (scan_path reports them); a file named on its own is always read.
+    Iterative: a tree thousands of levels deep needs no recursion."""
     for p in paths:
         if p != "-" and os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for f in sorted(files):
-                    path = os.path.join(root, f)
-                    if f.endswith(WALK_SKIPS):
-                        if skipped is not None:
-                            skipped.append(path)
-                        continue
-                    yield path
+            for path in _walk(p):
+                if path.endswith(WALK_SKIPS):
+                    if skipped is not None:
+                        skipped.append(path)
+                    continue
+                yield path
         else:
             yield p
+
+
+def _walk(top: str) -> Iterator[str]:
+    stack = [top]
+    while stack:
+        root = stack.pop()
+        try:
+            with os.scandir(root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable directory: os.walk skips it too
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(e.path)
+                elif e.is_file():
+                    yield e.path
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
 
 
 def scan_paths(paths: Iterable[str]) -> Iterator[FileReport]:

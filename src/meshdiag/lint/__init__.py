@@ -36,7 +36,9 @@ def lint_paths(
     if base is not None:
         findings, matched = base.filter(findings)
     cwd = os.getcwd()
-    return LintResult(findings, [display_path(f, cwd) for f in files], matched)
+    stdin = settings.stdin_filename
+    shown = [stdin if f == "-" and stdin else display_path(f, cwd) for f in files]
+    return LintResult(findings, shown, matched)
 
 
 __all__ = ["LintResult", "LintSettings", "lint_paths"]

@@ -62,11 +62,11 @@ def _read_text(path: str) -> str:
 
 
 def _read_toml(path: str) -> dict:
+    from ..fileio import parse_nested, read_text
+
+    text = read_text(path, "config")
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as e:
-        raise MeshdiagError(f"cannot read config {path}: {e.strerror or e}") from None
+        return parse_nested(tomllib.loads, text, f"config {path}")
     except tomllib.TOMLDecodeError as e:
         raise MeshdiagError(f"config {path} is not valid TOML: {e}") from None
 
@@ -111,8 +111,6 @@ def load_config(path: str) -> FileConfig:
 
     Validation (`inputs/config_model.py`, pydantic) names the file, the key and its line."""
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise MeshdiagError(f"config file {path} does not exist")
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
@@ -143,6 +141,7 @@ class CliOptions:
     isolated: bool = False
     collective_budget: str | None = None
     remat_min_bytes: str | None = None
+    stdin_filename: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +159,9 @@ class LintSettings:
     config_path: str | None = None
     collective_budget: int | None = None  # bytes per device per collective (MD201)
     remat_min_bytes: int = REMAT_MIN_BYTES  # MD202's smallest reported tensor
+    #: what a dump on stdin is called (reports, per-file ignores); None: `<stdin>`
+    stdin_filename: str | None = None
+
 
 
 def _parse_mesh(text: str, where: str):
@@ -250,4 +252,5 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
         config_path=config.path if config else None,
         collective_budget=budget,
         remat_min_bytes=remat,
+        stdin_filename=cli.stdin_filename,
     )

@@ -9,7 +9,6 @@ configuration, never mesh files.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -47,33 +46,52 @@ def _holds_mesh(doc: object) -> bool:
     return isinstance(doc, dict) and (isinstance(doc.get("mesh"), dict) or "axes" in doc)
 
 
-def read_mesh_file(path: str) -> MeshFile | None:
-    """The mesh a config file declares; None when the file holds no mesh (not ours)."""
+def read_mesh_file(path: str, name: str | None = None) -> MeshFile | None:
+    """The mesh a config file declares; None when the file holds no mesh (not ours).
+    `name` is what the file is called when `path` is a copy (a FIFO's, stdin's)."""
+    name = name or path
     try:
-        if os.path.getsize(path) > MAX_MESH_FILE_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_MESH_FILE_BYTES + 1)
     except OSError as e:
-        return MeshFile(path, None, 1, 1, f"cannot read {path}: {e.strerror or e}")
+        from ..fileio import describe_os_error
+
+        return MeshFile(path, None, 1, 1, f"cannot read {name}: {describe_os_error(e)}")
+    text = raw.decode("utf-8", errors="replace")
+    if len(raw) > MAX_MESH_FILE_BYTES:
+        if not _HINT_RE.search(text):
+            return None  # a big data file, not a mesh config
+        line, column = _declaration_line(text)
+        return MeshFile(
+            path,
+            None,
+            line,
+            column,
+            f"mesh file is over {MAX_MESH_FILE_BYTES} bytes, more than a mesh config holds; "
+            "not read",
+        )
     line, column = _declaration_line(text)
+    kind = "JSON" if name.endswith(".json") else "TOML"
     try:
-        doc = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
+        doc = json.loads(text) if name.endswith(".json") else tomllib.loads(text)
+    except RecursionError:
+        if not _HINT_RE.search(text):
+            return None
+        return MeshFile(path, None, line, column, f"mesh file is {kind} nested too deeply")
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
         if not _HINT_RE.search(text):
             return None  # a broken file that does not even look like a mesh is not ours
-        kind = "JSON" if path.endswith(".json") else "TOML"
         if isinstance(e, json.JSONDecodeError):
             line, column = e.lineno, e.colno
         return MeshFile(path, None, line, column, f"mesh file is not valid {kind}: {e}")
     if not _holds_mesh(doc):
         return None
-    from ..formats.meshtext import parse_mesh
+    from ..inputs.mesh_model import read_mesh_file as read_validated
 
-    try:
-        mesh = parse_mesh(path)
+    try:  # the bytes already read (a FIFO's or stdin's copy cannot be read twice)
+        mesh = read_validated(name, raw)
     except MeshdiagError as e:
-        where = getattr(e, "line", None) if getattr(e, "path", None) == path else None
+        where = getattr(e, "line", None) if getattr(e, "path", None) == name else None
         if where is not None:  # located by the mesh model: that key's line
             return MeshFile(path, None, where, 1, f"cannot parse the mesh: {e.detail}")
         return MeshFile(path, None, line, column, f"cannot parse the mesh: {e}")

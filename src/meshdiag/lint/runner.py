@@ -10,16 +10,23 @@ findings). The baseline and the exit threshold are applied by the caller over th
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import stat
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ..errors import MeshdiagError
+from ..fileio import describe_os_error
 from ..findings import Finding
 from .config import CONFIG_NAMES, LintSettings
 from .meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
 from .select import ignored_for
 from .suppress import apply_comments
+
+#: what the scanner reads to tell a binary file (`ir.scan.SNIFF`)
+SNIFF = 8192
 
 #: directories never descended into (version control, environments, caches)
 SKIP_DIRS = frozenset(
@@ -98,57 +105,94 @@ def _lintable(name: str) -> bool:
 
 def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
     """Files to lint: named files as they are, directories walked in sorted order (like
-    `inspect`'s walk, pruning VCS and environment directories), anything matching an
-    `exclude` glob dropped."""
+    `inspect`'s walk, pruning VCS and environment directories, leaving out FIFOs, sockets
+    and devices), anything matching an `exclude` glob dropped.
+
+    Finding nothing that could be read is an error (a gate that checked nothing must not
+    pass), which says which directory could not be read; a tree whose every file is
+    excluded by the user's globs is not (that was asked for)."""
     out: list[str] = []
     seen: set[str] = set()
+    unreadable: list[tuple[str, str]] = []
+    n_excluded = 0
 
     def excluded(p: str) -> bool:
         return any(g.matches(p) for g in settings.exclude)
 
     def add(p: str, key: str | None = None) -> None:
+        nonlocal n_excluded
         key = key or os.path.realpath(p)
-        if key not in seen and not excluded(p):
-            seen.add(key)
-            out.append(p)
+        if key in seen:
+            return
+        if excluded(p):
+            n_excluded += 1
+            return
+        seen.add(key)
+        out.append(p)
 
-    def walk(root: str, real_root: str) -> None:
-        """`root`'s files in sorted order, then its subdirectories' (like os.walk, which
+    def walk(top: str, real_top: str) -> None:
+        """`top`'s files in sorted order, then its subdirectories' (like os.walk, which
         does not descend into symlinked directories), from one scandir per directory: the
-        entries say what is a directory or a symlink without a syscall per file.
-        `real_root` is root's real path (a subdirectory's is its parent's plus its name:
-        symlinked directories are not entered)."""
-        try:
-            with os.scandir(root) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return  # unreadable directory: os.walk skips it too
-        real_prefix = real_root if real_root.endswith(os.sep) else real_root + os.sep
-        subdirs = []
-        for e in entries:
+        entries say what is a directory, a regular file or a symlink without a syscall per
+        file. A directory's real path is its parent's plus its name (symlinked directories
+        are not entered). Iterative: a tree thousands of levels deep needs no recursion."""
+        nonlocal n_excluded
+        stack = [(top, real_top)]
+        while stack:
+            root, real_root = stack.pop()
             try:
-                is_dir = e.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not e.is_symlink() and e.name not in SKIP_DIRS and not excluded(e.path):
-                    subdirs.append((e.path, real_prefix + e.name))
-            elif _lintable(e.name):
-                # a plain file's real path is its directory's plus its name
-                add(e.path, None if e.is_symlink() else real_prefix + e.name)
-        for d, real_d in subdirs:
-            walk(d, real_d)
+                with os.scandir(root) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as e:
+                unreadable.append((root, describe_os_error(e)))
+                continue
+            real_prefix = real_root if real_root.endswith(os.sep) else real_root + os.sep
+            subdirs = []
+            for e in entries:
+                try:
+                    is_dir = e.is_dir()
+                    is_file = not is_dir and e.is_file()  # FIFOs, sockets, devices: no
+                except OSError:
+                    is_dir = is_file = False
+                if is_dir:
+                    if e.is_symlink() or e.name in SKIP_DIRS:
+                        continue
+                    if excluded(e.path):
+                        n_excluded += 1
+                    else:
+                        subdirs.append((e.path, real_prefix + e.name))
+                elif is_file and _lintable(e.name):
+                    # a plain file's real path is its directory's plus its name
+                    add(e.path, None if e.is_symlink() else real_prefix + e.name)
+            stack.extend(reversed(subdirs))
 
     for p in paths:
         if p == "-":  # a dump on stdin
             add(p, p)
-        elif os.path.isdir(p):
+            continue
+        try:
+            is_dir = stat.S_ISDIR(os.stat(p).st_mode)
+        except OSError as e:
+            if e.errno == errno.ENOENT and not os.path.lexists(p):
+                raise MeshdiagError(f"{p}: no such file or directory") from None
+            if e.errno == errno.ENOENT:
+                raise MeshdiagError(f"{p}: broken symbolic link") from None
+            raise MeshdiagError(f"{p}: {describe_os_error(e)}") from None
+        if is_dir:
             walk(p, os.path.realpath(p))
-        elif os.path.exists(p):
-            add(p)
         else:
-            raise MeshdiagError(f"{p}: no such file or directory")
+            add(p)  # named files are read whatever they are (a FIFO is read once)
+    if not out and not n_excluded:
+        raise MeshdiagError(_nothing_to_lint(paths, unreadable))
     return out
+
+
+def _nothing_to_lint(paths: Sequence[str], unreadable: list) -> str:
+    if unreadable:
+        path, why = unreadable[0]
+        more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+        return f"nothing to lint: cannot read directory {path}: {why}{more}"
+    return f"nothing to lint: no dump or mesh files in {', '.join(paths)}"
 
 
 # -- one file --------------------------------------------------------------------------------
@@ -180,18 +224,44 @@ def _selection(all_codes, off: frozenset[str]) -> tuple[list[str], dict, frozens
 
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
     """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
-    and the settings, so it runs in worker processes. `-` is a dump on stdin: copied to a
-    temporary file first (in bounded chunks), so suppression comments can be read back."""
-    if path != "-":
-        return _lint_file(path, settings, display_path(path))
+    and the settings, so it runs in worker processes.
+
+    A file that can only be read once — `-` (stdin, called `--stdin-filename` if given), a
+    named FIFO, a `<(process substitution)` — is copied to a temporary file first (in
+    bounded chunks), so suppression comments can be read back without reading it again."""
+    if path == "-":
+        name = settings.stdin_filename
+        return _lint_once(sys.stdin.buffer, settings, name or STDIN, name or "-")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # the scan reports why it cannot be read
+    shown = display_path(path)
+    if stat.S_ISREG(mode):
+        return _lint_file(path, settings, shown)
+    if not stat.S_ISFIFO(mode):
+        raise MeshdiagError(f"{shown}: is a device or socket, not a dump file")
+    try:
+        with open(path, "rb") as stream:
+            return _lint_once(stream, settings, shown, path)
+    except OSError as e:
+        raise MeshdiagError(f"cannot read {shown}: {describe_os_error(e)}") from None
+
+
+def _lint_once(stream, settings: LintSettings, shown: str, name: str) -> list[Finding]:
+    """`lint_file` of a stream read once into a temporary file; `name` is what per-file
+    ignores and the mesh-file test see."""
     import shutil
-    import sys
     import tempfile
 
-    with tempfile.NamedTemporaryFile(prefix="meshdiag-stdin-", suffix=".txt") as tmp:
-        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+    suffix = os.path.splitext(name)[1] if name.endswith(MESH_SUFFIXES) else ".txt"
+    with tempfile.NamedTemporaryFile(prefix="meshdiag-stdin-", suffix=suffix) as tmp:
+        head = stream.read(SNIFF)
+        tmp.write(head)
+        if b"\0" not in head:  # binary input is skipped by the scan: no need for the rest
+            shutil.copyfileobj(stream, tmp, 1 << 20)
         tmp.flush()
-        return _lint_file(tmp.name, settings, STDIN, rules_path="-")
+        return _lint_file(tmp.name, settings, shown, rules_path=name)
 
 
 def _lint_file(
@@ -203,12 +273,13 @@ def _lint_file(
     from ..ir.model import FileReport
 
     rules_path = path if rules_path is None else rules_path
+    name = path if rules_path == "-" else rules_path  # what the file is called
     off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
     codes, checks, enabled = _selection(settings.codes, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
-    if path.endswith(MESH_SUFFIXES):  # configs, never IR
-        mf = read_mesh_file(path) if os.path.basename(path) not in CONFIG_NAMES else None
+    if name.endswith(MESH_SUFFIXES):  # configs, never IR
+        mf = read_mesh_file(path, shown) if os.path.basename(name) not in CONFIG_NAMES else None
         if mf is None:
             return []
         if mf.mesh is None:

@@ -22,9 +22,9 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import MeshdiagError
+from ..fileio import parse_nested, read_text, write_atomic
 from ..findings import Finding
 
 ALL = "ALL"
@@ -50,6 +50,9 @@ def _covers(codes: frozenset[str], code: str) -> bool:
 
 _MARKER = b"meshdiag"
 _BLOCK = 1 << 20
+#: bytes of context kept on each side of a marker: a comment's `//` or `#` and its code
+#: list must lie within this distance of the `meshdiag` keyword
+_WINDOW = 4096
 
 
 def _open_binary(path: str):
@@ -62,41 +65,53 @@ def _open_binary(path: str):
 def comment_lines(path: str, last_line: int) -> dict[int, frozenset[str]]:
     """Suppression comments on lines 1..last_line: {line: codes}.
 
-    Reads byte blocks and lets `bytes.find`/`bytes.count` look for the `meshdiag` marker and
-    count newlines (memory speed, like grep); only lines holding the marker are decoded.
-    Stops after `last_line`. An unreadable or truncated file yields what was read (the scan
-    has already reported it as MD001)."""
+    Streams byte blocks and lets `bytes.find`/`bytes.count` look for the `meshdiag` marker
+    and count newlines (memory speed, like grep); only a window of `_WINDOW` bytes either
+    side of a marker, within its line, is decoded and matched. Time is linear in the file
+    size and memory bounded by the block size whatever the line lengths (a 100 MB line is
+    never held whole). Stops after `last_line`. An unreadable or truncated file yields what
+    was read (the scan has already reported it as MD001)."""
     found: dict[int, frozenset[str]] = {}
-    line = 1  # number of the first line in `chunk`
-    carry = b""
+    line = 1  # number of the line `data` starts in
+    tail = b""  # the end of the previous block that later markers' windows may need
+    skip = 0  # markers in `tail` before this were handled
     try:
         with _open_binary(path) as fh:
             while line <= last_line:
                 block = fh.read(_BLOCK)
-                data = carry + block
-                if not block:  # the last line has no newline
-                    chunk, carry = data, b""
-                else:
-                    cut = data.rfind(b"\n") + 1
-                    chunk, carry = data[:cut], data[cut:]
-                pos = chunk.find(_MARKER)
+                eof = not block
+                data = tail + block
+                # markers with their whole forward window here (or at the end of the input)
+                limit = len(data) if eof else max(0, len(data) - _WINDOW)
+                number, counted = line, 0
+                pos = data.find(_MARKER, skip, limit + len(_MARKER) - 1)
                 while pos >= 0:
-                    start = chunk.rfind(b"\n", 0, pos) + 1
-                    end = chunk.find(b"\n", pos)
-                    end = len(chunk) if end < 0 else end
-                    number = line + chunk.count(b"\n", 0, start)
+                    number += data.count(b"\n", counted, pos)
+                    counted = pos
                     if number > last_line:
-                        break
-                    codes = parse_comment(chunk[start:end].decode("utf-8", "replace"))
-                    if codes is not None:
-                        found[number] = codes
-                    pos = chunk.find(_MARKER, end)
-                line += chunk.count(b"\n")
-                if not block:
+                        return found
+                    if number not in found:  # the first comment on a line counts
+                        codes = parse_comment(_window(data, pos))
+                        if codes is not None:
+                            found[number] = codes
+                    pos = data.find(_MARKER, pos + 1, limit + len(_MARKER) - 1)
+                if eof:
                     break
+                keep = max(0, limit - _WINDOW)  # the backward window of the next markers
+                line += data.count(b"\n", 0, keep)
+                tail, skip = data[keep:], limit - keep
     except (OSError, EOFError, zlib.error):
         pass
     return found
+
+
+def _window(data: bytes, pos: int) -> str:
+    """The text around the marker at `pos`: its line, at most `_WINDOW` bytes either side."""
+    low = max(0, pos - _WINDOW)
+    start = max(data.rfind(b"\n", low, pos) + 1, low)
+    stop = data.find(b"\n", pos, pos + _WINDOW)
+    stop = min(len(data), pos + _WINDOW) if stop < 0 else stop
+    return data[start:stop].decode("utf-8", "replace")
 
 
 def apply_comments(findings: list[Finding], path: str) -> tuple[list[Finding], int]:
@@ -188,18 +203,14 @@ def write_baseline(path: str, findings: Iterable[Finding]) -> int:
     findings = list(findings)
     base = os.path.dirname(os.path.abspath(path))
     doc = {"version": 1, "tool": "meshdiag", "findings": list(_entries(findings, base))}
-    try:
-        Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise MeshdiagError(f"cannot write baseline {path}: {e.strerror or e}") from None
+    write_atomic(path, json.dumps(doc, indent=2) + "\n", "baseline")  # the old one stays whole
     return len(findings)
 
 
 def load_baseline(path: str) -> Baseline:
+    text = read_text(path, "baseline")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise MeshdiagError(f"cannot read baseline {path}: {e.strerror or e}") from None
+        doc = parse_nested(json.loads, text, f"baseline {path}")
     except json.JSONDecodeError as e:
         raise MeshdiagError(
             f"baseline {path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}"

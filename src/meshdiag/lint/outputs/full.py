@@ -19,7 +19,8 @@ def write(result, stream, ctx) -> None:
         soft_wrap=True,  # keep each finding on one line in CI logs
         highlight=False,
         force_terminal=ctx.color,
-        no_color=ctx.color is False,
+        # None: rich honours NO_COLOR from the environment
+        no_color=True if ctx.color is False else None,
     )
     for path, group in groupby(result.findings, key=lambda f: f.path):
         console.print(Text(path or "<no file>", style="bold underline"))

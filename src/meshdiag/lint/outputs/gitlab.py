@@ -20,7 +20,8 @@ def write(result, stream, ctx) -> None:
         path = relative_uri(f.path, ctx.cwd)[0]
         base = f"{path}\0{fingerprint(f)}"
         seen[base] += 1  # GitLab needs a unique fingerprint per issue
-        digest = hashlib.sha256(f"{base}\0{seen[base]}".encode()).hexdigest()
+        key = f"{base}\0{seen[base]}".encode("utf-8", "surrogateescape")  # any file name
+        digest = hashlib.sha256(key).hexdigest()
         issues.append(
             {
                 "description": f"{f.code} {f.name}: {f.message}",

@@ -7,12 +7,20 @@ import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
 
-# characters XML 1.0 cannot carry at all (ElementTree would write them and break the file)
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# characters XML 1.0 cannot carry at all (ElementTree would write them and break the file),
+# and lone surrogates (a file name's bytes that are not UTF-8, as Python decodes them)
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _visible(c: str) -> str:
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # the byte a surrogate escape stands for
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _clean(text: str) -> str:
-    return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _INVALID_XML.sub(lambda m: _visible(m.group()), text)
 
 
 def write(result, stream, ctx) -> None:

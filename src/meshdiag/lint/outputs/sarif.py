@@ -75,7 +75,11 @@ def document(result, ctx) -> dict:
     for f in result.findings:
         uri, relative = relative_uri(f.path, ctx.cwd)
         if relative:  # a URI reference: spaces and the like percent-encoded
-            artifact = {"uri": quote(uri, safe="/"), "uriBaseId": "%SRCROOT%"}
+            # a file name that is not UTF-8 is percent-encoded as the bytes it is
+            artifact = {
+                "uri": quote(uri, safe="/", errors="surrogateescape"),
+                "uriBaseId": "%SRCROOT%",
+            }
         else:
             artifact = {"uri": _file_uri(uri)}
         region = {"startLine": f.line or 1, "startColumn": f.column or 1}
