@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..contentmemo import ContentMemo
 from ..inspect import gspmd_text, num_devices, own_text, value_layout
-from .grid import LayoutPicture
+from .grid import LEGEND, LayoutPicture
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -98,7 +98,9 @@ def module_summary(m: ModuleReport, *, mesh: Mesh | None, split: str) -> Iterato
                 pictures += 1
                 # the picture is a function of what the layout was computed from
                 key = ("picture", v.hlo, v.shape, n, split, g or text)
-                yield Cached(key, LayoutPicture, lay, g or text, max_cells=32, compact=True)
+                yield Cached(
+                    key, LayoutPicture, lay, g or text, max_cells=32, compact=True, legend=False
+                )
 
 
 #: layouts by (sharding identity, shape, device count, split): (sharding, layout or None)
@@ -251,6 +253,8 @@ def _file_head(item: Inspected) -> Text:
     head = Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
     if r.modules:  # the id space every mesh and layout below is shown in
         head.append(f"\n{ids_label(assignment_for(r.path))}", style="dim")
+    if any(m.values for m in r.modules):  # the pictures' key, once for the file
+        head.append(f"\n{LEGEND}", style="dim")
     return head
 
 
