@@ -11,6 +11,7 @@ COMMANDS = (
     "convert",
     "diff",
     "reshard",
+    "trace",
     "rule",
     "schema",
 )
