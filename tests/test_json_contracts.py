@@ -81,9 +81,24 @@ CASES = {
     ],
     "reshard": [
         ["reshard", "P('batch', None)", "P(None, 'batch')", "-s", "16,32", *MESH],
-        ["reshard", "P('batch', 'model')", "P(None, None)", "-s", "16,32", *MESH, "--dtype", "bf16"],
+        [
+            "reshard",
+            "P('batch', 'model')",
+            "P(None, None)",
+            "-s",
+            "16,32",
+            *MESH,
+            "--dtype",
+            "bf16",
+        ],
         ["reshard", "P('model', None)", "{devices=[4,2]<=[2,4]T(1,0)}", "-s", "8,8", *MESH],
         ["reshard", "P('model', None)", "P('model', None)", "-s", "8,8", *MESH],
+    ],
+    "trace": [
+        ["trace", FIX / "xla_dump" / "mlp2", "--value", "result:0"],
+        ["trace", FIX / "xla_dump" / "mlp2", "--value", "arg:1", "--all"],
+        ["trace", ROOT / "tests" / "data" / "trace_passes.mlir", "--value", "%arg0"],
+        ["trace", SEED / "distorted_mesh.mlir", "--value", "%0"],
     ],
 }
 

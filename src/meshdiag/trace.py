@@ -317,20 +317,22 @@ class Found:
 
 
 def _query_matches(stage: Stage, q: Query) -> list[Occurrence]:
+    """The values of a stage the user's --value names: an index first (the entry
+    function's), then the name, then the loc/op_name."""
     occs = stage.occurrences
-    if q.arg is not None and q.name is None:
-        return [o for o in occs if o.arg == q.arg]
-    if q.result is not None and q.name is None:
+    if q.arg is not None:
+        hits = [o for o in occs if o.arg == q.arg]
+        if hits or q.name is None:
+            return hits
+    if q.result is not None:
         f = _result(stage, q.result)
-        return [f.occ] if f.status == SHARDED and f.occ is not None else []
+        if f.status == SHARDED and f.occ is not None:
+            return [f.occ]
+        if q.name is None:
+            return []
     hits = [o for o in occs if q.name is not None and o.name == q.name]
     if not hits and q.loc is not None:
         hits = [o for o in occs if o.loc == q.loc]
-    if not hits and q.name is not None and q.arg is not None:
-        hits = [o for o in occs if o.arg == q.arg]
-    if not hits and q.name is not None and q.result is not None:
-        f = _result(stage, q.result)
-        hits = [f.occ] if f.status == SHARDED and f.occ is not None else []
     return hits
 
 
@@ -698,7 +700,7 @@ def _anchor(stages: list[Stage], q: Query) -> tuple[int, Occurrence] | None:
             lines = ", ".join(f"{o.name} line {o.line}" for o in hits[:6])
             raise MeshdiagError(
                 f"{s.path}: --value {q.text!r} fits {len(distinct)} values in stage "
-                f"{s.name} ({lines}); give arg:N, result:N or a loc/op_name"
+                f"{s.name} ({lines}); give another name, arg:N or result:N"
             )
     return None
 
