@@ -240,3 +240,80 @@ def test_lost_track_when_several_values_fit(capsys, tmp_path):
 def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
     code, out, err = trace(capsys, *args)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+# -- stage order ---------------------------------------------------------------------------
+
+
+def test_tt_xla_stage_files_are_in_stage_order_then_timestamp():
+    from meshdiag.trace_stages import classify, order_stages
+
+    names = [
+        "ttir_resnet_1700000004.mlir",
+        "shlo_compiler_cleaned_resnet_1700000003.mlir",
+        "shlo_resnet_1700000001.mlir",
+        "vhlo_resnet_1700000000.mlir",
+        "shlo_compiler_resnet_1700000002.mlir",
+        "shlo_resnet_1700000009.mlir",  # a second compile of the same stage: after the first
+    ]
+    files = [classify(f"/d/irs/{n}", "/d") for n in names]
+    (ordered,) = order_stages([f for f in files if f is not None]).values()
+    assert [f.path.rsplit("/", 1)[1] for f in ordered] == [
+        "vhlo_resnet_1700000000.mlir",
+        "shlo_resnet_1700000001.mlir",
+        "shlo_resnet_1700000009.mlir",
+        "shlo_compiler_resnet_1700000002.mlir",
+        "shlo_compiler_cleaned_resnet_1700000003.mlir",
+        "ttir_resnet_1700000004.mlir",
+    ]
+
+
+def test_side_files_of_an_xla_dump_are_not_stages():
+    from meshdiag.trace_stages import classify
+
+    base = "/d/module_0001.jit_f"
+    for side in (
+        ".cpu_after_optimizations-buffer-assignment.txt",
+        ".cpu_after_optimizations-memory-usage-report.txt",
+        ".debug_options",
+        ".ir-no-opt.ll",
+    ):
+        assert classify(base + side, "/d") is None
+    assert classify("/d/module_0001.jit_f/compile_options.textproto", "/d") is None
+    st = classify(base + ".cpu_after_optimizations.txt", "/d")
+    assert st is not None and st.program == "module_0001.jit_f"
+
+
+TT_XLA_SHLO = """module @SyncTensorsGraph.6 attributes {mhlo.num_partitions = 8 : i32} {
+  func.func @main(%arg0: tensor<32x32xf32> {mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"} loc("p0.1")) -> tensor<32x32xf32> {
+    return %arg0 : tensor<32x32xf32>
+  }
+}
+"""
+TT_XLA_SET_MESH = """module @SyncTensorsGraph.6 attributes {mhlo.num_partitions = 8 : i32} {
+  sdy.mesh @mesh = <["_axis_0"=4, "_axis_1"=2]>
+  func.func @main(%arg0: tensor<32x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"_axis_0"}]>} loc("p0.1")) -> tensor<32x32xf32> {
+    return %arg0 : tensor<32x32xf32>
+  }
+}
+"""
+
+
+def test_tt_xla_irs_show_the_distorted_mesh_stage(capsys, tmp_path):
+    """The seed bug as tt-xla's stage files show it: the sharding P(None, 'model') on
+    batch=2,model=4 becomes, at shlo_set_mesh_attr, the same tiling on another device order."""
+    irs = tmp_path / "irs"
+    irs.mkdir()
+    (irs / "shlo_set_mesh_attr_g_1700000002.mlir").write_text(TT_XLA_SET_MESH)
+    (irs / "shlo_g_1700000001.mlir").write_text(TT_XLA_SHLO)
+    doc = trace_json(capsys, irs, "--value", "p0.1")
+    assert [s["stage"] for s in doc["stages"]] == [
+        "shlo_g_1700000001.mlir",
+        "shlo_set_mesh_attr_g_1700000002.mlir",
+    ]
+    changed = doc["stages"][1]
+    assert doc["first_change"] == 1 and "device order (same tiling)" in changed["how"]
+    assert changed["gspmd"] == "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"
+    assert doc["stages"][0]["slices"] == jax_slices(
+        (2, 4), ("batch", "model"), (None, "model"), (32, 32)
+    )
