@@ -317,3 +317,34 @@ def test_tt_xla_irs_show_the_distorted_mesh_stage(capsys, tmp_path):
     assert doc["stages"][0]["slices"] == jax_slices(
         (2, 4), ("batch", "model"), (None, "model"), (32, 32)
     )
+
+
+HLO_PASS = """HloModule jit_f, entry_computation_layout={{(f32[8,16]{{1,0}})->(f32[8,16]{{1,0}}, f32[8,16]{{1,0}})}}, num_partitions=8
+
+ENTRY %main.{n} (x.{n}: f32[8,16]) -> (f32[8,16], f32[8,16]) {{
+  %x.{n} = f32[8,16]{{1,0}} parameter(0), sharding={{devices=[8,1]<=[8]}}, metadata={{op_name="x"}}
+  %negate.{n} = f32[8,16]{{1,0}} negate(%x.{n}){neg}, metadata={{op_name="jit(f)/neg"}}
+  ROOT %tuple.{n} = (f32[8,16]{{1,0}}, f32[8,16]{{1,0}}) tuple(%x.{n}, %negate.{n}), sharding={{{{devices=[8,1]<=[8]}}, {out1}}}
+}}
+"""
+
+
+def test_results_of_a_tuple_root_and_renamed_hlo_ops(capsys, tmp_path):
+    stages = [
+        ("0000.p.after_a.before_b", dict(n=1, neg="", out1="{replicated}")),
+        (
+            "0001.p.after_b.before_c",
+            dict(n=0, neg=", sharding={devices=[1,8]<=[8]}", out1="{devices=[1,8]<=[8]}"),
+        ),
+    ]
+    for name, fill in stages:
+        (tmp_path / f"module_0000.jit_f.{name}.txt").write_text(HLO_PASS.format(**fill))
+    doc = trace_json(capsys, tmp_path, "--value", "result:1")
+    assert [s["status"] for s in doc["stages"]] == ["sharded", "sharded"]
+    assert doc["stages"][0]["gspmd"] == "{replicated}"
+    assert doc["first_change"] == 1 and doc["stages"][1]["how"].startswith("replicated→tiled")
+    assert doc["stages"][1]["slices"] == jax_slices((8,), ("i",), (None, "i"), (8, 16))
+    # the op is named %negate.1 first and %negate.0 after: followed by its op_name
+    doc = trace_json(capsys, tmp_path, "--value", "%negate.1")
+    assert [s["status"] for s in doc["stages"]] == ["unsharded", "sharded"]
+    assert doc["stages"][1]["name"] == "%negate.0"

@@ -354,6 +354,14 @@ def _result(stage: Stage, n: int) -> Found:
         if has_root:
             return Found(UNSHARDED, how="the ROOT has no sharding")
         return Found(LOST, how="no ENTRY ROOT")
+    split = [o for o in roots if re.search(r"#\d+$", o.name)]
+    if split:  # the scanner gives each element of a tuple ROOT as `%tuple.0#k`
+        el = [o for o in split if o.name.endswith(f"#{n}")]
+        if not el:
+            return Found(LOST, how=f"the ROOT tuple has {len(split)} elements")
+        o = el[0]
+        text = _print(o.value.hlo) if o.value.hlo is not None else o.written[0]
+        return Found(SHARDED, o, o.value.hlo, (text,), f"result {n} (ROOT tuple element)")
     o = roots[0]
     h = o.value.hlo
     is_tuple_root = " tuple(" in stage.text_at(o.line)
@@ -367,6 +375,15 @@ def _result(stage: Stage, n: int) -> Found:
     if n == 0 and not is_tuple_root:
         return Found(SHARDED, o, h, o.written, "result 0 (ROOT)")
     return Found(LOST, how=f"the ROOT is not a tuple with element {n}")
+
+
+def _print(h: HloSharding) -> str:
+    from .formats.gspmd import print_gspmd
+
+    try:
+        return print_gspmd(h)
+    except MeshdiagError:
+        return "?"
 
 
 def _has_unannotated(stage: Stage, ident: Identity) -> str | None:
@@ -471,6 +488,10 @@ class Trace:
     @property
     def first_change(self) -> StageTrace | None:
         return next((s for s in self.stages if s.change == CHANGED), None)
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
 
 
 def _mesh_text(st: StageTrace, mesh: Mesh | None) -> str | None:
@@ -614,7 +635,7 @@ def _compare(prev: StageTrace, cur: StageTrace) -> None:
         return
     if prev.shape is not None and cur.shape is not None and prev.shape != cur.shape:
         cur.change = CHANGED
-        cur.how = f"shape {'x'.join(map(str, prev.shape))}→{'x'.join(map(str, cur.shape))}"
+        cur.how = f"shape {_dims(prev.shape)}→{_dims(cur.shape)}"
         return
     la, lb = prev.layout, cur.layout
     note = ""
@@ -778,9 +799,9 @@ def trace_program(
         else:
             _compare(prev, st)
         if st.local_shape is not None:
-            per = "x".join(map(str, st.local_shape))
+            per = _dims(st.local_shape)
             if st.shape is not None:
-                whole = "x".join(map(str, st.shape))
+                whole = _dims(st.shape)
                 extra = f"per-device shape {per} after SPMD partitioning (a tile of {whole})"
             else:
                 extra = f"per-device shape {per} after SPMD partitioning"
