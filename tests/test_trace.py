@@ -348,3 +348,38 @@ def test_results_of_a_tuple_root_and_renamed_hlo_ops(capsys, tmp_path):
     doc = trace_json(capsys, tmp_path, "--value", "%negate.1")
     assert [s["status"] for s in doc["stages"]] == ["unsharded", "sharded"]
     assert doc["stages"][1]["name"] == "%negate.0"
+
+
+def _mutations(data: bytes, seed: int) -> bytes:
+    import random
+
+    rng = random.Random(seed)
+    kind = seed % 4
+    if kind == 0:
+        return data[: rng.randrange(1, len(data))]
+    b = bytearray(data)
+    for _ in range(rng.randrange(1, 12)):
+        at = rng.randrange(len(b))
+        if kind == 1:
+            b[at] = rng.randrange(256)
+        elif kind == 2:
+            b[at:at] = rng.choice([b"{", b"}", b"(", b")", b"<", b">", b'"', b"loc(#loc", b"\n"])
+        else:
+            b[at : at + rng.randrange(1, 40)] = b""
+    return bytes(b)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_mutated_pass_dumps_never_crash(capsys, tmp_path, seed):
+    """Broken dumps give a trace or a one-line error, never an internal error."""
+    data = PASSES.read_bytes()
+    path = tmp_path / "m.mlir"
+    path.write_bytes(_mutations(data, seed))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.mlir").write_bytes(_mutations(data, seed + 100))
+    (tmp_path / "dir" / "b.mlir").write_bytes(data)
+    for target in (path, tmp_path / "dir"):
+        for value in ("arg:2", "result:0", 'loc("dot.3")', "%1", "add.5"):
+            code, _, err = trace(capsys, target, "--value", value, "--format", "json")
+            assert code in (0, 2), err
+            assert "internal error" not in err and err.count("\n") <= 1, err

@@ -224,12 +224,13 @@ def _occurrences(stage: Stage) -> list[Occurrence]:
 
 
 def _stages_of_file(path: str, label: str | None, start: int) -> list[Stage]:
-    """One stage per module (pass-dump section) of one file."""
+    """One stage per module (pass-dump section) of one file. A file named on its own that
+    holds no module is an error; in a directory (`label` given) it is no stage."""
     from .ir.scan import scan_path
 
     rep = scan_path(path)
     errors = [f for f in rep.findings if f.code == "MD001"]
-    if errors and not rep.modules:
+    if errors and not rep.modules and label is None:
         f = errors[0]
         raise MeshdiagError(f"{f.path}:{f.line or 1}: {f.message}")
     if rep.skipped or not rep.modules:
@@ -336,9 +337,54 @@ def _query_matches(stage: Stage, q: Query) -> list[Occurrence]:
     return hits
 
 
+def _count_top_level(text: str) -> int:
+    """How many comma-separated items a parenthesised list at the start of `text` holds
+    (1 when it is not parenthesised)."""
+    if not text.startswith("("):
+        return 1
+    depth, items, seen = 0, 1, False
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+            if depth == 0:
+                return items if seen else 0
+        elif ch == "," and depth == 1:
+            items += 1
+        elif depth >= 1 and not ch.isspace():
+            seen = True
+    return items
+
+
+def _result_count(stage: Stage) -> int | None:
+    """How many results the entry function (HLO: its ROOT) has; None when unknown."""
+    if stage.entry is None:
+        return None
+    lo, hi = stage.entry
+    if stage.module.dialect == "hlo":
+        for i in range(lo, hi + 1):
+            t = stage.text_at(i).lstrip()
+            if t.startswith("ROOT "):
+                eq = t.find("= ")
+                return _count_top_level(t[eq + 2 :]) if eq >= 0 else None
+        return None
+    for i in range(lo, min(hi, lo + 20) + 1):  # the signature, maybe over several lines
+        t = stage.text_at(i)
+        at = t.find(") -> ")
+        if at >= 0:
+            return _count_top_level(t[at + 5 :])
+        if t.rstrip().endswith("{") and i > lo:
+            break
+    return None
+
+
 def _result(stage: Stage, n: int) -> Found:
     """Result `n` of the stage's entry: an MLIR `result#n`, or the HLO ROOT (element `n` of a
     tuple ROOT)."""
+    count = _result_count(stage)
+    if count is not None and n >= count:
+        return Found(LOST, how=f"lost track: the entry has {count} result(s)")
     mlir = [o for o in stage.occurrences if o.result == n]
     if mlir:
         o = mlir[0]
