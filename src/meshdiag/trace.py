@@ -500,7 +500,12 @@ def find(stage: Stage, ident: Identity) -> Found:
     why = _has_unannotated(stage, ident)
     if why is not None:
         return Found(UNSHARDED, how=why)
-    return Found(LOST, how=f"lost track: no value with {ident.describe()}")
+    note = ""
+    if ident.arg is None and ident.result is None and ident.loc is not None:
+        mark = "op_name=" if stage.module.dialect == "hlo" else "loc("
+        if not any(mark in t for t in stage.lines):
+            note = " (the stage prints no locations)"
+    return Found(LOST, how=f"lost track: no value with {ident.describe()}{note}")
 
 
 # -- comparing consecutive stages ---------------------------------------------------------
