@@ -552,8 +552,6 @@ def _mesh_text(st: StageTrace, mesh: Mesh | None) -> str | None:
     if o is None:
         return None
     vm = value_mesh(o.value, st.stage.module, mesh)
-    if vm is None and o.value.sharding is not None:
-        return None
     return None if vm is None else vm.short()
 
 
@@ -598,8 +596,9 @@ def _axes_of(s) -> dict[str, int] | None:
     return out
 
 
-def describe_change(a: StageTrace, b: StageTrace) -> str:
-    """How the sharding changed from `a` to `b`, in words (slices already differ)."""
+def describe_change(a: StageTrace, b: StageTrace, verdict: str) -> str:
+    """How the sharding changed from `a` to `b`, in words, given the slices' verdict
+    (`permuted` or `different`)."""
     ha, hb = a.found.hlo, b.found.hlo
     parts: list[str] = []
     if ha is not None and hb is not None:
@@ -618,30 +617,17 @@ def describe_change(a: StageTrace, b: StageTrace) -> str:
                         if x != y
                     ]
                     parts.extend(dims or [f"tiles {ta}→{tb}"])
-            elif b.differing and a.layout is not None and b.layout is not None:
-                same_set = sorted(map(_key, _slices(a.layout))) == sorted(
-                    map(_key, _slices(b.layout))
+            elif verdict == "permuted":
+                parts.append("device order (same tiling)")
+            else:
+                parts.append("device assignment")
+            if ha.replicate_on_last != hb.replicate_on_last:
+                parts.append(
+                    "now partially replicated" if hb.replicate_on_last else "no longer replicated"
                 )
-                parts.append("device order (same tiling)" if same_set else "device assignment")
-            ra, rb = ha.replicate_on_last, hb.replicate_on_last
-            if ra != rb:
-                parts.append("now partially replicated" if rb else "no longer replicated")
     if a.mesh and b.mesh and a.mesh != b.mesh:
         parts.append(f"mesh <{a.mesh}>→<{b.mesh}>")
     return "; ".join(parts)
-
-
-def _slices(lay: Layout) -> list:
-    return [
-        tuple(zip(lay.starts[d].tolist(), lay.stops[d].tolist(), strict=True))
-        if lay.present[d]
-        else None
-        for d in range(lay.num_devices)
-    ]
-
-
-def _key(x) -> str:
-    return repr(x)
 
 
 def _axis_moves(a: StageTrace, b: StageTrace) -> list[str]:
@@ -723,10 +709,7 @@ def _compare(prev: StageTrace, cur: StageTrace) -> None:
         cur.how = "; ".join(how + ([note] if note else []))
         return
     cur.change = CHANGED
-    tmp_a = StageTrace(prev.stage, prev.found, prev.gspmd, prev.mesh, layout=la)
-    tmp_b = StageTrace(cur.stage, cur.found, cur.gspmd, cur.mesh, layout=lb)
-    tmp_b.differing = diff.differing
-    how = describe_change(tmp_a, tmp_b) or diff.verdict
+    how = describe_change(prev, cur, diff.verdict) or diff.verdict
     if diff.note:
         how += f" ({diff.note})"
     n = len(diff.differing)
