@@ -383,3 +383,11 @@ def test_mutated_pass_dumps_never_crash(capsys, tmp_path, seed):
             code, _, err = trace(capsys, target, "--value", value, "--format", "json")
             assert code in (0, 2), err
             assert "internal error" not in err and err.count("\n") <= 1, err
+
+
+def test_module_picks_one_program_by_its_exact_name_first(capsys):
+    split = ROOT / "fixtures" / "jax" / "split.mlir"
+    doc = trace_json(capsys, split, "--value", "%arg0", "--module", "jit_mlp")
+    assert doc["program"] == "jit_mlp"  # not also jit_mlp2
+    code, _, err = trace(capsys, split, "--value", "%arg0", "--module", "mlp")
+    assert code == 2 and "(jit_mlp, jit_mlp2); pick one with --module" in err

@@ -874,7 +874,10 @@ def trace_path(
     q = parse_query(value)
     programs = program_stages(path)
     if module is not None:
-        picked = {k: v for k, v in programs.items() if module in k}
+        # an exact name (or the name after module_NNNN.) wins over a part of one
+        picked = {k: v for k, v in programs.items() if module in (k, k.split(".", 1)[-1])}
+        if not picked:
+            picked = {k: v for k, v in programs.items() if module in k}
         if not picked:
             raise MeshdiagError(
                 f"{path}: no program matches --module {module!r}; programs: "

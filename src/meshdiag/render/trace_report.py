@@ -84,7 +84,8 @@ def trace_text(t: Trace, *, all_stages: bool = False, width: int = 100) -> list[
     anchor = t.stages[t.anchor]
     lines = [
         f"trace of {t.query.text} in {t.path}",
-        f"program {t.program}: {len(t.stages)} stages in pass order; followed by "
+        f"program {t.program}: {len(t.stages)} stage{'' if len(t.stages) == 1 else 's'} in pass "
+        "order; followed by "
         f"{t.identity.describe()} (found as {_where(anchor) or t.query.text} in stage "
         f"{t.anchor})",
     ]
