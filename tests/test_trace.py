@@ -391,3 +391,59 @@ def test_module_picks_one_program_by_its_exact_name_first(capsys):
     assert doc["program"] == "jit_mlp"  # not also jit_mlp2
     code, _, err = trace(capsys, split, "--value", "%arg0", "--module", "mlp")
     assert code == 2 and "(jit_mlp, jit_mlp2); pick one with --module" in err
+
+
+def _random_spec(rng, axes, rank):
+    """A random PartitionSpec over `axes` for a tensor of `rank`: each axis on one dim or none."""
+    dims: list[list[str]] = [[] for _ in range(rank)]
+    for a in rng.sample(axes, len(axes)):
+        d = rng.randrange(rank + 1)
+        if d < rank:
+            dims[d].append(a)
+    return [tuple(d) if len(d) > 1 else (d[0] if d else None) for d in dims]
+
+
+def _sdy(spec) -> str:
+    def dim(e):
+        if e is None:
+            return "{}"
+        names = e if isinstance(e, tuple) else (e,)
+        return "{" + ", ".join(f'"{n}"' for n in names) + "}"
+
+    return "[" + ", ".join(dim(e) for e in spec) + "]"
+
+
+SECTION = """// -----// IR Dump {when} P (p) ('builtin.module' operation: @m) //----- //
+module @m attributes {{mhlo.num_partitions = 8 : i32}} {{
+  sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
+  func.func @main(%arg0: tensor<8x16xf32> {{sdy.sharding = #sdy.sharding<@mesh, {spec}>}}) -> tensor<8x16xf32> {{
+    return %arg0 : tensor<8x16xf32>
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_changed_exactly_when_jax_places_the_data_differently(capsys, tmp_path, seed):
+    """Two sections with random specs: `changed` iff JAX's devices_indices_map differs;
+    `device order` iff JAX gives the same set of slices on other devices."""
+    import random
+
+    rng = random.Random(seed)
+    axes = ["x", "y", "z"]
+    a, b = _random_spec(rng, axes, 2), _random_spec(rng, axes, 2)
+    if seed % 5 == 0:
+        b = list(a)  # some pairs are the same spec
+    path = tmp_path / "p.mlir"
+    path.write_text(
+        SECTION.format(when="Before", spec=_sdy(a)) + SECTION.format(when="After", spec=_sdy(b))
+    )
+    doc = trace_json(capsys, path, "--value", "arg:0")
+    ja = jax_slices((2, 2, 2), tuple(axes), a, (8, 16))
+    jb = jax_slices((2, 2, 2), tuple(axes), b, (8, 16))
+    assert doc["stages"][0]["slices"] == ja and doc["stages"][1]["slices"] == jb
+    second = doc["stages"][1]
+    assert (second["change"] == "changed") == (ja != jb), (a, b, second["how"])
+    permuted = ja != jb and sorted(map(str, ja)) == sorted(map(str, jb))
+    assert ("device order" in second["how"]) == permuted, (a, b, second["how"])
+    assert second["differing_devices"] == [d for d in range(8) if ja[d] != jb[d]]
