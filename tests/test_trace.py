@@ -447,3 +447,23 @@ def test_changed_exactly_when_jax_places_the_data_differently(capsys, tmp_path, 
     permuted = ja != jb and sorted(map(str, ja)) == sorted(map(str, jb))
     assert ("device order" in second["how"]) == permuted, (a, b, second["how"])
     assert second["differing_devices"] == [d for d in range(8) if ja[d] != jb[d]]
+
+
+def test_a_tt_xla_debug_log_names_its_stages(capsys, tmp_path):
+    """LOGGER_LEVEL=DEBUG prints each stage's module after `MLIR Module <stage>:`."""
+    end = "------------------ END OF MLIR MODULE ------------------\n"
+    log = tmp_path / "run.log"
+    log.write_text(
+        "2025-01-01 12:00:00.000 | DEBUG | compiling\nMLIR Module shlo:\n"
+        + TT_XLA_SHLO
+        + end
+        + "2025-01-01 12:00:01.000 | DEBUG | next\nMLIR Module shlo_set_mesh_attr:\n"
+        + TT_XLA_SET_MESH
+        + end
+    )
+    doc = trace_json(capsys, log, "--value", "arg:0")
+    assert [s["stage"] for s in doc["stages"]] == [
+        "MLIR Module shlo",
+        "MLIR Module shlo_set_mesh_attr",
+    ]
+    assert doc["first_change"] == 1 and "device order" in doc["stages"][1]["how"]

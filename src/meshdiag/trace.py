@@ -223,6 +223,18 @@ def _occurrences(stage: Stage) -> list[Occurrence]:
     return out
 
 
+_LOGGED = re.compile(r"MLIR Module ([\w.-]+):\s*$")
+
+
+def _logged_stage(text: list[str], line: int, floor: int) -> str | None:
+    """tt-xla's debug log prints each stage's module after `MLIR Module <stage>:`: the
+    stage a module at `line` was printed for (looked for in the few lines above it)."""
+    for i in range(line - 2, max(floor, line - 4) - 1, -1):
+        if 0 <= i < len(text) and (m := _LOGGED.search(text[i])):
+            return f"MLIR Module {m.group(1)}"
+    return None
+
+
 def _stages_of_file(path: str, label: str | None, start: int) -> list[Stage]:
     """One stage per module (pass-dump section) of one file. A file named on its own that
     holds no module is an error; in a directory (`label` given) it is no stage."""
@@ -243,8 +255,9 @@ def _stages_of_file(path: str, label: str | None, start: int) -> list[Stage]:
         hi = starts[k + 1] - 1 if k + 1 < len(starts) else len(text)
         lines = text[lo - 1 : hi]
         aliases = {am.group(1): am.group(2) for t in lines if (am := _LOC_ALIAS.match(t))}
+        logged = _logged_stage(text, lo, starts[k - 1] if k else 0)
         if label is None:
-            name = m.section or (m.name or "<module>")
+            name = m.section or logged or (m.name or "<module>")
         elif len(rep.modules) > 1:
             name = f"{label} [{m.section or m.name or f'line {m.line}'}]"
         else:
