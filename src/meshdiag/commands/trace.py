@@ -17,15 +17,14 @@ def register(app: typer.Typer) -> None:
         path: Annotated[
             str,
             typer.Argument(
-                help="An --xla_dump_to directory, a Shardy or tt-xla stage directory, or an "
-                "MLIR file of IR Dump Before/After sections."
+                help="An --xla_dump_to directory, a Shardy or tt-xla stage directory, an MLIR "
+                "file of IR Dump Before/After sections, or a tt-xla debug log."
             ),
         ],
         value: Annotated[
             str,
             typer.Option(
                 "--value",
-                "-v",
                 help="The value: a name inspect prints (%arg0, result#0, %param.1), an HLO "
                 "instruction name, a loc(...) or op_name, arg:N or result:N.",
             ),
