@@ -90,6 +90,12 @@ CASES = {
         ["reshard", "P('model', None)", "{devices=[4,2]<=[2,4]T(1,0)}", "-s", "8,8", *MESH],
         ["reshard", "P('model', None)", "P('model', None)", "-s", "8,8", *MESH],
     ],
+    "trace": [
+        ["trace", FIX / "xla_dump" / "mlp2", "--value", "result:0"],
+        ["trace", FIX / "xla_dump" / "mlp2", "--value", "arg:1", "--all"],
+        ["trace", ROOT / "tests" / "data" / "trace_passes.mlir", "--value", "%arg0"],
+        ["trace", SEED / "distorted_mesh.mlir", "--value", "%0"],
+    ],
 }
 
 

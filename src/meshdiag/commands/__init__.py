@@ -14,6 +14,7 @@ COMMANDS = {
     "convert": "convert",
     "diff": "diff",
     "reshard": "reshard",
+    "trace": "trace",
     "rule": "rule",
     "schema": "schema",
 }
