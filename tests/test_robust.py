@@ -750,7 +750,7 @@ def test_short_help_and_shell_completion():
 def test_help_lists_allowed_values():
     text = b" ".join(
         meshdiag(c, "-h").stdout
-        for c in ("lint", "layout", "simulate-copy", "convert", "comms", "diff", "reshard")
+        for c in ("lint", "layout", "simulate-copy", "convert", "comms", "diff", "reshard", "trace")
     )
     assert b"<str>" not in text and b"<int>" not in text
     for choices in (

@@ -25,13 +25,18 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--value",
+                metavar="NAME",
                 help="The value: a name inspect prints (%arg0, result#0, %param.1), an HLO "
                 "instruction name, a loc(...) or op_name, arg:N or result:N.",
             ),
         ],
         module: Annotated[
             str | None,
-            typer.Option("--module", help="The program to trace, when the dump holds several."),
+            typer.Option(
+                "--module",
+                metavar="MODULE",
+                help="The program to trace, when the dump holds several.",
+            ),
         ] = None,
         all_stages: Annotated[
             bool,
