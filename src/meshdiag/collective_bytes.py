@@ -1,8 +1,8 @@
 """Bytes each device moves in one collective: the ring (nccl-tests bus bandwidth) factors.
 
-One small module on purpose: every command that prices a collective (`reshard` today, a
-dump's collective inventory later) takes its formulas from here, so there is one definition
-to agree on. `n` is the group size (devices per replica group); buffers are per device.
+One small module on purpose: every command that prices a collective (`reshard`, `comms`
+and its lint checks) takes its formulas and element sizes from here, so there is one
+definition to agree on. `n` is the group size (devices per replica group); buffers are per device.
 
 | kind               | bytes per device                    | reference buffer                 |
 | ------------------ | ----------------------------------- | -------------------------------- |
@@ -16,6 +16,9 @@ to agree on. `n` is the group size (devices per replica group); buffers are per 
 
 from __future__ import annotations
 
+import math
+import re
+
 from .errors import MeshdiagError
 
 KINDS = (
@@ -27,30 +30,56 @@ KINDS = (
     "all-slice",
 )
 
-#: bytes per element, by the names HLO, MLIR and numpy/JAX give a dtype
-_DTYPE_BYTES: dict[str, int] = {}
-for _names, _size in (
-    (("pred", "i1", "bool", "s8", "i8", "int8", "u8", "ui8", "uint8"), 1),
-    (("f8e4m3fn", "f8e5m2", "f8e4m3", "f8e4m3b11fnuz", "f8e5m2fnuz", "f8e4m3fnuz"), 1),
-    (("float8_e4m3fn", "float8_e5m2"), 1),
-    (("s16", "i16", "int16", "u16", "ui16", "uint16", "f16", "float16", "half"), 2),
-    (("bf16", "bfloat16"), 2),
-    (("s32", "i32", "int32", "u32", "ui32", "uint32", "f32", "float32", "float"), 4),
-    (("s64", "i64", "int64", "u64", "ui64", "uint64", "f64", "float64", "double"), 8),
-    (("c64", "complex64"), 8),
-    (("c128", "complex128"), 16),
+#: bits per element, by the names HLO, MLIR and numpy/JAX give a dtype
+_BITS: dict[str, int] = {"token": 0, "index": 64, "s2": 2, "u2": 2, "s4": 4, "u4": 4}
+for _names, _bits in (
+    (("pred", "i1", "bool", "s8", "i8", "int8", "u8", "ui8", "uint8"), 8),
+    (("float8_e4m3fn", "float8_e5m2"), 8),
+    (("s16", "i16", "int16", "u16", "ui16", "uint16", "f16", "float16", "half"), 16),
+    (("bf16", "bfloat16"), 16),
+    (("s32", "i32", "int32", "u32", "ui32", "uint32", "f32", "float32", "float", "tf32"), 32),
+    (("s64", "i64", "int64", "u64", "ui64", "uint64", "f64", "float64", "double"), 64),
+    (("c64", "complex64"), 64),
+    (("c128", "complex128"), 128),
 ):
     for _n in _names:
-        _DTYPE_BYTES[_n] = _size
+        _BITS[_n] = _bits
+_MLIR_INT = re.compile(r"^[su]?i(\d+)$")
+_FLOAT = re.compile(r"^f(\d+)")  # f8e4m3fn, f8e5m2, f4e2m1fn, ...
+
+
+def dtype_bits(dtype: str) -> int | None:
+    """Bits per element of `dtype` (`f32`, `bf16`, `s4`, `f8e4m3fn`, MLIR `i32`, `ui8`,
+    `complex<f32>`, numpy `float32`); None when unknown."""
+    d = dtype.strip().lower()
+    if d in _BITS:
+        return _BITS[d]
+    if d.startswith("complex<") and d.endswith(">"):
+        inner = dtype_bits(d[len("complex<") : -1])
+        return None if inner is None else 2 * inner
+    m = _MLIR_INT.match(d) or _FLOAT.match(d)
+    return int(m.group(1)) if m else None
+
+
+def array_bytes(shape: tuple[int, ...] | None, dtype: str | None) -> int | None:
+    """Bytes of one array (sub-byte types rounded up); None when the shape or type is
+    unknown."""
+    if shape is None or dtype is None:
+        return None
+    bits = dtype_bits(dtype)
+    if bits is None:
+        return None
+    return (math.prod(shape) * bits + 7) // 8
 
 
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of `dtype` (`f32`, `bf16`, `float32`, `i8`, ...)."""
-    size = _DTYPE_BYTES.get(dtype.strip().lower())
-    if size is None:
+    """Bytes per element of `dtype` (`f32`, `bf16`, `float32`, `i8`, ...): a whole number of
+    bytes, else a MeshdiagError."""
+    bits = dtype_bits(dtype)
+    if bits is None or bits < 8 or bits % 8:
         known = "f32, bf16, f16, f64, s8, s32, s64, u8, pred, c64, ..."
         raise MeshdiagError(f"unknown dtype {dtype!r}; expected one of {known}")
-    return size
+    return bits // 8
 
 
 def _ratio(buffer: int, num: int, den: int) -> int:

@@ -80,7 +80,7 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
 
 
 def _bytes(shape, dtype) -> int:
-    from ..comms.cost import array_bytes
+    from ..collective_bytes import array_bytes
 
     return array_bytes(shape, dtype) or 0
 

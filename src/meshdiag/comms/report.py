@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from ..collective_bytes import array_bytes
 from . import cost
 from .axes import attribute, refs_text
 from .groups import axis_groups
@@ -189,7 +190,7 @@ def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:
 
 
 def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic | None, bool]:
-    sizes = [cost.array_bytes(s, d) for s, d in c.results]
+    sizes = [array_bytes(s, d) for s, d in c.results]
     if c.kind == "all-slice":
         return cost.none(), True
     if c.kind == "reshard" or not sizes or any(b is None for b in sizes):
