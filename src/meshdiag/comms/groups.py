@@ -16,6 +16,7 @@ Three spellings of `replica_groups=` (XLA's `CollectiveDeviceList`):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -150,7 +151,7 @@ def _iota(text: str) -> ReplicaGroups:
 
 def _mesh_form(text: str) -> ReplicaGroups:
     from ..formats._cursor import Cursor
-    from ..formats.gspmd_v3 import read_axis_list, read_device_ids, read_name
+    from ..formats.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
     from ..mesh import Mesh
 
     cur = Cursor(text)
@@ -160,29 +161,13 @@ def _mesh_form(text: str) -> ReplicaGroups:
             raise cur.error("'mesh[' or '@mesh<'")
         cur.expect("[", "'[' to start the mesh axes")
         close = "]"
-    axes: list[tuple[str, int]] = []
-    while not cur.accept(close):
-        if axes:
-            cur.expect(",", f"',' or '{close}' in the mesh axes")
-        if len(axes) >= MAX_RANK:
-            raise cur.error(f"at most {MAX_RANK} mesh axes (MESHDIAG_MAX_RANK)")
-        name = read_name(cur)
-        cur.expect("=", "'='")
-        size_pos = cur.ws().pos
-        size = cur.integer("an axis size")
-        if size < 1:
-            raise ParseError("a positive axis size", text, size_pos)
-        axes.append((name, size))
-    n = 1
-    for _, s in axes:
-        n *= s
-        check_device_count(n, "replica group mesh")
+    axes = read_mesh_axes(cur, close, "replica group mesh")
     ids = None
     if cur.accept(","):
         if not cur.accept_word("device_ids"):
             raise cur.error("'device_ids='")
         cur.expect("=", "'='")
-        ids = read_device_ids(cur, n)
+        ids = read_device_ids(cur, math.prod(s for _, s in axes))
     refs_pos = cur.ws().pos
     refs = read_axis_list(cur)
     if not cur.at_end():

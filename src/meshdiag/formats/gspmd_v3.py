@@ -9,6 +9,7 @@ is accepted as newer XLA writes it. Parsing returns the tiled (V2) sharding XLA'
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..errors import MeshdiagError, ParseError
@@ -18,6 +19,29 @@ from ..sharding import AxisRef, DimSharding, HloSharding, NamedSharding
 from ._cursor import Cursor, matching_end
 
 __all__ = ["parse_v3_leaf", "print_v3"]
+
+
+def _mesh_axes(cur: Cursor, close: str, what: str) -> list[tuple[str, int]]:
+    """`'x'=2, 'y'=4` up to and including `close`, the mesh's device count bounded (`what`
+    names it in the error)."""
+    axes: list[tuple[str, int]] = []
+    while not cur.accept(close):
+        if axes:
+            cur.expect(",", f"',' or '{close}' in the mesh axes")
+        if len(axes) >= MAX_RANK:
+            raise cur.error(f"at most {MAX_RANK} mesh axes (MESHDIAG_MAX_RANK)")
+        name = _name(cur)
+        cur.expect("=", "'='")
+        size_pos = cur.ws().pos
+        size = cur.integer("an axis size")
+        if size < 1:
+            raise ParseError("a positive axis size", cur.text, size_pos)
+        axes.append((name, size))
+    n = 1
+    for _, s in axes:
+        n *= s
+        check_device_count(n, what)
+    return axes
 
 
 def _name(cur: Cursor) -> str:
@@ -145,28 +169,12 @@ def parse_v3_leaf(text: str, pos: int) -> tuple[HloSharding, int]:
     if not cur.accept_word("mesh"):
         raise cur.error("'mesh[' or 'maximal_mesh['")
     cur.expect("[", "'[' to start the mesh axes")
-    axes: list[tuple[str, int]] = []
-    while not cur.accept("]"):
-        if axes:
-            cur.expect(",", "',' or ']' in the mesh axes")
-        if len(axes) >= MAX_RANK:
-            raise cur.error(f"at most {MAX_RANK} mesh axes (MESHDIAG_MAX_RANK)")
-        name = _name(cur)
-        cur.expect("=", "'='")
-        size_pos = cur.ws().pos
-        size = cur.integer("an axis size")
-        if size < 1:
-            raise ParseError("a positive axis size", text, size_pos)
-        axes.append((name, size))
-    n = 1
-    for _, s in axes:
-        n *= s
-        check_device_count(n, "mesh")
+    axes = _mesh_axes(cur, "]", "mesh")
     cur.expect(",", "',' after the mesh")
     ids: tuple[int, ...] | None = None
     if cur.accept_word("device_ids"):
         cur.expect("=", "'='")
-        ids = _device_ids(cur, n)
+        ids = _device_ids(cur, math.prod(s for _, s in axes))
         cur.expect(",", "',' after the device ids")
     try:
         mesh = Mesh(tuple(axes), ids)
@@ -299,5 +307,6 @@ def print_v3(s: NamedSharding) -> str:
 # -- shared with the replica-group parser (`comms/groups.py`): XLA prints a mesh-form replica
 # group's mesh, device ids and axes with the same grammar as a V3 sharding's
 read_name = _name
+read_mesh_axes = _mesh_axes
 read_axis_list = _axis_list
 read_device_ids = _device_ids
