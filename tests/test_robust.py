@@ -752,7 +752,10 @@ def test_help_lists_allowed_values():
         meshdiag(c, "-h").stdout
         for c in ("lint", "layout", "simulate-copy", "convert", "comms", "diff", "reshard", "trace")
     )
-    assert b"<str>" not in text and b"<int>" not in text
+    # options name their values (typer 0.29+ prints a positional argument's type after its
+    # name, `A <str>`: its display, not ours)
+    options = [ln for ln in text.splitlines() if ln.lstrip().startswith(b"-")]
+    assert options and not any(b"<str>" in ln or b"<int>" in ln for ln in options)
     for choices in (
         b"[full|concise|json|json-lines|sarif|github|junit|gitlab]",
         b"[error|warning|info]",
