@@ -71,6 +71,10 @@ def _shape(s: tuple[int, ...]) -> str:
     return "×".join(map(str, s)) if s else "()"
 
 
+def _counts(d: dict) -> str:
+    return ", ".join(f"{_shape(k)} ×{n:,}" for k, n in sorted(d.items(), key=lambda kv: -kv[1]))
+
+
 def page(
     s: DumpSummary,
     comms: list[FileComms],
@@ -165,7 +169,7 @@ def _layouts(s: DumpSummary, shown) -> Iterator[str]:
     groups = list(s.groups.values())
     parts = [
         '<table class="layouts"><thead><tr><th>#</th><th>values</th><th>files</th>'
-        "<th>layout</th><th>written as</th><th>global shapes</th><th>first seen</th>"
+        "<th>layout</th><th>written as</th><th>shapes</th><th>first seen</th>"
         "</tr></thead><tbody>"
     ]
     for i, g in enumerate(groups, 1):
@@ -173,8 +177,10 @@ def _layouts(s: DumpSummary, shown) -> Iterator[str]:
         spell = "<br>".join(f"<code>{_e(t)}</code> ×{n:,}" for t, n in ranked[:MAX_SPELLINGS])
         if len(ranked) > MAX_SPELLINGS:
             spell += f"<br>(+{len(ranked) - MAX_SPELLINGS} more)"
-        shapes = ", ".join(
-            f"{_shape(k)} ×{n:,}" for k, n in sorted(g.shapes.items(), key=lambda kv: -kv[1])
+        shapes = "<br>".join(
+            f"{what} {_e(_counts(d))}"
+            for what, d in (("global", g.shapes), ("per device", g.local_shapes))
+            if d
         )
         where = ""
         if g.where:
@@ -183,7 +189,7 @@ def _layouts(s: DumpSummary, shown) -> Iterator[str]:
         parts.append(
             f'<tr class="layout"><td class="num"><a href="#layout-{i}">{i}</a></td>'
             f'<td class="num">{g.values:,}</td><td class="num">{g.files:,}</td>'
-            f"<td><code>{_e(g.key)}</code></td><td>{spell}</td><td>{_e(shapes)}</td>"
+            f"<td><code>{_e(g.key)}</code></td><td>{spell}</td><td>{shapes}</td>"
             f"<td>{_e(where)}</td></tr>"
         )
     parts.append("</tbody></table>")
@@ -327,7 +333,7 @@ def _findings(s: DumpSummary, shown) -> Iterator[str]:
                 f'<span class="where mono">{_e(where)}</span> '
                 f'<span class="message">{_e(f.message)}</span>'
                 + (f'<br><span class="fix">fix: {_e(f.fix)}</span>' if f.fix else "")
-                + (f'<span class="note">{_e(times)}</span>' if seen.count > 1 else "")
+                + (f'<br><span class="note">{_e(times)}</span>' if seen.count > 1 else "")
                 + "</li>"
             )
         parts.append("</ul>")
