@@ -156,6 +156,18 @@ def test_inspect_text_with_distinct_layouts(tmp_path, distinct_dump):
     assert out.decode().count("MD105") == 4
 
 
+def test_inspect_html_draws_every_layout_bounded(tmp_path, distinct_dump):
+    """The page draws each of the eight million-device layouts (64 × 64 tiles at most), after
+    the text report in the same process."""
+    result, _ = run_measured(tmp_path, "inspect", str(distinct_dump), "--html", "p.html")
+    assert result["rc"] == 0, result
+    assert_bounded(result)
+    page = (tmp_path / "p.html").read_text()
+    assert page.count("<svg ") == 8 and page.count('<tr class="layout">') == 8
+    assert page.count('<rect class="tile') <= 8 * 64 * 64
+    assert "more tiles not drawn" in page
+
+
 def test_inspect_json(tmp_path, tiny_dump):
     result, out = run_measured(tmp_path, "inspect", str(tiny_dump), "-f", "json")
     assert result["rc"] == 0, result

@@ -244,13 +244,15 @@ def layout(
     split: str = "xla",
     num_devices: int | None = None,
     mesh: Mesh | None = None,
+    remember: bool = True,
 ) -> Layout:
     """Per-device slices of a tensor of `shape` under `sharding`.
 
     `sharding` is an `HloSharding`, a `NamedSharding` (converted to its tiled form), or text in
     any notation `meshdiag.parse_sharding` reads (a PartitionSpec needs `mesh`). `num_devices`
     defaults to the mesh's size, else the tile assignment's device count (1 for untiled kinds,
-    `device+1` for maximal).
+    `device+1` for maximal). `remember=False`: a layout drawn once (a page of many
+    distinct layouts) is not kept for later calls.
     """
     if isinstance(sharding, str):
         from .formats.detect import parse_sharding
@@ -273,8 +275,14 @@ def layout(
     hit = _CACHE.get(key)
     if hit is None:
         hit = _compute(sharding, shape, split, num_devices)
-        _CACHE.put(key, hit)
+        if remember:
+            _CACHE.put(key, hit)
     return hit
+
+
+def forget_layouts() -> None:
+    """Drop every remembered layout (their arrays: up to a million devices' worth)."""
+    _CACHE.clear()
 
 
 class _LayoutCache:

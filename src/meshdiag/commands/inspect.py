@@ -32,6 +32,14 @@ def inspect(
             "--jobs", "-j", metavar="N", help="Worker processes [default: all cores]; 1 = serial."
         ),
     ] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the report as one self-contained HTML page to this file.",
+        ),
+    ] = None,
 ) -> None:
     """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
 
@@ -42,6 +50,7 @@ def inspect(
     import os
     import sys
 
+    from ..errors import MeshdiagError
     from ..splits import check_rule
     from .common import check_format, load_mesh
 
@@ -56,10 +65,10 @@ def inspect(
     skipped: list[str] = []
     files = list(expand_paths(paths, skipped))
     if not files:  # an empty or unreadable tree: say so rather than report nothing
-        from ..errors import MeshdiagError
-
         raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
     if "-" in files:
+        if html is not None:
+            raise MeshdiagError("--html reads its paths twice: name files, not '-' (stdin)")
         jobs = 1  # stdin is this process's
     progress = None if quiet or not sys.stderr.isatty() else _Progress()
     # files go to the workers in batches; a worker leaves a batch's output in its spool
@@ -69,11 +78,12 @@ def inspect(
     batches = [files[i : i + size] for i in range(0, len(files), size)]
     par = {"min_files": max(1, MIN_PARALLEL_FILES // size), "chunksize": 1}
     spool = SpoolDir()
+    summary = None  # of every file, for --html
     try:
         if fmt == "json":
-            state = (global_mesh, target, split_rule, layouts, None, spool.directory)
+            state = (global_mesh, target, split_rule, layouts, None, spool.directory, bool(html))
             results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
-            _write_json(results, progress, spool)
+            summary = _write_json(results, progress, spool, len(skipped))
         else:
             from rich.console import Console
 
@@ -90,50 +100,65 @@ def inspect(
                 "soft_wrap": console.soft_wrap,
                 "encoding": console.encoding,
             }
-            state = (global_mesh, target, split_rule, False, look, spool.directory)
+            state = (global_mesh, target, split_rule, False, look, spool.directory, bool(html))
             if any(p != "-" and os.path.isdir(p) for p in paths):
                 # a dump directory reads as one report
                 fn = worker.summary_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
-                _write_summary(results, console, progress, paths, len(skipped), split_rule)
+                summary = _write_summary(
+                    results, console, progress, paths, len(skipped), split_rule
+                )
             else:
                 fn = worker.text_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
-                _write_text(results, console, progress, spool)
+                summary = _write_text(results, console, progress, spool, len(skipped))
     finally:
         spool.close()
         if progress is not None:
             progress.stop()
+    if html is not None:
+        from .inspect_page import write_page
+
+        write_page(html, summary, paths, global_mesh, split_rule)
 
 
-def _write_json(results, progress, spool) -> None:
+def _write_json(results, progress, spool, skipped: int):
     """Stream the document: each file's JSON goes out as soon as it is ready, in order.
+    Returns the files' `DumpSummary` when the batches made one (--html), else None.
 
     `json.dumps` of a list is its items' dumps joined by ", ": the same bytes as one dumps.
     """
     import sys
 
+    from ..dumpsummary import DumpSummary
     from ..inspect import JSON_VERSION
+
+    summary = DumpSummary(skipped=skipped)
 
     sys.stdout.flush()
     out = sys.stdout.buffer  # the files' JSON comes as ASCII bytes
     out.write(b'{"version": %d, "files": [' % JSON_VERSION)
     findings: list[str] = []
-    for i, (paths, spooled, found) in enumerate(results):
+    made = False
+    for i, (paths, spooled, found, part) in enumerate(results):
         if progress is not None:
             progress.advance(paths)
         if i:
             out.write(b", ")
         spool.copy(spooled, out)  # the batch's files, joined by ", " already
         findings.extend(found)
+        if part is not None:
+            summary.merge(part)
+            made = True
     out.write(b'], "findings": [')
     out.write(", ".join(findings).encode("ascii"))
     out.write(b"]}\n")
     out.flush()
+    return summary if made else None
 
 
-def _write_summary(results, console, progress, roots, skipped: int, split: str) -> None:
-    """Fold the batches' summaries in order, then print the report."""
+def _write_summary(results, console, progress, roots, skipped: int, split: str):
+    """Fold the batches' summaries in order, print the report, return the summary."""
     from ..dumpsummary import DumpSummary
     from ..render.inspect_dir import report
 
@@ -146,17 +171,27 @@ def _write_summary(results, console, progress, roots, skipped: int, split: str) 
         progress.stop()
     for part in report(summary, roots=list(roots), split=split):
         console.print(part)
+    return summary
 
 
-def _write_text(results, console, progress, spool) -> None:
+def _write_text(results, console, progress, spool, skipped: int):
+    """Copy the files' rendered text out in order; return their `DumpSummary` when the
+    batches made one (--html), else None."""
+    from ..dumpsummary import DumpSummary
+
+    summary = DumpSummary(skipped=skipped)
+    made = False
     n_files = n_findings = 0
     console.file.flush()
     # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
     utf8 = console.encoding.replace("_", "-").startswith("utf")
     out = getattr(console.file, "buffer", None) if utf8 else None
-    for paths, spooled, found in results:
+    for paths, spooled, found, part in results:
         if progress is not None:
             progress.advance(paths)
+        if part is not None:
+            summary.merge(part)
+            made = True
         n_files += len(paths)
         n_findings += found
         if out is not None:
@@ -166,6 +201,7 @@ def _write_text(results, console, progress, spool) -> None:
     if out is not None:
         out.flush()
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
+    return summary if made else None
 
 
 class _Progress:

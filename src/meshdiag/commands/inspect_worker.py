@@ -19,13 +19,16 @@ from ..render.inspect_text import render_file
 from ..spool import SpoolDir, spool_write
 
 #: what every file of the run shares: global mesh, target, split, layouts, text look,
-#: the console the text is rendered with, the checks
+#: the console the text is rendered with, the checks, whether batches also fold their files
+#: into a `DumpSummary` (for `--html`)
 _STATE: dict = {}
 
 
 def init(state: tuple) -> None:
-    mesh, target, split, layouts, look, spool_dir = state
-    _STATE.update(mesh=mesh, target=target, split=split, layouts=layouts, look=look)
+    mesh, target, split, layouts, look, spool_dir, summarise = state
+    _STATE.update(
+        mesh=mesh, target=target, split=split, layouts=layouts, look=look, summarise=summarise
+    )
     SpoolDir.worker_init(spool_dir)
     _STATE["console"] = None  # made by the first file rendered as text
     _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
@@ -39,11 +42,14 @@ def inspected(path: str) -> Inspected:
     )
 
 
-def json_one(path: str) -> tuple[str, bytes, list[str]]:
+def json_one(path: str, summary=None) -> tuple[str, bytes, list[str]]:
     """(path, the file's JSON, each finding's JSON). The file's JSON comes encoded (json.dumps
-    writes ASCII): the parent passes the bytes on."""
+    writes ASCII): the parent passes the bytes on. The file is folded into `summary` too
+    when one is given."""
     st = _STATE
     item = inspected(path)
+    if summary is not None:
+        summary.add(item, mesh=st["mesh"])
     if st["layouts"]:
         doc = file_json(item.report, mesh=st["mesh"], split=st["split"], layouts=True)
         text = json.dumps(doc)
@@ -52,10 +58,13 @@ def json_one(path: str) -> tuple[str, bytes, list[str]]:
     return path, text.encode("ascii"), [json.dumps(f.to_json()) for f in item.findings]
 
 
-def text_one(path: str) -> tuple[str, str, int]:
-    """(path, the file's rendered summary, number of findings)."""
+def text_one(path: str, summary=None) -> tuple[str, str, int]:
+    """(path, the file's rendered summary, number of findings); folded into `summary` too
+    when one is given."""
     st = _STATE
     item = inspected(path)
+    if summary is not None:
+        summary.add(item, mesh=st["mesh"])
     console = st.get("console")
     if console is None:  # one per process: rendered parts are reused across files
         look = dict(st["look"])
@@ -79,29 +88,41 @@ class _Text(io.StringIO):
         return self._encoding
 
 
+def _summary():
+    """A `DumpSummary` to fold the batch into when the run asked for one, else None."""
+    if not _STATE["summarise"]:
+        return None
+    from ..dumpsummary import DumpSummary
+
+    return DumpSummary()
+
+
 def json_batch(paths: list[str]):
     """(paths, where their JSON is in this worker's spool — joined by ", " —, their
-    findings' JSON)."""
+    findings' JSON, their `DumpSummary` or None)."""
     parts = []
     findings: list[str] = []
+    summary = _summary()
     for path in paths:
-        _, data, found = json_one(path)
+        _, data, found = json_one(path, summary)
         parts.append(data)
         findings.extend(found)
-    return paths, spool_write(b", ".join(parts)), findings
+    return paths, spool_write(b", ".join(parts)), findings, summary
 
 
 def text_batch(paths: list[str]):
     """(paths, where their rendered text is in this worker's spool (UTF-8), how many
-    findings they have)."""
+    findings they have, their `DumpSummary` or None)."""
     texts = []
     findings = 0
+    summary = _summary()
     for path in paths:
-        _, text, found = text_one(path)
+        _, text, found = text_one(path, summary)
         texts.append(text)
         findings += found
     # file names that are not UTF-8 go out as the bytes they were (surrogate escapes)
-    return paths, spool_write("".join(texts).encode("utf-8", "surrogateescape")), findings
+    text = "".join(texts).encode("utf-8", "surrogateescape")
+    return paths, spool_write(text), findings, summary
 
 
 def summary_batch(paths: list[str]):

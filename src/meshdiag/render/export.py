@@ -53,9 +53,11 @@ def to_svg(
     grid_height: int | None = None,
     font_size: int = 12,
     max_facets: int = MAX_FACETS,
+    hatch_id: str = "hatch",
 ) -> str:
     """An SVG document drawing the tiles of the layout (the first MAX_DRAWN_ROWS ×
-    MAX_DRAWN_COLS of each facet)."""
+    MAX_DRAWN_COLS of each facet). `hatch_id` names its hatch pattern: one page holding
+    several drawings gives each its own id."""
     plan = _drawn_plan(lay, max_facets)
     dims = (plan.row_dims + plan.col_dims) if lay.rank >= 3 else None
     head = _head(lay, sharding_text, plan)
@@ -85,7 +87,9 @@ def to_svg(
                 f"{_esc(facet.title)}</text>"
             )
             y += 4
-        parts.append(_facet_svg(lay, facet, dims, pad, y, inner_w, grid_height, font_size))
+        parts.append(
+            _facet_svg(lay, facet, dims, pad, y, inner_w, grid_height, font_size, hatch_id)
+        )
         y += grid_height + pad
         more = _more_text(facet)
         if more:
@@ -98,7 +102,7 @@ def to_svg(
     total_h = y + pad
     defs = (
         "<defs>"
-        '<pattern id="hatch" patternUnits="userSpaceOnUse" width="8" height="8" '
+        f'<pattern id="{hatch_id}" patternUnits="userSpaceOnUse" width="8" height="8" '
         'patternTransform="rotate(45)">'
         f'<rect width="8" height="8" fill="{EMPTY_FILL}"/>'
         '<line x1="0" y1="0" x2="0" y2="8" stroke="#999999" stroke-width="3"/>'
@@ -154,7 +158,7 @@ def _positions(weights: tuple[int, ...], total: float) -> list[tuple[float, floa
     return out
 
 
-def _facet_svg(lay, facet, dims, x0, y0, w, h, font_size) -> str:
+def _facet_svg(lay, facet, dims, x0, y0, w, h, font_size, hatch_id) -> str:
     cols = _positions(facet.col_weights, w)
     rows = _positions(facet.row_weights, h)
     out = [f'<g class="facet" transform="translate({x0},{y0})">']
@@ -165,7 +169,7 @@ def _facet_svg(lay, facet, dims, x0, y0, w, h, font_size) -> str:
             devices = compress_devices(tile.devices)
             ranges = slice_text(lay, tile)
             hollow = tile.status in ("empty", "absent")
-            fill = "url(#hatch)" if hollow else fill_color(tile.fill)
+            fill = f"url(#{hatch_id})" if hollow else fill_color(tile.fill)
             padded = (
                 tile.buffer is not None
                 and tile.slices is not None
