@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TOOL := $(VENV)/.installed-tool
 ORACLES := $(VENV)/.installed-test
 
-.PHONY: demo test lint fuzz bench clean
+.PHONY: demo test lint fuzz bench clean chromium
 
 $(TOOL): pyproject.toml setup.py src/meshdiag/ir/_fastscan.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,7 +21,13 @@ $(ORACLES): $(TOOL)
 demo: $(TOOL)
 	$(BIN)/meshdiag inspect fixtures/seed/distorted_mesh.mlir --mesh batch=2,model=4 --target tt-mlir
 
-test: $(ORACLES)
+# the `inspect --html` screenshot test draws the page in headless Chromium (Debian's package)
+chromium:
+	@command -v chromium >/dev/null || { \
+	  echo "installing Chromium for the inspect --html screenshot test (apt-get)"; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }
+
+test: $(ORACLES) chromium
 	$(BIN)/ruff check src tests bench fuzz
 	$(BIN)/python -m pytest
 

@@ -86,7 +86,16 @@ CASES = {
     ],
     "reshard": [
         ["reshard", "P('batch', None)", "P(None, 'batch')", "-s", "16,32", *MESH],
-        ["reshard", "P('batch', 'model')", "P(None, None)", "-s", "16,32", *MESH, "--dtype", "bf16"],
+        [
+            "reshard",
+            "P('batch', 'model')",
+            "P(None, None)",
+            "-s",
+            "16,32",
+            *MESH,
+            "--dtype",
+            "bf16",
+        ],
         ["reshard", "P('model', None)", "{devices=[4,2]<=[2,4]T(1,0)}", "-s", "8,8", *MESH],
         ["reshard", "P('model', None)", "P('model', None)", "-s", "8,8", *MESH],
     ],

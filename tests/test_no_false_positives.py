@@ -154,6 +154,8 @@ def manifest() -> dict[str, str]:
 
 
 REAL = sorted(k for k in manifest() if not k.startswith("seed/distorted") and not k.endswith(".o"))
+
+
 # comms/shardy/reshard/02.after_reshard_to_collectives.mlir holds the sub-axis layout Shardy's
 # own reshard-to-collectives gives a collective_permute ([{"model":(1)2}, {"model":(2)2,
 # "batch"}]): a layout of the global mesh, so neither MD101 nor MD102 may fire on it.

@@ -35,6 +35,7 @@ SPLITS = ("xla", "chunk", "array-split", "even")
 #: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
 REMAT_MIN_BYTES = 1 << 20
 
+
 @dataclass(frozen=True)
 class FileConfig:
     path: str  # absolute path of the file
@@ -161,7 +162,6 @@ class LintSettings:
     remat_min_bytes: int = REMAT_MIN_BYTES  # MD202's smallest reported tensor
     #: what a dump on stdin is called (reports, per-file ignores); None: `<stdin>`
     stdin_filename: str | None = None
-
 
 
 def _parse_mesh(text: str, where: str):
