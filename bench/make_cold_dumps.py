@@ -133,7 +133,7 @@ def make_dumps(out: Path, mb: float) -> None:
     print(f"{out}: {total / 1e6:.1f} MB, {files} files, {programs} programs", file=sys.stderr)
 
 
-def make_single_mlir(path: Path, mb: float, layers: int = 400, per_process: int = 8) -> None:
+def make_single_mlir(path: Path, mb: float, layers: int = 400, per_process: int = 24) -> None:
     """One MLIR file of >= `mb` MB: `per_process` modules of `layers` layers per
     subprocess, until the file is big enough."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")

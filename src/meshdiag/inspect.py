@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
-from .contentmemo import ContentMemo
+from .contentmemo import MAX_ENTRIES, ContentMemo
 from .errors import MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
@@ -477,7 +477,7 @@ def _fragments(item, part: bool) -> list[tuple[str, str]]:
                     f', "column": {v.column}, {_rest_text(v)}',
                 )
             )
-        if len(_AROUND) >= 65536:
+        if len(_AROUND) >= MAX_ENTRIES:
             _AROUND.clear()
         hit = _AROUND[id(item)] = (item, part, frags)
     return hit[2]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from ..contentmemo import ContentMemo
+from ..contentmemo import MAX_ENTRIES, ContentMemo
 from ..inspect import gspmd_text, num_devices, own_text, value_layout
 from .grid import LayoutPicture
 
@@ -177,7 +177,7 @@ def _rows(item, part: bool) -> tuple[object, bool, tuple]:
         (own_text(p), p.name, p.column, per_device(p) if part else p)
         for p in item.protos  # type: ignore[attr-defined]
     )
-    if len(_ROWS) >= 65536:
+    if len(_ROWS) >= MAX_ENTRIES:
         _ROWS.clear()
     hit = _ROWS[id(item)] = (item, part, rows)
     return hit
@@ -355,8 +355,9 @@ def render_module(m: ModuleReport, console, *, mesh: Mesh | None, split: str) ->
     hit = _MODULES.get(key)
     if hit is None or hit[0] is not groups:
         text = "".join(_render(p, console) for p in module_summary(m, mesh=mesh, split=split))
-        # holds the groups: their id stays theirs
-        hit = _MODULES.put(key, len(key[1]) + len(text) // 64, (groups, text))
+        # holds the groups (and so every value of the module): their id stays theirs
+        rows = len(m.items) + len(key[1]) + len(text) // 64
+        hit = _MODULES.put(key, rows, (groups, text))
     return hit[1]
 
 
