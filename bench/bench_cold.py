@@ -10,8 +10,9 @@ run: `grep -rc sharding PATH` (the physical limit: one pass over the bytes), the
 Every measurement is a fresh process (nothing memoised from an earlier run: cold), started
 by a fresh helper process that reports its own RUSAGE_CHILDREN peak RSS, so each figure is
 the largest process of that one command (for several workers: the biggest worker or the
-parent, not their sum). The ratio is to grep's time in the same run. grep runs first and
-warms the page cache for all of them. With --repeat N each is run N times, best shown.
+parent, not their sum). The ratio is to grep's time in the same run; every command reads
+the files from the page cache (a first, unmeasured grep warms it). With --repeat N each
+is run N times, the best shown with the worst.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def bench(path: Path, repeat: int) -> None:
     files = 1 if path.is_file() else sum(1 for p in path.rglob("*") if p.is_file())
     print(f"{path}: {size_of(path) / 1e6:.1f} MB, {files} files, {os.cpu_count()} cores")
     print(f"  {'command':28} {'seconds':>8} {'x grep':>7} {'peak RSS':>9}")
+    measure(commands(str(path))[0][1])  # page cache warm for all, grep included
     grep = None
     for label, cmd in commands(str(path)):
         r = best(cmd, repeat)
