@@ -38,7 +38,7 @@ _STATE: dict = {}
 
 #: rendered module text kept in memory before it goes to a temporary file instead (the
 #: header, which counts the modules, comes first in the output)
-SPILL = 8 << 20
+SPILL = 1 << 20
 
 
 def init(state: tuple) -> None:
