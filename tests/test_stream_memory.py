@@ -1,6 +1,6 @@
-"""A big file is held one module at a time: `inspect FILE` (text and JSON) and `lint FILE`
-keep a flat peak RSS on a file of distinct modules, and say the same bytes as reading the
-whole report first."""
+"""A big file is held one module at a time: `inspect FILE` (text and JSON), `inspect DIR`
+and `lint` keep a flat peak RSS on a file of distinct modules, and say the same bytes as
+reading the whole report first."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def test_big_file_peak_rss_is_flat(tmp_path):
         "inspect": [MESHDIAG, "inspect", "-q", "-j1", str(big)],
         "inspect json": [MESHDIAG, "inspect", "-q", "-j1", "--format", "json", str(big)],
         "lint": [MESHDIAG, "lint", str(big)],
+        "inspect DIR": [MESHDIAG, "inspect", "-q", "-j1", str(tmp_path)],  # the summary
     }
     procs = {  # each measured in its own helper process: RUSAGE_CHILDREN is per process
         k: subprocess.Popen([sys.executable, "-c", MEASURE, *c], stdout=subprocess.PIPE, text=True)

@@ -24,11 +24,9 @@ from ..inspect import (
     file_json_head,
     module_json,
     module_json_text,
-    run_checks,
     scan_checked,
 )
 from ..ir.model import ModuleReport
-from ..ir.scan import scan_path
 from ..render.inspect_text import render_head, render_module, render_tail
 from ..spool import SpoolStream
 
@@ -49,14 +47,6 @@ def init(state: tuple) -> None:
     SpoolDir.worker_init(spool_dir)
     _STATE["console"] = None  # made by the first file rendered as text
     _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
-
-
-def inspected(path: str) -> Inspected:
-    st = _STATE
-    report = scan_path(path)
-    return Inspected(
-        report, run_checks(report, st["mesh"], st["target"], st["split"], st["checks"])
-    )
 
 
 def _scan(path: str, each: Callable[[ModuleReport], None]):
@@ -164,5 +154,7 @@ def summary_batch(paths: list[str]):
 
     s = DumpSummary()
     for path in paths:
-        s.add(inspected(path), mesh=_STATE["mesh"])
+        fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"])
+        report, _, findings = _scan(path, fold.module)
+        s.end(fold, Inspected(report, findings))
     return paths, s
