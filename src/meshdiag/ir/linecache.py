@@ -99,8 +99,10 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
         _chars += 2 * len(line) + RECORDING_COST + VALUE_COST * len(rec.values)
         if raw is not None and not rec.problems and not rec.errors and raw.isascii():
             known = fast_known(b)
-            if not rec.values:
-                known[raw] = None  # NOTHING is never written to: fast_known says why
+            if known is NOTHING:  # no module, or in a manual region: values need the builder
+                pass
+            elif not rec.values:
+                known[raw] = None
             elif b.module is not None:
                 known[raw] = rec.line_values
     play(rec, b, lineno)
