@@ -3,7 +3,10 @@
     .venv/bin/python bench/run_all.py [--quick]
 
 --quick skips the big-dump benchmarks (inspect, lint), which need bench/out/dump (about
-500 MB, made on first use by bench/make_big_dump.py, several minutes).
+500 MB, made on first use by bench/make_big_dump.py, several minutes), and the cold one,
+which needs bench/out/cold (300 MB of distinct programs) and bench/out/cold.mlir (one
+300 MB file), made on first use by bench/make_cold_dumps.py (longer: every program is
+compiled).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QUICK = ("bench_layout.py", "bench_simulate.py")
-BIG = ("bench_inspect.py", "bench_lint.py", "bench_fastscan.py")
+BIG = ("bench_inspect.py", "bench_lint.py", "bench_fastscan.py", "bench_cold.py")
 
 
 def main() -> int:
@@ -22,6 +25,13 @@ def main() -> int:
     if not quick and not (HERE / "out" / "dump").is_dir():
         print("== making bench/out/dump (once)", flush=True)
         subprocess.run([sys.executable, str(HERE / "make_big_dump.py")], check=True)
+    if not quick and not (HERE / "out" / "cold").is_dir():
+        print("== making bench/out/cold (once)", flush=True)
+        subprocess.run([sys.executable, str(HERE / "make_cold_dumps.py")], check=True)
+    if not quick and not (HERE / "out" / "cold.mlir").is_file():
+        print("== making bench/out/cold.mlir (once)", flush=True)
+        cmd = [sys.executable, str(HERE / "make_cold_dumps.py"), "--single-mlir", "300"]
+        subprocess.run(cmd, check=True)
     failed = []
     for name in QUICK + (() if quick else BIG):
         print(f"\n== {name}", flush=True)

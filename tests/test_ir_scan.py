@@ -309,3 +309,29 @@ def test_100mb_line_bounded_memory(tmp_path):
 def test_any_truncation_of_the_seed_scans(cut):
     r = scan_text(SEED.read_bytes()[:cut])
     assert all(f.code == "MD001" for f in r.findings)
+
+
+MANUAL_MODULE = """\
+module @jit_pm attributes {mhlo.num_partitions = 16 : i32} {
+  sdy.mesh @mesh = <["i"=4, "j"=4]>
+  func.func public @main(%arg0: tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}]>}) -> (tensor<8x64xf32>) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"i", ?}, {?}]>] out_shardings=[<@mesh, [{?}, {?}]>] manual_axes={"i"} (%arg1: tensor<8x64xf32>) {
+      %1 = stablehlo.sine %arg1 : tensor<8x64xf32>
+      %2 = sdy.sharding_constraint %1 <@mesh, [{?}, {?}]> : tensor<8x64xf32>
+      sdy.return %2 : tensor<8x64xf32>
+    } : (tensor<32x64xf32>) -> tensor<8x64xf32>
+    return %0 : tensor<8x64xf32>
+  }
+}
+"""
+
+
+def test_a_line_seen_in_a_manual_region_keeps_its_per_device_shape_next_time():
+    """A line first read inside a manual region is not replayed by the scanner on its own
+    later (it would skip the builder, which makes the shape per-device): the second
+    module's body values are per-device like the first's."""
+    r = scan_text((MANUAL_MODULE + "// -----\n" + MANUAL_MODULE).encode())
+    bodies = [[v for v in m.values if v.name == "%2"] for m in r.modules]
+    assert [len(b) for b in bodies] == [1, 1]
+    for (v,) in bodies:
+        assert (v.shape, v.local_shape) == (None, (8, 64))

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-#: rows a memo may hold before it starts over (about 16 bytes each: id and reference)
-MAX_ROWS = 1 << 20
+#: rows a memo may hold before it starts over (about 16 bytes each: id and reference, but
+#: a kept row also keeps its entry and values alive, up to a KB when no other memo does: a
+#: cold input of distinct programs fills the memos with modules never seen again)
+MAX_ROWS = 1 << 15
 #: modules with more rows than this are not memoised
-MAX_MODULE_ROWS = MAX_ROWS >> 6
+MAX_MODULE_ROWS = 1 << 14
+#: column entries a memo keyed by one entry's identity (its values' rows, JSON fragments,
+#: leaves, per-device copies) keeps before starting over: each entry kept keeps its values
+#: alive, and a real program's every-pass dump has a few thousand distinct ones
+MAX_ENTRIES = 1 << 14
 
 
 class ContentMemo:

@@ -106,37 +106,26 @@ class DumpSummary:
     def add(self, item: Inspected, *, mesh: Mesh | None) -> None:
         """Fold one file in (a binary one found by its content, not its name, counts as
         skipped, like those the directory walk leaves out)."""
-        path = item.report.path
+        fold = self.fold(item.report.path, mesh)
+        for m in item.report.modules:
+            fold.module(m)
+        self.end(fold, item)
+
+    def fold(self, path: str, mesh: Mesh | None) -> FileFold:
+        """Start folding in one file a module at a time (`FileFold.module`, then `end`):
+        `add` without holding the file's modules."""
+        return FileFold(self, path, mesh)
+
+    def end(self, fold: FileFold, item: Inspected) -> None:
+        """The file's modules are in: count it (or skip it) and fold in its findings."""
         if item.report.skipped == "binary":
             self.skipped += 1
             return
         self.files += 1
-        self.id_spaces[ids_label(assignment_for(path))] += 1
-        file_groups: dict[str, Group] = {}
-        file_meshes: set[tuple[str, str]] = set()
-        for m in item.report.modules:
-            self.modules += 1
-            for d in m.meshes:
-                k = (d.name, d.mesh.short() if d.mesh is not None else d.text)
-                if k not in self.meshes:
-                    self.meshes[k] = SeenMesh(d)
-                file_meshes.add(k)
-            lines = m.lines
-            for key, row in module_rows(m, mesh).items():
-                count, spellings, shapes, local, (name, i), draw = row
-                g = file_groups.get(key)
-                if g is None:
-                    g = file_groups[key] = Group(key, files=1, where=[(path, name, lines[i])])
-                g.values += count
-                _add_counts(g.spellings, spellings, SPELLINGS_MAX)
-                _add_counts(g.shapes, shapes, SHAPES_MAX)
-                _add_counts(g.local_shapes, local, SHAPES_MAX)
-                if g.draw is None:
-                    g.draw = draw
-                self.values += count
-        for k in file_meshes:
+        self.id_spaces[ids_label(assignment_for(fold.path))] += 1
+        for k in fold.meshes:
             self.meshes[k].files += 1
-        for key, g in file_groups.items():
+        for key, g in fold.groups.items():
             self._merge_group(key, g)
         self._add_findings(item.findings)
 
@@ -310,3 +299,37 @@ def canonical_text(h: HloSharding) -> str | None:
         return print_gspmd(replace(n, shard_group=None, metadata=()))
     except MeshdiagError:
         return None
+
+
+class FileFold:
+    """One file's part of a `DumpSummary` while its modules come in."""
+
+    def __init__(self, summary: DumpSummary, path: str, mesh: Mesh | None) -> None:
+        self.summary = summary
+        self.path = path
+        self.mesh = mesh
+        self.groups: dict[str, Group] = {}
+        self.meshes: set[tuple[str, str]] = set()
+
+    def module(self, m: ModuleReport) -> None:
+        s = self.summary
+        s.modules += 1
+        for d in m.meshes:
+            k = (d.name, d.mesh.short() if d.mesh is not None else d.text)
+            if k not in s.meshes:
+                s.meshes[k] = SeenMesh(d)
+            self.meshes.add(k)
+        lines = m.lines
+        path = self.path
+        for key, row in module_rows(m, self.mesh).items():
+            count, spellings, shapes, local, (name, i), draw = row
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = Group(key, files=1, where=[(path, name, lines[i])])
+            g.values += count
+            _add_counts(g.spellings, spellings, SPELLINGS_MAX)
+            _add_counts(g.shapes, shapes, SHAPES_MAX)
+            _add_counts(g.local_shapes, local, SHAPES_MAX)
+            if g.draw is None:
+                g.draw = draw
+            s.values += count

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
-from .contentmemo import ContentMemo
+from .contentmemo import MAX_ENTRIES, ContentMemo
 from .errors import LimitError, MeshdiagError
 from .ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
 
@@ -44,33 +44,84 @@ def run_checks(
 ) -> list[Finding]:
     """Every registered module check (or `checks`) over every module of `report`, plus its
     MD001s."""
-    from .checks.context import CheckContext
-
-    if checks is None:
-        from .checks.registry import module_checks
-
-        checks = module_checks()
-    mesh, ids_note = logical_global_mesh(report.path, mesh)
-    ctx = CheckContext(report.path, mesh=mesh, target=target, split=split, ids_note=ids_note)
-    out = list(report.findings)
-    setting = (mesh, target, split, tuple(checks))
+    checker = ModuleChecker(report.path, mesh, target, split, checks)
     for module in report.modules:
-        key = _clean_key(module, setting)
+        checker.check(module)
+    return checker.findings(report)
+
+
+class ModuleChecker:
+    """The module checks of one file, run one module at a time: a file scanned module by
+    module (`scan_checked`) is judged as each module ends, so none needs to be kept."""
+
+    def __init__(
+        self,
+        path: str,
+        mesh: Mesh | None,
+        target: str | None,
+        split: str,
+        checks: dict | None = None,
+    ) -> None:
+        from .checks.context import CheckContext
+
+        if checks is None:
+            from .checks.registry import module_checks
+
+            checks = module_checks()
+        self._checks = checks
+        mesh, ids_note = logical_global_mesh(path, mesh)
+        self._ctx = CheckContext(path, mesh=mesh, target=target, split=split, ids_note=ids_note)
+        self._setting = (mesh, target, split, tuple(checks))
+        self._found: list[Finding] = []
+
+    def check(self, module: ModuleReport) -> None:
+        key = _clean_key(module, self._setting)
         if _CLEAN.get(key) is not None:
-            continue  # the same annotated lines and meshes came through clean before
+            return  # the same annotated lines and meshes came through clean before
         found = []
-        for fn in checks.values():
+        for fn in self._checks.values():
             try:
-                found.extend(fn(module, ctx))
+                found.extend(fn(module, self._ctx))
             except MeshdiagError:  # a check that cannot judge this module says nothing
                 continue
         if found:
-            out.extend(found)
+            self._found.extend(found)
         else:
             # holds the items: their ids are not reused meanwhile
             _CLEAN.put(key, len(module.items), module.entries()[0])
-    out.sort(key=lambda f: f.sort_key())
-    return out
+
+    def findings(self, report: FileReport) -> list[Finding]:
+        """The scan's MD001s, then every module's findings, sorted."""
+        out = [*report.findings, *self._found]
+        out.sort(key=lambda f: f.sort_key())
+        return out
+
+
+def scan_checked(
+    path: str,
+    mesh: Mesh | None,
+    target: str | None,
+    split: str,
+    checks: dict | None = None,
+    each: Callable[[ModuleReport], None] | None = None,
+) -> tuple[FileReport, int, list[Finding]]:
+    """Scan `path` module by module: each module is checked as it ends, handed to `each`
+    and let go, so memory stays flat in the file's size. Returns the report (without its
+    modules), how many modules it had, and the findings `run_checks` gives on the whole."""
+    from .ir.scan import scan_path
+
+    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks)
+    count = 0
+
+    def done(module: ModuleReport) -> None:
+        nonlocal count
+        count += 1
+        checker.check(module)
+        if each is not None:
+            each(module)
+
+    report = scan_path(path, on_module=done)
+    return report, count, checker.findings(report)
 
 
 def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]:
@@ -340,23 +391,37 @@ def file_json_text(report: FileReport) -> str:
     """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
     value's JSON is its line number between two fragments shared by every occurrence of the
     same value (they repeat thousands of times). No `--layouts`."""
+    mods = ", ".join(module_json_text(m) for m in report.modules)
+    return f"{file_json_head(report.path)}{mods}{FILE_JSON_TAIL}"
+
+
+def file_json_head(path: str) -> str:
+    """A file's JSON up to its modules: the file's JSON is this, its modules' JSON joined
+    by ", ", and `FILE_JSON_TAIL` (what `json.dumps(file_json(...))` writes)."""
     import json
 
-    dumps = json.dumps
-    mods = []
-    for m in report.modules:
-        head = dumps(module_json(m, values=False))
-        items, ids = m.entries()
-        # a module printed again at the same lines (pass dumps): its whole JSON once
-        key = (head, ids, tuple(m.lines), m.partitioned)
-        hit = _MODULE_JSON.get(key)
-        if hit is None:
-            text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
-            # holds the entries: their ids are not reused meanwhile
-            hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
-        mods.append(hit[1])
-    ids = dumps(ids_json(report.path))[1:-1]
-    return f'{{"path": {dumps(report.path)}, {ids}, "modules": [{", ".join(mods)}]}}'
+    ids = json.dumps(ids_json(path))[1:-1]
+    return f'{{"path": {json.dumps(path)}, {ids}, "modules": ['
+
+
+FILE_JSON_TAIL = "]}"
+
+
+def module_json_text(m: ModuleReport) -> str:
+    """`json.dumps(module_json(m))`, the same bytes, from pre-serialised pieces (see
+    `file_json_text`)."""
+    import json
+
+    head = json.dumps(module_json(m, values=False))
+    items, ids = m.entries()
+    # a module printed again at the same lines (pass dumps): its whole JSON once
+    key = (head, ids, tuple(m.lines), m.partitioned)
+    hit = _MODULE_JSON.get(key)
+    if hit is None:
+        text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
+        # holds the entries: their ids are not reused meanwhile
+        hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
+    return hit[1]
 
 
 #: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)
@@ -424,7 +489,7 @@ def _fragments(item, part: bool) -> list[tuple[str, str]]:
                     f', "column": {v.column}, {_rest_text(v)}',
                 )
             )
-        if len(_AROUND) >= 65536:
+        if len(_AROUND) >= MAX_ENTRIES:
             _AROUND.clear()
         hit = _AROUND[id(item)] = (item, part, frags)
     return hit[2]

@@ -46,15 +46,9 @@ class _Writer:
         self.size = 0
 
     def write(self, data: bytes) -> Spooled:
-        if self.fd < 0 or self.size >= ROTATE:
-            self._rotate()
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
-        spooled = Spooled(self.path, self.size, len(data))
-        self.size += len(data)
-        return spooled
+        start = self.begin()
+        self.append(data)
+        return Spooled(self.path, start, len(data))
 
     def _rotate(self) -> None:
         if self.fd >= 0:
@@ -63,6 +57,50 @@ class _Writer:
         self.path = os.path.join(self.directory, f"{os.getpid()}.{self.serial}")
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         self.size = 0
+
+    def begin(self) -> int:
+        """Start one output written in pieces (`SpoolStream`): it stays in one spool file."""
+        if self.fd < 0 or self.size >= ROTATE:
+            self._rotate()
+        return self.size
+
+    def append(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        self.size += len(data)
+
+
+class SpoolStream:
+    """One output appended piece by piece (a big file's modules as they are rendered), so
+    it never has to be whole in memory; `done()` says where it is, like `spool_write`.
+    Pieces are gathered up to `BUFFER` bytes per write to the file."""
+
+    BUFFER = 1 << 20
+
+    def __init__(self) -> None:
+        assert _WRITER is not None, "SpoolStream outside a spooling worker"
+        self._writer = _WRITER
+        self._start = _WRITER.begin()
+        self._path = _WRITER.path
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size >= self.BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._writer.append(b"".join(self._parts))
+        self._parts = []
+        self._size = 0
+
+    def done(self) -> Spooled:
+        self._flush()
+        return Spooled(self._path, self._start, self._writer.size - self._start)
 
 
 _WRITER: _Writer | None = None
@@ -77,6 +115,17 @@ def spool_write(data: bytes) -> Spooled:
 def _init_writer(directory: str) -> None:
     global _WRITER
     _WRITER = _Writer(directory)
+
+
+def _copy_through(fd: int, offset: int, length: int, out: BinaryIO) -> None:
+    """Copy `length` bytes at `offset` of `fd` to `out` in bounded pieces."""
+    while length > 0:
+        data = os.pread(fd, min(length, 1 << 20), offset)
+        if not data:
+            break
+        out.write(data)
+        offset += len(data)
+        length -= len(data)
 
 
 class SpoolDir:
@@ -116,9 +165,9 @@ class SpoolDir:
                     return
             except OSError:  # sendfile cannot write there: copy through memory
                 pass
-            out.write(os.pread(fd, left, offset))
+            _copy_through(fd, offset, left, out)
             return
-        out.write(os.pread(fd, s.length, s.offset))
+        _copy_through(fd, s.offset, s.length, out)
 
     def read(self, s: Spooled) -> bytes:
         return os.pread(self._open(s.path), s.length, s.offset)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..contentmemo import ContentMemo
+from ..contentmemo import MAX_ENTRIES, ContentMemo
 from ..errors import MeshdiagError
 from ..sharding import HloSharding, NamedSharding
 
@@ -192,7 +192,7 @@ def _tiled_shardings(items: tuple) -> list[HloSharding]:
             if item.__class__ is Value:  # one-off: not worth keeping
                 hit = (item, leaves)
             else:
-                if len(_LEAVES) >= 65536:
+                if len(_LEAVES) >= MAX_ENTRIES:
                     _LEAVES.clear()
                 hit = _LEAVES[id(item)] = (item, leaves)
         for leaf in hit[1]:

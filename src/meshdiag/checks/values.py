@@ -29,7 +29,9 @@ Judge = Callable[[Value, Hashable], list[tuple[str, str | None]]]
 #: their item, so ids are not reused meanwhile.
 _JUDGED: dict[tuple, dict[int, object]] = {}
 _FOUND: dict[tuple, dict[int, tuple[object, list]]] = {}
-MAX_JUDGED = 1 << 17
+#: column entries all rules keep judged before starting over (each holds its values: about
+#: 1 KB; a real program's every-pass dump has a few thousand distinct ones)
+MAX_JUDGED = 1 << 15
 
 
 def value_findings(
@@ -42,11 +44,13 @@ def value_findings(
         return []
     part = module.partitioned
     key = (rule.code, facts, part)
+    # bounded whether the facts are new or not (a big file of new lines under the same
+    # facts grows one dict)
+    if sum(map(len, _JUDGED.values())) > MAX_JUDGED:
+        _JUDGED.clear()
+        _FOUND.clear()
     judged = _JUDGED.get(key)
     if judged is None:
-        if sum(map(len, _JUDGED.values())) > MAX_JUDGED:
-            _JUDGED.clear()
-            _FOUND.clear()
         judged = _JUDGED[key] = {}
         _FOUND[key] = {}
     found = _FOUND[key]

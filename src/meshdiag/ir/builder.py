@@ -5,6 +5,7 @@ The line handlers (`mlir.py`, `hlo.py`) call the methods here; nothing here read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..checks.md001_parse_error import RULE as MD001
@@ -88,8 +89,16 @@ def make_value(
 
 
 class Builder:
-    def __init__(self, path: str, *, partitioned_hint: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        partitioned_hint: bool = False,
+        on_module: Callable[[ModuleReport], None] | None = None,
+    ) -> None:
         self.report = FileReport(path)
+        #: where complete modules go instead of `report.modules` (`scan.scan_path`)
+        self.on_module = on_module
         self.module: ModuleReport | None = None
         self.last: ModuleReport | None = None  # the module diagnostics attach to
         self.section: str | None = None  # title of the section being read
@@ -104,10 +113,12 @@ class Builder:
     # -- structure ---------------------------------------------------------------------
     def start_module(self, name: str | None, line: int, dialect: str = "mlir") -> ModuleReport:
         self._close()
+        self._hand_over()
         m = ModuleReport(name=name, line=line, dialect=dialect, section=self.section)  # type: ignore[arg-type]
         if dialect == "hlo" and self.partitioned_hint:
             m.partitioned = True
-        self.report.modules.append(m)
+        if self.on_module is None:
+            self.report.modules.append(m)
         self.module = m
         self.last = m
         self.mesh_key = ()
@@ -143,12 +154,23 @@ class Builder:
                     v.local_shape, v.shape = v.shape, None  # type: ignore[union-attr]
         self.module = None
 
+    def _hand_over(self) -> None:
+        """Give the last module to `on_module`: called when nothing can change it any more
+        (a diagnostic after a module's end attaches to it until the next one starts)."""
+        if self.on_module is not None and self.last is not None:
+            last, self.last = self.last, None
+            self.on_module(last)
+
     def finish(self) -> FileReport:
         self._close()
+        self._hand_over()
         if self.pending_diags:  # diagnostics with no module at all: keep them visible
             m = ModuleReport(name=None, line=self.pending_diags[0].line, section=self.section)
             m.diagnostics.extend(self.pending_diags)
-            self.report.modules.append(m)
+            if self.on_module is not None:
+                self.on_module(m)
+            else:
+                self.report.modules.append(m)
         return self.report
 
     # -- content -----------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Pass dumps print the same module again and again (every pass that changes nothing), so most
 annotated lines repeat verbatim. A line handler runs against a `Recorder`; the recorded
 values and problems are replayed into the real builder at each occurrence, with the line
-number of that occurrence. The cache is bounded by the characters it holds.
+number of that occurrence. The cache is bounded by about what it holds (`MAX_COST`).
 
 The common case never gets here: a recording that only adds values is also entered in the
 module state's `fast_known` dict (raw line → its shared LineValues, or None for a line
@@ -21,8 +21,13 @@ from .model import LineValues, Value
 
 #: lines longer than this are handled directly, never cached
 MAX_LINE = 16384
-#: total characters of cached lines before the cache is emptied
-MAX_CHARS = 16 << 20
+#: what the cache may hold before it is emptied, in bytes as `_cost` counts them: a file
+#: with no repeated line caches every line it reads, and must not grow with its size
+MAX_COST = 32 << 20
+#: about what a recording costs besides its line's text (measured with tracemalloc: the
+#: Recorder, key and LineValues; each Value with its parsed shape)
+RECORDING_COST = 400
+VALUE_COST = 600
 
 
 class Recorder:
@@ -87,14 +92,17 @@ def run(handler: Callable, b, line: str, lineno: int, *args) -> None:
         rec = Recorder(b.mesh_key, b.manual_axes, b.mesh_token)
         handler(rec, line, 0, *args)
         rec.line_values = LineValues(tuple(v for v, _ in rec.values))
-        if _chars > MAX_CHARS:
+        if _chars > MAX_COST:
             clear()
         _cache[key] = rec
-        _chars += len(line)
+        # the line is kept twice: the key's bytes, and the values' texts
+        _chars += 2 * len(line) + RECORDING_COST + VALUE_COST * len(rec.values)
         if raw is not None and not rec.problems and not rec.errors and raw.isascii():
             known = fast_known(b)
-            if not rec.values:
-                known[raw] = None  # NOTHING is never written to: fast_known says why
+            if known is NOTHING:  # no module, or in a manual region: values need the builder
+                pass
+            elif not rec.values:
+                known[raw] = None
             elif b.module is not None:
                 known[raw] = rec.line_values
     play(rec, b, lineno)
@@ -117,11 +125,16 @@ def fast_known(b) -> dict[bytes, LineValues | None]:
 def nothing(b) -> None:
     """The line being handled (`b.raw`) yields nothing in this state, whatever its text
     says: the scanner may skip it from now on."""
+    global _chars
     raw = b.raw
     if raw is not None and raw.isascii() and len(raw) <= MAX_LINE:
         known = fast_known(b)
         if known is not NOTHING:
+            if _chars > MAX_COST:
+                clear()
+                known = fast_known(b)
             known[raw] = None
+            _chars += len(raw) + 100
 
 
 def lookup(b, raw: bytes) -> Recorder | None:

@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ..contentmemo import MAX_ENTRIES
+
 if TYPE_CHECKING:
     from ..findings import Finding
     from ..mesh import Mesh
@@ -281,7 +283,7 @@ def per_device(p: Value) -> Value:
         return p
     hit = _LOCAL.get(id(p))
     if hit is None or hit[0] is not p:
-        if len(_LOCAL) >= 65536:
+        if len(_LOCAL) >= MAX_ENTRIES:
             _LOCAL.clear()
         hit = _LOCAL[id(p)] = (p, _at(p, p.line, True))
     return hit[1]

@@ -19,14 +19,17 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from . import hlo, linecache, mlir
 from .builder import Builder
 from .lines import BLOCK, check_utf8, decode_line, max_line_bytes, read_blocks, scan_known
-from .model import FileReport
+from .model import FileReport, ModuleReport
+
+#: called with each module of a file as soon as it is complete (see `scan_path`)
+OnModule = Callable[[ModuleReport], None] | None
 
 SNIFF = 8192
 #: extensions that are never text IR
@@ -81,23 +84,27 @@ def scan_paths(paths: Iterable[str]) -> Iterator[FileReport]:
         yield scan_path(p)
 
 
-def scan_path(path: str) -> FileReport:
-    """Open `path` (gzip by extension, `-` = stdin) and scan it; never raises on bad input."""
+def scan_path(path: str, on_module: OnModule = None) -> FileReport:
+    """Open `path` (gzip by extension, `-` = stdin) and scan it; never raises on bad input.
+
+    With `on_module`, each module goes to it as soon as it is complete (nothing after it
+    can change it: the next module has started, or the file ended) and the report does not
+    keep it: a big file is then held one module at a time."""
     if path == "-":
-        return scan_file("<stdin>", sys.stdin.buffer)
+        return scan_file("<stdin>", sys.stdin.buffer, on_module)
     try:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
             data, stream = _open(path)  # type: ignore[assignment]
             if data is not None:  # most dump files: one read, then scanned in memory
-                return scan_bytes(path, data)
+                return scan_bytes(path, data, on_module)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
-        return scan_file(path, stream)
+        return scan_file(path, stream, on_module)
 
 
 def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
@@ -115,10 +122,10 @@ def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
     return data, None
 
 
-def scan_bytes(path: str, data: bytes) -> FileReport:
+def scan_bytes(path: str, data: bytes, on_module: OnModule = None) -> FileReport:
     """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
     be too long to keep) as one block; the same report as `scan_file` on its bytes."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path))
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module)
     if _skipped(b, path, data[:SNIFF]):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
@@ -161,9 +168,9 @@ def _read_small(fd: int) -> bytes | None:
     return data
 
 
-def scan_file(path: str, stream: BinaryIO) -> FileReport:
+def scan_file(path: str, stream: BinaryIO, on_module: OnModule = None) -> FileReport:
     """Scan one open binary stream; `path` is what reports show."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path))
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module)
     try:
         head = stream.read(SNIFF)
         while head and len(head) < SNIFF:  # an unbuffered pipe may return less than asked

@@ -293,10 +293,11 @@ def _lint_file(
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
             findings = run_checks(report, *where, checks=_checks(mesh_codes))
     else:
-        from ..ir.scan import scan_path
+        from ..inspect import scan_checked
 
-        # the same checks, the same way, as `meshdiag inspect` (only the enabled ones)
-        findings = run_checks(scan_path(path), *where, checks=checks)
+        # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
+        # each module judged as it ends: a big file is never held whole
+        findings = scan_checked(path, *where, checks=checks)[2]
         findings += _collective_findings(path, shown, settings, codes)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from ..contentmemo import ContentMemo
+from ..contentmemo import MAX_ENTRIES, ContentMemo
 from ..inspect import gspmd_text, num_devices, own_text, value_layout
 from .grid import LEGEND, LayoutPicture
 
@@ -186,7 +186,7 @@ def _rows(item, part: bool) -> tuple[object, bool, tuple]:
         (own_text(p), p.name, p.column, per_device(p) if part else p)
         for p in item.protos  # type: ignore[attr-defined]
     )
-    if len(_ROWS) >= 65536:
+    if len(_ROWS) >= MAX_ENTRIES:
         _ROWS.clear()
     hit = _ROWS[id(item)] = (item, part, rows)
     return hit
@@ -246,14 +246,20 @@ def finding_lines(findings: list[Finding]) -> Iterator:
         yield t
 
 
-def _file_head(item: Inspected) -> Text:
+def _file_head(item: Inspected, count: int | None = None, values: bool | None = None) -> Text:
+    """The file's header line; `count` is its number of modules and `values` whether any
+    holds a sharded value, when the report does not hold them (a file scanned module by
+    module)."""
     r = item.report
     from ..ir.devices import assignment_for, ids_label
 
-    head = Text(f"{r.path}: {len(r.modules)} module(s)", style="bold underline")
-    if r.modules:  # the id space every mesh and layout below is shown in
+    n = len(r.modules) if count is None else count
+    head = Text(f"{r.path}: {n} module(s)", style="bold underline")
+    if n:  # the id space every mesh and layout below is shown in
         head.append(f"\n{ids_label(assignment_for(r.path))}", style="dim")
-    if any(m.values for m in r.modules):  # the pictures' key, once for the file
+    if values is None:
+        values = any(m.values for m in r.modules)
+    if values:  # the pictures' key, once for the file
         head.append(f"\n{LEGEND}", style="dim")
     return head
 
@@ -343,23 +349,48 @@ def render_file(item: Inspected, console, *, mesh: Mesh | None, split: str) -> s
     reused, and so are whole module summaries seen before (the same annotated lines at the
     same places: pass dumps print a module again and again). `console` must write to a
     buffer of its own."""
+    out = [render_head(item, console)]
+    out.extend(render_module(m, console, mesh=mesh, split=split) for m in item.report.modules)
+    out.append(render_tail(item, console))
+    return "".join(out)
+
+
+def render_head(
+    item: Inspected, console, count: int | None = None, values: bool | None = None
+) -> str:
+    """`render_file`'s first part: the header (`count` modules and whether any has sharded
+    `values`, when the report does not hold them). `render_file` is this, `render_module`
+    of each module, `render_tail`."""
+    _use(console)
+    return _render(_file_head(item, count, values), console)
+
+
+def render_module(m: ModuleReport, console, *, mesh: Mesh | None, split: str) -> str:
+    """One module's summary as `render_file` prints it."""
+    _use(console)
+    groups, key = _summary_key(m, mesh, split)
+    hit = _MODULES.get(key)
+    if hit is None or hit[0] is not groups:
+        text = "".join(_render(p, console) for p in module_summary(m, mesh=mesh, split=split))
+        # holds the groups (and so every value of the module): their id stays theirs
+        rows = len(m.items) + len(key[1]) + len(text) // 64
+        hit = _MODULES.put(key, rows, (groups, text))
+    return hit[1]
+
+
+def render_tail(item: Inspected, console) -> str:
+    """`render_file`'s last part: the findings and the empty line."""
+    _use(console)
+    return "".join(_render(p, console) for p in _file_tail(item)) + "\n"
+
+
+def _use(console) -> None:
+    """The memos below hold what one console rendered: start over for another."""
     if _RENDERED_FOR[0] is not console:
         _RENDERED.clear()
         _WRAPPED.clear()
         _MODULES.clear()
         _RENDERED_FOR[0] = console
-    out = [_render(_file_head(item), console)]
-    for m in item.report.modules:
-        groups, key = _summary_key(m, mesh, split)
-        hit = _MODULES.get(key)
-        if hit is None or hit[0] is not groups:
-            text = "".join(_render(p, console) for p in module_summary(m, mesh=mesh, split=split))
-            # holds the groups: their id stays theirs
-            hit = _MODULES.put(key, len(key[1]) + len(text) // 64, (groups, text))
-        out.append(hit[1])
-    out.extend(_render(p, console) for p in _file_tail(item))
-    out.append("\n")  # console.print(): an empty line
-    return "".join(out)
 
 
 #: rendered module summaries by `_summary_key`: (the module's text groups, the text)
