@@ -129,7 +129,9 @@ def test_streamed_output_matches_whole_report(spooled, tmp_path, mesh):
     gm = load_mesh(mesh)
     look = {"width": 100, "height": 25, "color_system": None, "force_terminal": False}
     for soft in (True, False):
-        worker.init((gm, "tt-mlir", "xla", False, {**look, "soft_wrap": soft}, spooled.directory))
+        worker.init(
+            (gm, "tt-mlir", "xla", False, {**look, "soft_wrap": soft}, spooled.directory, False)
+        )
         console = worker._STATE["console"]
         for path in [*_inputs(), str(extra)]:
             report = scan_path(path)
@@ -154,7 +156,7 @@ def test_spill_to_temporary_file_keeps_order(spooled, tmp_path, monkeypatch):
     f = tmp_path / "some.mlir"
     write_big(f, 0.1)
     look = {"width": 100, "height": 25, "color_system": None, "force_terminal": False}
-    worker.init((None, None, "xla", False, {**look, "soft_wrap": True}, spooled.directory))
+    worker.init((None, None, "xla", False, {**look, "soft_wrap": True}, spooled.directory, False))
     parts: list[bytes] = []
     worker.text_one(str(f), parts.append)
     report = scan_path(str(f))

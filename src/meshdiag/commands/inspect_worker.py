@@ -18,6 +18,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from ..checks.registry import module_checks
+from ..errors import LimitError
 from ..inspect import (
     FILE_JSON_TAIL,
     Inspected,
@@ -84,13 +85,17 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
     finding's JSON."""
     st = _STATE
-    write(file_json_head("<stdin>" if path == "-" else path).encode("ascii"))
+    shown = "<stdin>" if path == "-" else path
+    write(file_json_head(shown).encode("ascii"))
     first = True
 
     def each(m: ModuleReport) -> None:
         nonlocal first
         if st["layouts"]:
-            doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=True)
+            try:
+                doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=True)
+            except LimitError as e:  # name the file: the value's location is line:column only
+                raise LimitError(f"{shown}: {e}") from None
             text = json.dumps(doc)
         else:
             text = module_json_text(m)
