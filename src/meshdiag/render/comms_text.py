@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from ..findings import Finding
 
 
-def _groups(r: Row) -> str:
+def groups_text(r: Row, times: str = "x") -> str:
+    """How a collective's devices are grouped: `4x2 mesh` (4 groups of 2, the form its
+    replica_groups were written in), `8 pairs, 6 moving`, `-`."""
     c = r.collective
     if c.pairs is not None:
         moving = sum(1 for s, t in c.pairs if s != t)
@@ -22,10 +24,11 @@ def _groups(r: Row) -> str:
     if r.groups is None:
         return "-"
     form = c.groups.form if c.groups is not None else ("axes" if c.dialect == "sdy" else "all")
-    return f"{len(r.groups)}x{r.group_size} {form}"
+    return f"{len(r.groups)}{times}{r.group_size} {form}"
 
 
-def _axes(r: Row) -> str:
+def axes_text(r: Row) -> str:
+    """The mesh (sub-)axes a collective's groups run over, `NONE of the mesh`, or `-`."""
     if r.off_mesh:
         return "NONE of the mesh"
     if r.axes is None:
@@ -85,8 +88,8 @@ def module_lines(mc: ModuleComms) -> list[str]:
                 c.kind,
                 c.op.removeprefix("sdy.") if c.dialect == "sdy" else c.op,
                 _cut(_shape(r), 22),
-                _groups(r),
-                _cut(_axes(r), 24),
+                groups_text(r),
+                _cut(axes_text(r), 24),
                 _cut(c.op_name or "-", 36),
                 str(c.line),
             )

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..comms.axes import refs_text
 from ..comms.units import human_bytes
+from .comms_text import axes_text, groups_text
 from .inspect_text import MAX_GRID
 
 if TYPE_CHECKING:
@@ -249,26 +249,6 @@ def collective_rows(comms: list[FileComms]) -> list[tuple[str, str | None, Row]]
     return [rows[k] for k in order]
 
 
-def _groups_text(r: Row) -> str:
-    c = r.collective
-    if c.pairs is not None:
-        moving = sum(1 for a, b in c.pairs if a != b)
-        return f"{len(c.pairs)} pairs, {moving} moving"
-    if r.groups is None:
-        return "-"
-    form = c.groups.form if c.groups is not None else ("axes" if c.dialect == "sdy" else "all")
-    return f"{len(r.groups)}×{r.group_size} {form}"
-
-
-def _axes_text(r: Row) -> str:
-    if r.off_mesh:
-        return "NONE of the mesh"
-    if r.axes is None:
-        return "-"
-    text = refs_text(r.axes)
-    return text if r.mesh_source != "collective" else f"{text} (own mesh)"
-
-
 def _collectives(comms: list[FileComms], shown) -> Iterator[str]:
     rows = collective_rows(comms)
     if not rows:
@@ -296,8 +276,8 @@ def _collectives(comms: list[FileComms], shown) -> Iterator[str]:
         parts.append(
             f'<tr class="collective" data-line="{c.line}" data-bytes="{r.per_device}">'
             f"<td>{_e(c.kind)}</td><td><code>{_e(c.name)}</code></td><td>{_e(where)}</td>"
-            f"<td>{_e(shape or '-')}</td><td>{_e(_groups_text(r))}</td>"
-            f'<td>{_e(_axes_text(r))}</td><td class="num">{_e(nbytes)}</td></tr>'
+            f"<td>{_e(shape or '-')}</td><td>{_e(groups_text(r, '×'))}</td>"
+            f'<td>{_e(axes_text(r))}</td><td class="num">{_e(nbytes)}</td></tr>'
         )
     parts.append("</tbody></table>")
     if len(rows) > MAX_COLLECTIVES:
