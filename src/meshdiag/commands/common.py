@@ -1,4 +1,5 @@
-"""Options every command shares (`--mesh`, `--target`, `--split`, `--format`)."""
+"""Options commands share (`--mesh`, `--target`, `--split`, `--format`, the collective
+checks' sizes)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,23 @@ SplitOpt = Annotated[
 FormatOpt = Annotated[
     str,
     typer.Option("--format", "-f", metavar="[text|json]", help="Output format."),
+]
+#: the collective checks' sizes (`comms` and `lint`): bytes, e.g. 65536, 64KiB, 1GB
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--collective-budget",
+        metavar="BYTES",
+        help="Bytes one collective may move per device (MD201): 65536, 64KiB, 1GB.",
+    ),
+]
+RematOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--remat-min-bytes",
+        metavar="BYTES",
+        help="Smallest tensor whose full gather MD202 reports [default: 1MiB].",
+    ),
 ]
 
 

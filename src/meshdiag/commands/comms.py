@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import FormatOpt, MeshOpt
+from .common import BudgetOpt, FormatOpt, MeshOpt, RematOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -20,22 +20,8 @@ def comms(
     ],
     mesh: MeshOpt = None,
     fmt: FormatOpt = "text",
-    collective_budget: Annotated[
-        str | None,
-        typer.Option(
-            "--collective-budget",
-            metavar="BYTES",
-            help="Report collectives moving more bytes per device (MD201): 65536, 64KiB, 1GB.",
-        ),
-    ] = None,
-    remat_min_bytes: Annotated[
-        str | None,
-        typer.Option(
-            "--remat-min-bytes",
-            metavar="BYTES",
-            help="Smallest tensor whose full gather is reported (MD202) [default: 1MiB].",
-        ),
-    ] = None,
+    collective_budget: BudgetOpt = None,
+    remat_min_bytes: RematOpt = None,
 ) -> None:
     """List every collective with its groups, mesh axes and bytes per device (largest first)."""
     import json

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .common import MeshOpt, SplitOpt, TargetOpt
+from .common import BudgetOpt, MeshOpt, RematOpt, SplitOpt, TargetOpt
 
 _CODES_HELP = "Comma-separated codes or prefixes (MD103, MD1, ALL); repeatable."
 
@@ -124,22 +124,8 @@ def lint(
             help="What to call a dump read from '-' in reports and --per-file-ignores.",
         ),
     ] = None,
-    collective_budget: Annotated[
-        str | None,
-        typer.Option(
-            "--collective-budget",
-            metavar="BYTES",
-            help="Bytes one collective may move per device (MD201): 65536, 64KiB, 1GB.",
-        ),
-    ] = None,
-    remat_min_bytes: Annotated[
-        str | None,
-        typer.Option(
-            "--remat-min-bytes",
-            metavar="BYTES",
-            help="Smallest tensor whose full gather MD202 reports [default: 1MiB].",
-        ),
-    ] = None,
+    collective_budget: BudgetOpt = None,
+    remat_min_bytes: RematOpt = None,
 ) -> int:
     """Lint IR dumps and mesh configs: ruff-style selection, suppressions, CI outputs."""
     import os
