@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -97,23 +96,10 @@ def compile_round(out: Path, cases: list[generate.PassCase]) -> None:
         by_count.setdefault(c.devices, []).append(c)
     for count, group in sorted(by_count.items()):
         raw = out / f".raw{count}"
-        env = dict(os.environ, JAX_PLATFORMS="cpu")
-        env["XLA_FLAGS"] = (
-            f"--xla_force_host_platform_device_count={count} "
-            f"--xla_dump_to={raw} --xla_dump_hlo_pass_re=.*"
-        )
+        env = generate.every_pass_env(count, raw)
         specs = json.dumps([dataclasses.asdict(c) for c in group])
         subprocess.run([sys.executable, "-c", COMPILE, str(FIXTURES), specs], env=env, check=True)
-        names = "|".join(re.escape(c.name) for c in group)
-        owner = re.compile(r"module_\d+\.jit_(" + names + r")(?:\.|$)")
-        for p in sorted(raw.rglob("*")):
-            rel = p.relative_to(raw)
-            hit = next((m for part in rel.parts if (m := owner.match(part))), None)
-            if p.is_file() and hit is not None:
-                dst = out / hit.group(1) / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(p), dst)
-        shutil.rmtree(raw)
+        generate.split_by_program(raw, out, [c.name for c in group])
 
 
 def make_dumps(out: Path, mb: float) -> None:

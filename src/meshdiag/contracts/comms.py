@@ -3,22 +3,12 @@ the bytes it moves."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
+from ..comms.groups import Form
+from ..comms.model import Kind
+from ..comms.report import MeshSource
 from ._base import Doc, Finding, Version
-
-Kind = Literal[
-    "all-gather",
-    "all-reduce",
-    "reduce-scatter",
-    "all-to-all",
-    "ragged-all-to-all",
-    "collective-permute",
-    "all-slice",
-    "reshard",
-]
 
 
 class Collective(Doc):
@@ -32,15 +22,13 @@ class Collective(Doc):
     shapes: list[str] = Field(description="the per-device results, e.g. f32[16,8]")
     dtype: str | None
     replica_groups: str | None = Field(description="replica_groups as written")
-    replica_groups_form: Literal["list", "iota", "mesh"] | None
+    replica_groups_form: Form | None
     groups: list[list[int]] | None = Field(description="device ids per group, when known")
     group_size: int | None
     source_target_pairs: list[tuple[int, int]] | None
     dimensions: list[int] = Field(description="HLO dimensions= (gather / scatter dims)")
     axes: list[str] | None = Field(description="mesh (sub-)axes the groups run over; null: none")
-    axes_mesh: Literal["global", "module", "collective"] | None = Field(
-        description="which mesh `axes` names"
-    )
+    axes_mesh: MeshSource | None = Field(description="which mesh `axes` names")
     off_mesh: bool = Field(description="no axis of the mesh gives these groups (MD203)")
     bytes_sent: int | None = Field(description="per device; null when unknown")
     bytes_received: int | None
