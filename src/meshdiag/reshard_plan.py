@@ -394,17 +394,21 @@ class _Planner:
                     )
                     if not j:
                         continue
-                    before = self.state()
-                    moved = self.cur[s][-j:]
-                    del self.cur[s][-j:]
-                    self.cur[t].extend(moved)
-                    axes: list[list[AxisRef]] = [[] for _ in self.cur]
-                    axes[s] = moved
-                    self.emit(A2A, axes, before, src_dim=s, tgt_dim=t)
+                    self.move_trailing(s, t, j)
                     progress = True
                     break
                 if progress:
                     break
+
+    def move_trailing(self, s: int, t: int, j: int) -> None:
+        """An all-to-all: dim `s`'s last `j` axes move to the end of dim `t`."""
+        before = self.state()
+        moved = self.cur[s][-j:]
+        del self.cur[s][-j:]
+        self.cur[t].extend(moved)
+        axes: list[list[AxisRef]] = [[] for _ in self.cur]
+        axes[s] = moved
+        self.emit(A2A, axes, before, src_dim=s, tgt_dim=t)
 
     def all_to_alls_out_of_order(self) -> None:
         """Move a dim's trailing axes to the dim that wants them even where they do not land
@@ -420,13 +424,7 @@ class _Planner:
             j = 1
             while j < len(in_s) and self.out_dim.get(in_s[-1 - j]) == t:
                 j += 1
-            before = self.state()
-            moved = self.cur[s][-j:]
-            del self.cur[s][-j:]
-            self.cur[t].extend(moved)
-            axes: list[list[AxisRef]] = [[] for _ in self.cur]
-            axes[s] = moved
-            self.emit(A2A, axes, before, src_dim=s, tgt_dim=t)
+            self.move_trailing(s, t, j)
             return
 
     # collective-permute
