@@ -5,11 +5,10 @@ same axis, and Shardy's collectives measure what XLA's do."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from fixture_modules import load
 
 from meshdiag.comms.axes import refs_text
 from meshdiag.comms.report import measure_file
@@ -138,13 +137,7 @@ def test_off_mesh_groups_found():
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "meshdiag_comms_generate", FIXTURES / "generate_comms.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load("generate_comms")
 
 
 @pytest.mark.parametrize("case", ["shard_map", "reshard"])

@@ -9,12 +9,11 @@ permuted (JAX keeps the dump's mesh iota and writes the order to compile_options
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from fixture_modules import load
 
 from meshdiag.cli import main
 
@@ -22,13 +21,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "meshdiag_fixture_generate", FIXTURES / "generate.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve the module by name
-    spec.loader.exec_module(mod)
-    return mod
+    return load("generate")
 
 
 GEN = _generator()

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from fixture_modules import load
 
 from meshdiag.inspect import inspect_paths
 from meshdiag.ir.scan import scan_path
@@ -20,13 +19,7 @@ TEXT_FIXTURES = sorted(p for p in MANIFEST if not p.endswith(".o"))
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "meshdiag_fixture_generate", FIXTURES / "generate.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve the module by name
-    spec.loader.exec_module(mod)
-    return mod
+    return load("generate")
 
 
 #: what a simple line scan counts as an annotation: each one needs a value on its line

@@ -9,12 +9,11 @@ covers propagation, an axis moving between dims and a permuted mesh.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from fixture_modules import load
 
 from meshdiag.cli import main
 
@@ -23,13 +22,7 @@ PASSES = ROOT / "tests" / "data" / "trace_passes.mlir"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "meshdiag_fixture_generate", ROOT / "fixtures" / "generate.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve the module by name
-    spec.loader.exec_module(mod)
-    return mod
+    return load("generate")
 
 
 @pytest.fixture(scope="session")
