@@ -44,9 +44,9 @@ def main() -> None:
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.jax_devices}"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-    from meshdiag.layout_engine import _layout_cached, layout
-    from meshdiag.sharding import HloSharding
-    from meshdiag.tiles import TileAssignment
+    from meshdiag.layouts.engine import _layout_cached, layout
+    from meshdiag.model.sharding import HloSharding
+    from meshdiag.model.tiles import TileAssignment
 
     def md_sharding(mesh_shape):
         return HloSharding.tiled(TileAssignment.iota((*mesh_shape, 1)))

@@ -19,8 +19,8 @@ import tracemalloc
 
 import numpy as np
 
-from meshdiag.mesh import mesh_from_shape
-from meshdiag.simulate import simulate_copy
+from meshdiag.model.mesh import mesh_from_shape
+from meshdiag.simulate.copy import simulate_copy
 
 
 def best(fn, repeat: int) -> float:

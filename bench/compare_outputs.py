@@ -38,7 +38,7 @@ COMMANDS = (
 CHILD = r"""
 import hashlib, json, sys
 from typer.testing import CliRunner
-from meshdiag.cli import app
+from meshdiag.cli.app import app
 runner = CliRunner()
 out = []
 for args in json.loads(sys.argv[1]):

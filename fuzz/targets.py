@@ -64,8 +64,8 @@ def _guard(fn, text: str):
 
 
 def check_gspmd(text: str) -> None:
-    from meshdiag.formats.detect import parse_sharding
-    from meshdiag.formats.gspmd import parse_gspmd, print_gspmd, validate_hlo
+    from meshdiag.notation.detect import parse_sharding
+    from meshdiag.notation.gspmd import parse_gspmd, print_gspmd, validate_hlo
 
     s = _guard(
         parse_gspmd.__wrapped__ if hasattr(parse_gspmd, "__wrapped__") else parse_gspmd, text
@@ -82,7 +82,7 @@ def check_gspmd(text: str) -> None:
             raise AssertionError(f"V1 form reads back different for {text!r}: {v1!r}")
         validate_hlo(s)
         if s.named is not None:
-            from meshdiag.formats.gspmd_v3 import print_v3
+            from meshdiag.notation.gspmd_v3 import print_v3
 
             _guard(lambda _: print_v3(s.named), text)
     _guard(parse_sharding, text)
@@ -92,7 +92,7 @@ def check_gspmd(text: str) -> None:
 
 
 def check_shardy(text: str) -> None:
-    from meshdiag.formats.shardy import (
+    from meshdiag.notation.shardy import (
         parse_mesh_attr,
         parse_sdy_sharding,
         parse_sharding_per_value,
@@ -128,7 +128,7 @@ def check_shardy(text: str) -> None:
 
 
 def _to_hlo(s):
-    from meshdiag.export import named_to_hlo
+    from meshdiag.model.named_to_tiled import named_to_hlo
 
     return named_to_hlo(s)
 
@@ -137,8 +137,8 @@ def _to_hlo(s):
 
 
 def check_mesh(text: str) -> None:
-    from meshdiag.formats.meshtext import parse_mesh
-    from meshdiag.formats.pspec import named_to_pspec, parse_pspec, pspec_to_named
+    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.notation.pspec import named_to_pspec, parse_pspec, pspec_to_named
 
     # parse_mesh reads a file when the text looks like a path; the fuzzer must not go there
     if "/" in text or text.strip().lower().endswith((".toml", ".json")):
@@ -147,7 +147,7 @@ def check_mesh(text: str) -> None:
             text += "!"
     mesh = _guard(parse_mesh, text)
     if mesh is not None and mesh.axes and not mesh.is_maximal:
-        from meshdiag.formats.shardy import parse_mesh_attr, print_mesh_attr
+        from meshdiag.notation.shardy import parse_mesh_attr, print_mesh_attr
 
         if parse_mesh_attr(print_mesh_attr(mesh)) != mesh:
             raise AssertionError(f"mesh {text!r} does not survive the Shardy form")
@@ -221,9 +221,9 @@ def check_scan(data: bytes) -> None:
     """Scan the bytes as a dump file, run every module check, and build the inspect JSON."""
     import json
 
-    from meshdiag.inspect import file_json, run_checks
     from meshdiag.ir.scan import scan_file
-    from meshdiag.mesh import Mesh
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.pipeline.inspect import file_json, run_checks
 
     data = data[: MAX_INPUT * 4]
     runs = (
@@ -254,11 +254,11 @@ def check_comms(data: bytes | str) -> None:
     import json
 
     from meshdiag.checks.context import CheckContext
-    from meshdiag.comms.checking import run_collective_checks
     from meshdiag.comms.report import to_json
     from meshdiag.comms.scan import scan_stream
-    from meshdiag.mesh import Mesh
-    from meshdiag.render.comms_text import render
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.pipeline.comms_checks import run_collective_checks
+    from meshdiag.report.comms_text import render
 
     raw = (data.encode() if isinstance(data, str) else data)[: MAX_INPUT * 4]
     lines = raw.split(b"\n")
@@ -287,19 +287,19 @@ def preload() -> None:
     for name in (
         "meshdiag.errors",
         "meshdiag.limits",
-        "meshdiag.mesh",
-        "meshdiag.tiles",
-        "meshdiag.sharding",
-        "meshdiag.formats._cursor",
-        "meshdiag.formats.gspmd",
-        "meshdiag.formats.gspmd_v3",
-        "meshdiag.formats.shardy",
-        "meshdiag.formats.pspec",
-        "meshdiag.formats.meshtext",
-        "meshdiag.formats.detect",
-        "meshdiag.export",
-        "meshdiag.derive",
-        "meshdiag.layout_engine",
+        "meshdiag.model.mesh",
+        "meshdiag.model.tiles",
+        "meshdiag.model.sharding",
+        "meshdiag.notation._cursor",
+        "meshdiag.notation.gspmd",
+        "meshdiag.notation.gspmd_v3",
+        "meshdiag.notation.shardy",
+        "meshdiag.notation.pspec",
+        "meshdiag.notation.meshtext",
+        "meshdiag.notation.detect",
+        "meshdiag.model.named_to_tiled",
+        "meshdiag.model.derive",
+        "meshdiag.layouts.engine",
         "meshdiag.ir.text",
         "meshdiag.ir.lines",
         "meshdiag.ir.annot",
@@ -307,7 +307,7 @@ def preload() -> None:
         "meshdiag.ir.mlir",
         "meshdiag.ir.hlo",
         "meshdiag.ir.scan",
-        "meshdiag.inspect",
+        "meshdiag.pipeline.inspect",
         "meshdiag.checks.registry",
         "meshdiag.inputs.keyline",
         "meshdiag.inputs.problems",
@@ -318,8 +318,8 @@ def preload() -> None:
         "meshdiag.comms.cost",
         "meshdiag.comms.axes",
         "meshdiag.comms.report",
-        "meshdiag.comms.checking",
-        "meshdiag.render.comms_text",
+        "meshdiag.pipeline.comms_checks",
+        "meshdiag.report.comms_text",
     ):
         importlib.import_module(name)
     from meshdiag.checks.registry import module_checks

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshdiag.formats.detect import parse_sharding
-from meshdiag.formats.devicelist import compress_devices, device_runs
-from meshdiag.layout_engine import _dense_groups, layout
+from meshdiag.layouts.engine import _dense_groups, layout
 from meshdiag.limits import MAX_DEVICES, MAX_SIMULATED_DEVICES
-from meshdiag.render.grid import TileIndex, table_rows
+from meshdiag.notation.detect import parse_sharding
+from meshdiag.notation.devicelist import compress_devices, device_runs
+from meshdiag.report.grid import TileIndex, table_rows
 
 SECONDS = 20.0
 MAX_RSS_MB = 500

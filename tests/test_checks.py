@@ -15,11 +15,11 @@ from meshdiag.checks import (
 )
 from meshdiag.checks.common import module_meshes
 from meshdiag.checks.context import CheckContext
-from meshdiag.export import named_to_hlo
-from meshdiag.formats.gspmd import parse_gspmd
 from meshdiag.ir.model import Diagnostic, MeshDecl, ModuleReport, Value
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, NamedSharding
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.named_to_tiled import named_to_hlo
+from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
+from meshdiag.notation.gspmd import parse_gspmd
 
 GLOBAL = Mesh((("batch", 2), ("model", 4)))
 SEED_MESH = Mesh((("_axis_0", 4), ("_axis_1", 2)), name="mesh")
@@ -425,7 +425,7 @@ def inspect_json(capsys, path, *extra):
     import json
     import os
 
-    from meshdiag.cli import main
+    from meshdiag.cli.app import main
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args = ["inspect", os.path.join(root, SEED_DIR, path), "--mesh", "batch=2,model=4"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from meshdiag.checks.registry import collective_checks, get_rule
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMS = ROOT / "fixtures" / "comms"

@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import pytest
 
-from meshdiag.collective_bytes import array_bytes, dtype_bits
 from meshdiag.comms import cost
 from meshdiag.comms.report import measure_module
 from meshdiag.comms.scan import scan_text
-from meshdiag.formats.meshtext import parse_mesh
+from meshdiag.model.collective_bytes import array_bytes, dtype_bits
+from meshdiag.notation.meshtext import parse_mesh
 
 HLO = """\
 HloModule jit_step, is_scheduled=true, num_partitions=8
@@ -245,7 +245,7 @@ def test_mutated_collective_lines_never_raise():
     from pathlib import Path
 
     from meshdiag.checks.context import CheckContext
-    from meshdiag.comms.checking import run_collective_checks
+    from meshdiag.pipeline.comms_checks import run_collective_checks
 
     rng = __import__("random").Random(5)
     root = Path(__file__).resolve().parent.parent / "fixtures" / "comms"

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.mesh import Mesh, preset
-from meshdiag.splits import split_dim
-from meshdiag.tiles import TileAssignment, canonicalize_iota
+from meshdiag.model.mesh import Mesh, preset
+from meshdiag.model.splits import split_dim
+from meshdiag.model.tiles import TileAssignment, canonicalize_iota
 
 
 @pytest.mark.parametrize(

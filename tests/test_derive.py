@@ -22,7 +22,8 @@ from jax.sharding import Mesh as JMesh
 from jax.sharding import NamedSharding as JNamed
 from jax.sharding import PartitionSpec as P
 
-from meshdiag.derive import (
+from meshdiag.errors import MeshdiagError
+from meshdiag.model.derive import (
     DerivedMesh,
     NotFactorisable,
     analyze_tile_assignment,
@@ -36,10 +37,9 @@ from meshdiag.derive import (
     plain_spec,
     plain_specs_with_same_tiling,
 )
-from meshdiag.errors import MeshdiagError
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import AxisRef, HloSharding
+from meshdiag.model.tiles import TileAssignment
 
 _TYPES = {
     xc.OpSharding.Type.MANUAL: "manual",
@@ -522,7 +522,7 @@ def test_permuted_mesh_device_ids() -> None:
 
 def test_meshes_fitting_is_complete() -> None:
     """Against brute force over every ordered factorisation (plain_spec is JAX-checked above)."""
-    from meshdiag.derive import _ordered_factorisations
+    from meshdiag.model.derive import _ordered_factorisations
 
     rng = random.Random(3)
     for _ in range(60):

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 from meshdiag.errors import MeshdiagError
-from meshdiag.formats.gspmd import parse_gspmd, print_gspmd
 from meshdiag.ir.devices import (
     assignment_for,
     ids_label,
@@ -16,7 +15,8 @@ from meshdiag.ir.devices import (
     parse_compile_options,
     relabel,
 )
-from meshdiag.mesh import Mesh
+from meshdiag.model.mesh import Mesh
+from meshdiag.notation.gspmd import parse_gspmd, print_gspmd
 
 TEXTPROTO = """executable_build_options {
   device_ordinal: -1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fixture_modules import load
 
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

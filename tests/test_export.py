@@ -13,14 +13,14 @@ from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.export import named_to_hlo, ordered_axis_refs, subgroup
-from meshdiag.formats.gspmd import parse_gspmd, print_gspmd
-from meshdiag.formats.gspmd_v3 import parse_v3_leaf, print_v3
-from meshdiag.formats.pspec import parse_pspec, pspec_to_named
-from meshdiag.formats.shardy import parse_mesh_attr, parse_sdy_sharding
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, NamedSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.named_to_tiled import named_to_hlo, ordered_axis_refs, subgroup
+from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd import parse_gspmd, print_gspmd
+from meshdiag.notation.gspmd_v3 import parse_v3_leaf, print_v3
+from meshdiag.notation.pspec import parse_pspec, pspec_to_named
+from meshdiag.notation.shardy import parse_mesh_attr, parse_sdy_sharding
 
 DEVICES = jax.devices()
 _TYPE = {"replicated": 0, "manual": 4, "unreduced": 6}

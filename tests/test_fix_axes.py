@@ -21,10 +21,10 @@ from jax.sharding import PartitionSpec as P
 from meshdiag.checks import md101_mesh_mismatch, md102_off_mesh_sharding
 from meshdiag.checks.common import pspec_text, sdy_dims_text
 from meshdiag.checks.context import CheckContext
-from meshdiag.export import named_to_hlo
 from meshdiag.ir.model import MeshDecl, ModuleReport, Value
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, NamedSharding
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.named_to_tiled import named_to_hlo
+from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
 
 SHAPES = [(("x", 2), ("y", 2)), (("x", 2), ("y", 2), ("z", 2)), (("a", 2), ("b", 4))]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fixture_modules import load
 
-from meshdiag.inspect import inspect_paths
 from meshdiag.ir.scan import scan_path
+from meshdiag.pipeline.inspect import inspect_paths
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text())

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from jax._src.lib import xla_client as xc
 
 from meshdiag.errors import LimitError, MeshdiagError, ParseError
-from meshdiag.formats import gspmd
-from meshdiag.formats.gspmd import canonical_gspmd, parse_gspmd, print_gspmd, validate_hlo
-from meshdiag.sharding import HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation import gspmd
+from meshdiag.notation.gspmd import canonical_gspmd, parse_gspmd, print_gspmd, validate_hlo
 
 # -- oracle helpers -----------------------------------------------------------------------
 
@@ -407,9 +407,9 @@ def test_v3_leaves_are_handed_to_gspmd_v3(monkeypatch: pytest.MonkeyPatch) -> No
                 break
         return HloSharding.tiled(TileAssignment.iota((2, 4))), end + 1
 
-    fake = types.ModuleType("meshdiag.formats.gspmd_v3")
+    fake = types.ModuleType("meshdiag.notation.gspmd_v3")
     fake.parse_v3_leaf = parse_v3_leaf  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "meshdiag.formats.gspmd_v3", fake)
+    monkeypatch.setitem(sys.modules, "meshdiag.notation.gspmd_v3", fake)
     leaf = "{mesh[a=2,b=4], [{a}, {b}]}"
     assert print_gspmd(gspmd.parse_gspmd.__wrapped__(leaf)) == "{devices=[2,4]<=[8]}"
     tup = "{{replicated}, {maximal_mesh[device_id=0]}, {mesh[x=8], [{x}]}}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.cli import main
-from meshdiag.inspect import inspect_paths
+from meshdiag.cli.app import main
+from meshdiag.pipeline.inspect import inspect_paths
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SEED = str(FIXTURES / "seed" / "distorted_mesh.mlir")

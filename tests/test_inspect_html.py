@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.dumpsummary import DumpSummary
-from meshdiag.render.inspect_html import page
+from meshdiag.pipeline.dump_summary import DumpSummary
+from meshdiag.report.inspect_html import page
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

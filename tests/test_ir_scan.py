@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from meshdiag.ir.scan import expand_paths, scan_file, scan_path, scan_paths
-from meshdiag.layout_engine import layout
+from meshdiag.layouts.engine import layout
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "seed" / "distorted_mesh.mlir"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshdiag.cli import build_app, main
+from meshdiag.cli.app import build_app, main
 from meshdiag.contracts import all_schemas, documents, schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,8 +264,8 @@ def _layout_cases(draw):
 def test_random_layout_documents_fit_the_schema(case) -> None:
     from meshdiag import layout, parse_mesh, parse_sharding
     from meshdiag.checks.md105_uneven_shard import uneven_findings
-    from meshdiag.formats.detect import to_hlo
-    from meshdiag.formats.gspmd import print_gspmd
+    from meshdiag.notation.detect import to_hlo
+    from meshdiag.notation.gspmd import print_gspmd
 
     spec, mesh_text, shape, split = case
     mesh = parse_mesh(mesh_text)

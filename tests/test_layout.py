@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import meshdiag
-from meshdiag.cli import main
-from meshdiag.commands.layout import parse_shape
+from meshdiag.cli.app import main
+from meshdiag.cli.commands.layout import parse_shape
 from meshdiag.errors import MeshdiagError
-from meshdiag.layout_engine import layout, uneven_report
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.layouts.engine import layout, uneven_report
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment
 
 SEED_V2 = HloSharding.tiled(TileAssignment.iota((1, 4, 2)), replicate_on_last=True)
 SEED_FIXED = HloSharding.tiled(

@@ -22,9 +22,9 @@ from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
-from meshdiag.layout_engine import layout
-from meshdiag.sharding import HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.layouts.engine import layout
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (2, 2, 2), (64,), (4, 4, 4), (2, 8, 4), (3, 5), (2, 3, 4)]
 NAMES = ("a", "b", "c")

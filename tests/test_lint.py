@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.cli import main
-from meshdiag.findings import Finding
+from meshdiag.cli.app import main
 from meshdiag.lint import runner
 from meshdiag.lint.suppress import (
     apply_comments,
@@ -20,6 +19,7 @@ from meshdiag.lint.suppress import (
     load_baseline,
     parse_comment,
 )
+from meshdiag.model.findings import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "seed"

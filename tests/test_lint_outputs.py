@@ -11,11 +11,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from meshdiag.checks.registry import Rule
-from meshdiag.findings import Finding
-from meshdiag.lint import outputs
-from meshdiag.lint.outputs.github import escape_data, escape_property
 from meshdiag.lint.result import LintResult, OutputContext
 from meshdiag.lint.suppress import fingerprint
+from meshdiag.model.findings import Finding
+from meshdiag.report import lint as outputs
+from meshdiag.report.lint.github import escape_data, escape_property
 
 RULES = {
     "MD001": Rule(
@@ -285,7 +285,7 @@ def test_gitlab_code_quality(ctx):
 
 
 def test_statistics(ctx):
-    from meshdiag.lint.outputs import statistics
+    from meshdiag.report.lint import statistics
 
     more = [*FINDINGS, FINDINGS[2]]
     buf = io.StringIO()

@@ -21,11 +21,11 @@ from jax.sharding import PartitionSpec as P
 from meshdiag.checks import md101_mesh_mismatch, md102_off_mesh_sharding
 from meshdiag.checks.common import module_meshes
 from meshdiag.checks.context import CheckContext
-from meshdiag.formats.gspmd import print_gspmd
 from meshdiag.ir.model import ModuleReport, Value
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd import print_gspmd
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SIZES = (1, 2, 2, 3, 4, 4, 8)
@@ -161,8 +161,8 @@ REAL = sorted(k for k in manifest() if not k.startswith("seed/distorted") and no
 # "batch"}]): a layout of the global mesh, so neither MD101 nor MD102 may fire on it.
 @pytest.mark.parametrize("rel", REAL)
 def test_real_dumps_are_clean_on_their_global_mesh(rel):
-    from meshdiag.formats.meshtext import parse_mesh
     from meshdiag.ir.scan import scan_path
+    from meshdiag.notation.meshtext import parse_mesh
 
     mesh = parse_mesh(manifest()[rel])
     report = scan_path(str(FIXTURES / rel))

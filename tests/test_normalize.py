@@ -1,4 +1,4 @@
-"""XLA's HloSharding constructors (`meshdiag.normalize`) against jaxlib's parser.
+"""XLA's HloSharding constructors (`meshdiag.model.normalize`) against jaxlib's parser.
 
 The oracle is `xla_client.HloSharding.from_string(text)`: XLA's parser builds the sharding
 with `HloSharding::Subgroup` / `PartialTile`, so `str()` of it is XLA's normal form of the raw
@@ -13,11 +13,11 @@ import random
 import numpy as np
 from jax._src.lib import xla_client as xc
 
-from meshdiag.derive import analyze_tile_assignment
-from meshdiag.formats.gspmd import print_gspmd
-from meshdiag.normalize import group_subgroup_dims, normal_form, subgroup
-from meshdiag.sharding import HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.model.derive import analyze_tile_assignment
+from meshdiag.model.normalize import group_subgroup_dims, normal_form, subgroup
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd import print_gspmd
 
 KINDS = ("manual", "replicated", "unreduced", "maximal")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import meshdiag
-from meshdiag.cli import build_app, invoked_command, version_text
-from meshdiag.commands import COMMANDS
+from meshdiag.cli.app import build_app, invoked_command, version_text
+from meshdiag.cli.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

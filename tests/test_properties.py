@@ -20,12 +20,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.errors import MeshdiagError, ParseError
-from meshdiag.formats.detect import parse_sharding
-from meshdiag.formats.gspmd import parse_gspmd, print_gspmd
-from meshdiag.formats.gspmd_v3 import print_v3
-from meshdiag.formats.meshtext import parse_mesh
-from meshdiag.formats.pspec import named_to_pspec, parse_pspec, pspec_to_named
-from meshdiag.formats.shardy import (
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.detect import parse_sharding
+from meshdiag.notation.gspmd import parse_gspmd, print_gspmd
+from meshdiag.notation.gspmd_v3 import print_v3
+from meshdiag.notation.meshtext import parse_mesh
+from meshdiag.notation.pspec import named_to_pspec, parse_pspec, pspec_to_named
+from meshdiag.notation.shardy import (
     parse_mesh_attr,
     parse_sdy_sharding,
     parse_sharding_per_value,
@@ -33,9 +36,6 @@ from meshdiag.formats.shardy import (
     print_sdy_sharding,
     print_sharding_per_value,
 )
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
-from meshdiag.tiles import TileAssignment
 
 FAST = settings(
     max_examples=80,

@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from meshdiag.cli import main
-from meshdiag.inspect import inspect_paths
+from meshdiag.cli.app import main
+from meshdiag.pipeline.inspect import inspect_paths
 
 
 def run(args, capsys):
@@ -109,7 +109,7 @@ def test_manual_values_have_local_shapes(dump):
 
 def test_tuple_elements_grouped_under_their_own_sharding(dump):
     from meshdiag.ir.scan import scan_path
-    from meshdiag.render.inspect_text import _by_text
+    from meshdiag.report.inspect_text import _by_text
 
     path, _ = dump
     checked = 0
@@ -127,7 +127,7 @@ def test_tuple_elements_grouped_under_their_own_sharding(dump):
                     for t, (_, _, vals) in groups.items()
                     if any(w.name == v.name and w.column == v.column for w in vals.values())
                 ]
-                from meshdiag.inspect import gspmd_text
+                from meshdiag.pipeline.inspect import gspmd_text
 
                 assert own == [gspmd_text(v)], (f.name, v.name)
                 checked += 1
@@ -169,8 +169,8 @@ def _skipped_in(path) -> int:
 
 
 def test_directory_is_one_report(dump, capsys):
-    from meshdiag.dumpsummary import canonical_text
-    from meshdiag.formats.gspmd import parse_gspmd
+    from meshdiag.notation.gspmd import parse_gspmd
+    from meshdiag.pipeline.dump_summary import canonical_text
 
     path, n = dump
     code, out, err = run(["inspect", str(path), "--quiet"], capsys)
@@ -214,8 +214,8 @@ def test_two_notations_of_one_layout_are_one_group(dump, capsys):
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from meshdiag.dumpsummary import canonical_text
-    from meshdiag.formats.gspmd import parse_gspmd
+    from meshdiag.notation.gspmd import parse_gspmd
+    from meshdiag.pipeline.dump_summary import canonical_text
 
     path, n = dump
     mesh = Mesh(np.array(jax.devices()[:n]).reshape(2, n // 2), ("data", "model"))
@@ -231,9 +231,9 @@ def test_two_notations_of_one_layout_are_one_group(dump, capsys):
 
 
 def test_a_value_annotated_twice_on_its_line_counts_once(dump):
-    from meshdiag.dumpsummary import DumpSummary, canonical_text
-    from meshdiag.formats.gspmd import parse_gspmd
-    from meshdiag.inspect import iter_inspect
+    from meshdiag.notation.gspmd import parse_gspmd
+    from meshdiag.pipeline.dump_summary import DumpSummary, canonical_text
+    from meshdiag.pipeline.inspect import iter_inspect
 
     path, _ = dump
     before = str(next(path.glob("*.before_optimizations.txt")))
@@ -261,8 +261,8 @@ def test_directory_findings_once_with_counts(tmp_path, capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith(f"{tmp_path}: 3 files read, 2 skipped")
-    from meshdiag.formats.meshtext import parse_mesh
-    from meshdiag.inspect import iter_inspect
+    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.pipeline.inspect import iter_inspect
 
     (one,) = list(iter_inspect([str(tmp_path / "pass0.mlir")], mesh=parse_mesh("batch=2,model=4")))
     n = len(one.findings)
@@ -277,8 +277,8 @@ def test_directory_findings_once_with_counts(tmp_path, capsys):
 
 def test_summary_holds_aggregates_not_values(dump):
     """Folding the dump three times over triples the counts, not what is kept."""
-    from meshdiag.dumpsummary import SHAPES_MAX, WHERE_MAX, DumpSummary
-    from meshdiag.inspect import iter_inspect
+    from meshdiag.pipeline.dump_summary import SHAPES_MAX, WHERE_MAX, DumpSummary
+    from meshdiag.pipeline.inspect import iter_inspect
 
     path, _ = dump
     once, thrice = DumpSummary(), DumpSummary()

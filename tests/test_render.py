@@ -8,12 +8,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from meshdiag.formats.devicelist import compress_devices, device_runs, expand_devices
-from meshdiag.layout_engine import layout
-from meshdiag.render.export import to_html, to_svg
-from meshdiag.render.grid import choose_dims, plan_grid, render_text, tiles_of
-from meshdiag.sharding import HloSharding
-from meshdiag.tiles import TileAssignment
+from meshdiag.layouts.engine import layout
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.devicelist import compress_devices, device_runs, expand_devices
+from meshdiag.report.grid import choose_dims, plan_grid, render_text, tiles_of
+from meshdiag.report.svg import to_html, to_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -224,7 +224,7 @@ def test_plain_line_breaks_match_rich():
 
     from rich._wrap import divide_line
 
-    from meshdiag.render.inspect_text import _line_breaks
+    from meshdiag.report.inspect_text import _line_breaks
 
     # folds of a first word with leading spaces, and of one after a fold's spaces
     for s, w in [("             {           bbb c", 1), ("a " + "b" * 30 + " " * 9 + "c" * 15, 8)]:
@@ -244,7 +244,7 @@ def test_plain_rendering_matches_rich_for_summary_lines():
     from rich.console import Console
     from rich.text import Text
 
-    from meshdiag.render.inspect_text import Line, _plain_lines
+    from meshdiag.report.inspect_text import Line, _plain_lines
 
     samples = [
         Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),

@@ -19,14 +19,11 @@ from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
-from meshdiag.collective_bytes import dtype_bytes, wire_bytes
 from meshdiag.errors import MeshdiagError
-from meshdiag.formats.detect import parse_sharding
-from meshdiag.formats.meshtext import parse_mesh
-from meshdiag.formats.shardy import print_sdy_dims
-from meshdiag.reshard import reshard
-from meshdiag.reshard_cost import cost_plan
-from meshdiag.reshard_plan import (
+from meshdiag.layouts.diff import diff_shardings
+from meshdiag.layouts.reshard import reshard
+from meshdiag.layouts.reshard_cost import cost_plan
+from meshdiag.layouts.reshard_plan import (
     Plan,
     Step,
     atoms_of,
@@ -36,7 +33,10 @@ from meshdiag.reshard_plan import (
     plan_candidates,
     plan_reshard,
 )
-from meshdiag.sharding_diff import diff_shardings
+from meshdiag.model.collective_bytes import dtype_bytes, wire_bytes
+from meshdiag.notation.detect import parse_sharding
+from meshdiag.notation.meshtext import parse_mesh
+from meshdiag.notation.shardy import print_sdy_dims
 
 # -- the compiled HLO, read here independently of meshdiag's own scanner ---------------------
 

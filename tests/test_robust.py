@@ -367,7 +367,7 @@ def test_lint_of_an_empty_tree_is_an_error(tmp_path):
 
 def test_lint_of_an_unreadable_directory_is_an_error(tmp_path, monkeypatch, capsys):
     """(Root reads any directory, so the failure is injected.)"""
-    from meshdiag.cli import main
+    from meshdiag.cli.app import main
 
     locked = tmp_path / "locked"
     locked.mkdir()

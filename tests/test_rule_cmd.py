@@ -6,7 +6,7 @@ import re
 import pytest
 
 from meshdiag.checks.registry import all_rules
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 
 MINE = ("MD101", "MD102", "MD103", "MD104", "MD107", "MD108")
 

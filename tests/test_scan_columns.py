@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.inspect import file_json, file_json_text, run_checks
 from meshdiag.ir import lines, scan
 from meshdiag.ir.model import LineValues, ModuleReport, Value
 from meshdiag.ir.scan import clear_caches, scan_file, scan_path
+from meshdiag.pipeline.inspect import file_json, file_json_text, run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file())
@@ -125,8 +125,8 @@ def test_module_report_built_by_hand():
 def test_text_summary_names_each_location():
     from rich.console import Console
 
-    from meshdiag.inspect import Inspected
-    from meshdiag.render.inspect_text import render_file
+    from meshdiag.pipeline.inspect import Inspected
+    from meshdiag.report.inspect_text import render_file
 
     r = scan_file("d.mlir", io.BytesIO(dump(2)))
     console = Console(file=io.StringIO(), width=200, height=25, color_system=None)
@@ -137,8 +137,8 @@ def test_text_summary_names_each_location():
 
 
 def test_content_memos_are_bounded(monkeypatch):
-    from meshdiag import contentmemo
-    from meshdiag.contentmemo import ContentMemo
+    from meshdiag.pipeline import contentmemo
+    from meshdiag.pipeline.contentmemo import ContentMemo
 
     monkeypatch.setattr(contentmemo, "MAX_ROWS", 100)
     monkeypatch.setattr(contentmemo, "MAX_MODULE_ROWS", 10)

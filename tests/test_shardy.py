@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.errors import MeshdiagError, ParseError
-from meshdiag.formats.shardy import (
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
+from meshdiag.notation.shardy import (
     find_sdy_sharding_end,
     parse_mesh_attr,
     parse_mesh_attr_at,
@@ -21,8 +23,6 @@ from meshdiag.formats.shardy import (
     verify_mesh,
     verify_named,
 )
-from meshdiag.mesh import Mesh
-from meshdiag.sharding import AxisRef, DimSharding, NamedSharding
 
 # (input, printed) — §1.3, Shardy drops explicit iota device_ids
 MESHES = [

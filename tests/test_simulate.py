@@ -15,12 +15,12 @@ import pytest
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.md105_uneven_shard import check_module, uneven_findings
 from meshdiag.checks.registry import get_rule, module_checks
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 from meshdiag.errors import MeshdiagError
-from meshdiag.formats.gspmd import parse_gspmd
 from meshdiag.ir.model import ModuleReport, Value
-from meshdiag.mesh import mesh_from_shape, preset
-from meshdiag.simulate import region_sum, simulate_copy
+from meshdiag.model.mesh import mesh_from_shape, preset
+from meshdiag.notation.gspmd import parse_gspmd
+from meshdiag.simulate.copy import region_sum, simulate_copy
 
 SEED = (1, 7, 32, 32)
 T3K = preset("t3k")
@@ -139,7 +139,7 @@ def test_seed_cli_json(capsys, mesh, write):
 def test_text_rendering_shows_stale_device_and_provenance():
     from rich.console import Console
 
-    from meshdiag.render.simulate_text import SimulationPicture, cell_lines, readback_lines
+    from meshdiag.report.simulate_text import SimulationPicture, cell_lines, readback_lines
 
     sim = simulate_copy(T3K, SEED, "shard:1", dest="uniform:1,1,32,32", write="by-value")
     assert cell_lines(sim.device(7), SEED)[:3] == [
@@ -414,7 +414,7 @@ def test_md105_module_check_registered_and_fires():
 
 
 def test_block_arange_equals_numpy_arange_past_float32_exact_integers():
-    from meshdiag.simulate import _arange_f32
+    from meshdiag.simulate.copy import _arange_f32
 
     for n in (0, 1, 5, (1 << 16) + 3, (1 << 25) + 12345):  # 2**24 is float32's last exact int
         np.testing.assert_array_equal(_arange_f32(n), np.arange(n, dtype=np.float32))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.mesh import mesh_from_shape
-from meshdiag.simulate import simulate_copy
+from meshdiag.model.mesh import mesh_from_shape
+from meshdiag.simulate.copy import simulate_copy
 
 GOLDEN = Path(__file__).parent / "golden" / "torch_chunk.json"
 REGENERATE = (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 import os
 
-from meshdiag import spool
-from meshdiag.spool import SpoolDir, spool_write
+from meshdiag.pipeline import spool
+from meshdiag.pipeline.spool import SpoolDir, spool_write
 
 
 def test_roundtrip_rotation_and_cleanup(tmp_path, monkeypatch):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from meshdiag.commands import inspect_worker as worker
-from meshdiag.inspect import Inspected, file_json_text, run_checks
+from meshdiag.cli.commands import inspect_worker as worker
 from meshdiag.ir.scan import scan_path
-from meshdiag.render.inspect_text import render_file
-from meshdiag.spool import SpoolDir
+from meshdiag.pipeline.inspect import Inspected, file_json_text, run_checks
+from meshdiag.pipeline.spool import SpoolDir
+from meshdiag.report.inspect_text import render_file
 
 ROOT = Path(__file__).resolve().parent.parent
 MESHDIAG = str(Path(sys.executable).parent / "meshdiag")
@@ -122,7 +122,7 @@ def test_streamed_output_matches_whole_report(spooled, tmp_path, mesh):
     """Rendering each module as it ends writes the bytes rendering the whole report wrote,
     for every fixture (modules, sections, diagnostics after a module's end, MD001s) and a
     file of many modules."""
-    from meshdiag.commands.common import load_mesh
+    from meshdiag.cli.commands.common import load_mesh
 
     extra = tmp_path / "many.mlir"
     write_big(extra, 0.2)

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.mesh import PRESETS
-from meshdiag.targets import get_target, target_names
+from meshdiag.model.mesh import PRESETS
+from meshdiag.model.targets import get_target, target_names
 
 # SupportedMeshes at HEAD (tt-mlir PR #7450), shardy_ttmlir.md §4.1
 HEAD = [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64), (2, 2), (2, 4), (2, 8),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fixture_modules import load
 
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSES = ROOT / "tests" / "data" / "trace_passes.mlir"
@@ -239,7 +239,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
 
 
 def test_tt_xla_stage_files_are_in_stage_order_then_timestamp():
-    from meshdiag.trace_stages import classify, order_stages
+    from meshdiag.trace.stages import classify, order_stages
 
     names = [
         "ttir_resnet_1700000004.mlir",
@@ -262,7 +262,7 @@ def test_tt_xla_stage_files_are_in_stage_order_then_timestamp():
 
 
 def test_side_files_of_an_xla_dump_are_not_stages():
-    from meshdiag.trace_stages import classify
+    from meshdiag.trace.stages import classify
 
     base = "/d/module_0001.jit_f"
     for side in (

@@ -7,7 +7,7 @@ Library entry points (imported lazily so `import meshdiag` stays cheap):
     meshdiag.layout(sharding, shape, mesh=None, split="xla") -> Layout
     meshdiag.diff_shardings(a, b, mesh=None, shape=None)  -> ShardingDiff
 
-    from meshdiag.reshard import reshard   # (a submodule of that name, so not re-exported)
+    from meshdiag.layouts.reshard import reshard   # (a submodule of that name, so not re-exported)
     reshard(from, to, shape=S, mesh=M, dtype="f32")        -> ReshardCost
 """
 
@@ -16,16 +16,16 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Mesh": ("meshdiag.mesh", "Mesh"),
-    "HloSharding": ("meshdiag.sharding", "HloSharding"),
-    "NamedSharding": ("meshdiag.sharding", "NamedSharding"),
-    "TileAssignment": ("meshdiag.tiles", "TileAssignment"),
+    "Mesh": ("meshdiag.model.mesh", "Mesh"),
+    "HloSharding": ("meshdiag.model.sharding", "HloSharding"),
+    "NamedSharding": ("meshdiag.model.sharding", "NamedSharding"),
+    "TileAssignment": ("meshdiag.model.tiles", "TileAssignment"),
     "MeshdiagError": ("meshdiag.errors", "MeshdiagError"),
     "ParseError": ("meshdiag.errors", "ParseError"),
-    "parse_mesh": ("meshdiag.formats.meshtext", "parse_mesh"),
-    "parse_sharding": ("meshdiag.formats.detect", "parse_sharding"),
-    "layout": ("meshdiag.layout_engine", "layout"),
-    "diff_shardings": ("meshdiag.sharding_diff", "diff_shardings"),
+    "parse_mesh": ("meshdiag.notation.meshtext", "parse_mesh"),
+    "parse_sharding": ("meshdiag.notation.detect", "parse_sharding"),
+    "layout": ("meshdiag.layouts.engine", "layout"),
+    "diff_shardings": ("meshdiag.layouts.diff", "diff_shardings"),
 }
 
 

@@ -1,3 +1,3 @@
-from meshdiag.cli import main
+from meshdiag.cli.app import main
 
 main()

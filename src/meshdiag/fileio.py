@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TypeVar
 
-from .errors import MeshdiagError
+from meshdiag.errors import MeshdiagError
 
 #: the largest input file an option may name (baselines of big projects stay far below)
 MAX_INPUT_BYTES = 64 << 20

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import LimitError
+from meshdiag.errors import LimitError
 
 
 def _env_int(name: str, default: int) -> int:

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..contentmemo import MAX_ENTRIES, ContentMemo
-from ..errors import MeshdiagError
-from ..sharding import HloSharding, NamedSharding
+from meshdiag.errors import MeshdiagError
+from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
 
 if TYPE_CHECKING:
-    from ..ir.model import MeshDecl, ModuleReport, Value
-    from ..mesh import Mesh
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import MeshDecl, ModuleReport, Value
+    from meshdiag.model.mesh import Mesh
 
 PlainSpec = tuple[tuple[str, ...], ...]
 
@@ -43,14 +43,14 @@ def module_label(module: ModuleReport) -> str:
 # -- text ----------------------------------------------------------------------------------
 def sdy_mesh_text(mesh: Mesh, name: str = "mesh") -> str:
     """`sdy.mesh @mesh = <["batch"=2, "model"=4]>` (with `device_ids` when not iota)."""
-    from ..formats.shardy import print_mesh_attr
+    from meshdiag.notation.shardy import print_mesh_attr
 
     return f"sdy.mesh @{name} = {print_mesh_attr(mesh)}"
 
 
 def pspec_text(spec: PlainSpec) -> str:
     """`(None, 'model')`, `(('x', 'y'), None)`."""
-    from ..formats.pspec import print_pspec_entry
+    from meshdiag.notation.pspec import print_pspec_entry
 
     inner = ", ".join(map(print_pspec_entry, spec))
     return f"({inner},)" if len(spec) == 1 else f"({inner})"
@@ -174,7 +174,7 @@ _BY_ITEMS = ContentMemo()
 
 
 def _tiled_shardings(items: tuple) -> list[HloSharding]:
-    from ..ir.model import Value
+    from meshdiag.ir.model import Value
 
     seen: dict[int, HloSharding] = {}
     get = _LEAVES.get
@@ -214,7 +214,7 @@ def _derive(shardings: list[HloSharding]):
     hit = _DERIVED.get(key)
     if hit is not None:
         return hit[1]
-    from ..derive import derive_mesh
+    from meshdiag.model.derive import derive_mesh
 
     try:
         derived = derive_mesh(shardings)
@@ -307,8 +307,8 @@ _REFINES: dict[tuple[Mesh, Mesh], bool] = {}
 
 
 def _refines_global(derived: Mesh, g: Mesh) -> bool:
-    from ..derive import hlo_to_named
-    from ..tiles import TileAssignment
+    from meshdiag.model.derive import hlo_to_named
+    from meshdiag.model.tiles import TileAssignment
 
     d, g1 = derived.without_size1_axes(), g.without_size1_axes()
     if d.size != g1.size:
@@ -337,8 +337,8 @@ def spec_of(ns: NamedSharding) -> PlainSpec:
 
 def plain_spec_hlo(spec: PlainSpec, mesh: Mesh) -> HloSharding:
     """The GSPMD sharding XLA's export gives a plain spec on `mesh`."""
-    from ..export import named_to_hlo
-    from ..sharding import AxisRef, DimSharding
+    from meshdiag.model.named_to_tiled import named_to_hlo
+    from meshdiag.model.sharding import AxisRef, DimSharding
 
     dims = tuple(DimSharding(tuple(AxisRef(a) for a in axes)) for axes in spec)
     return named_to_hlo(NamedSharding(mesh, dims, mesh_ref=mesh.name), mesh)
@@ -382,7 +382,7 @@ def memo(cache: dict, fn, *args):
 
 
 def _match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
-    from ..derive import plain_spec, plain_specs_with_same_tiling
+    from meshdiag.model.derive import plain_spec, plain_specs_with_same_tiling
 
     if not s.is_tiled or s.tile is None or s.tile.num_devices != mesh.size:
         return None
@@ -438,7 +438,7 @@ def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
     spec = pick_spec(m, own_spec(v))
     if spec is None:
         return None
-    from ..formats.gspmd import print_gspmd
+    from meshdiag.notation.gspmd import print_gspmd
 
     if v.notation == "sdy":
         return f"{v.name}: <@mesh, {sdy_dims_text(spec)}> ({pspec_text(spec)})"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
+    from meshdiag.model.mesh import Mesh
 
 
 @dataclass(frozen=True)

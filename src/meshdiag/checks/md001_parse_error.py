@@ -1,6 +1,6 @@
 """MD001 parse-error: an annotation, mesh or config that cannot be parsed."""
 
-from .registry import Rule, register
+from meshdiag.checks.registry import Rule, register
 
 RULE = register(
     Rule(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import (
+from meshdiag.checks.common import (
     corrected_sharding,
     module_label,
     module_meshes,
@@ -13,12 +13,12 @@ from .common import (
     sdy_mesh_text,
     where,
 )
-from .registry import Rule, register
+from meshdiag.checks.registry import Rule, register
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD101",

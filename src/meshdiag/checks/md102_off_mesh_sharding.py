@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import (
+from meshdiag.checks.common import (
     declared_meshes,
     memo,
     module_meshes,
@@ -14,16 +14,16 @@ from .common import (
     same_mesh,
     value_hlo,
 )
-from .registry import Rule, register
-from .values import value_findings
+from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.values import value_findings
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport, Value
-    from ..mesh import Mesh
-    from ..sharding import HloSharding
-    from .common import PlainSpec
-    from .context import CheckContext
+    from meshdiag.checks.common import PlainSpec
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding
 
 RULE = Rule(
     code="MD102",
@@ -102,7 +102,7 @@ def _verdict(
 ) -> tuple[str, str] | None:
     """(message, fix) when `leaf` is not a plain spec on `g` (with `sub_axes_ok`: when no
     named sharding on `g`, sub-axes allowed, gives its devices), else None."""
-    from .common import match_plain_spec
+    from meshdiag.checks.common import match_plain_spec
 
     m = match_plain_spec(leaf, g)
     if m is None or m.exact is not None:
@@ -113,7 +113,7 @@ def _verdict(
 
 
 def _has_sub_axes(v: Value) -> bool:
-    from .common import named_sharding
+    from meshdiag.checks.common import named_sharding
 
     n = named_sharding(v)
     if n is None:
@@ -127,8 +127,8 @@ def _name(v: Value) -> str:
 
 
 def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, str]:
-    from ..formats.gspmd import print_gspmd
-    from .common import plain_spec_hlo, pspec_text, sdy_dims_text
+    from meshdiag.checks.common import plain_spec_hlo, pspec_text, sdy_dims_text
+    from meshdiag.notation.gspmd import print_gspmd
 
     parts = [f"is not any plain spec on the global mesh <{g.short()}>"]
     on_global = _on_global(s, g)
@@ -155,9 +155,9 @@ def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, st
 
 def _on_global(s: HloSharding, g: Mesh) -> str | None:
     """The sharding as Shardy dims (with sub-axes) on the global mesh, when it has one."""
-    from ..derive import hlo_to_named
-    from ..errors import MeshdiagError
-    from ..formats.shardy import print_sdy_dims
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.model.derive import hlo_to_named
+    from meshdiag.notation.shardy import print_sdy_dims
 
     try:
         named = hlo_to_named(s, g)
@@ -167,8 +167,8 @@ def _on_global(s: HloSharding, g: Mesh) -> str | None:
 
 
 def _fits(s: HloSharding, limit: int = 4) -> list[str]:
-    from ..derive import meshes_fitting
-    from ..errors import MeshdiagError
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.model.derive import meshes_fitting
 
     try:
         meshes = list(meshes_fitting(s))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..targets import get_target, shape_text
-from .common import module_label, module_meshes, sdy_mesh_text, where
-from .registry import Rule, register
+from meshdiag.checks.common import module_label, module_meshes, sdy_mesh_text, where
+from meshdiag.checks.registry import Rule, register
+from meshdiag.model.targets import get_target, shape_text
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD103",

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..targets import get_target, shape_text
-from .common import declared_meshes, gspmd_tiled_values, module_label, module_meshes, where
-from .registry import Rule, register
-from .values import value_findings
+from meshdiag.checks.common import (
+    declared_meshes,
+    gspmd_tiled_values,
+    module_label,
+    module_meshes,
+    where,
+)
+from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.values import value_findings
+from meshdiag.model.targets import get_target, shape_text
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport, Value
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD104",
@@ -113,7 +119,7 @@ def _judge(v: Value, facts: tuple[int, str, bool]) -> list[tuple[str, str | None
     device count, a divisor of num_partitions. Only counts that no device group has (not a
     divisor) are reported there.
     """
-    from ..sharding import HloSharding
+    from meshdiag.model.sharding import HloSharding
 
     s = v.sharding
     if v.notation != "gspmd" or not isinstance(s, HloSharding):

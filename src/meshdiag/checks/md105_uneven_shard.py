@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..formats.devicelist import compress_devices
-from ..splits import split_dim
-from .registry import Rule, register
-from .values import value_findings
+from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.values import value_findings
+from meshdiag.model.splits import split_dim
+from meshdiag.notation.devicelist import compress_devices
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport, Value
-    from ..sharding import HloSharding
-    from ..simulate import ShardedDim
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.sharding import HloSharding
+    from meshdiag.simulate.copy import ShardedDim
 
 
 def _hold(ids) -> str:

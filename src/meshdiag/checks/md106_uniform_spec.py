@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..formats.devicelist import compress_devices
-from .registry import Rule, register
+from meshdiag.checks.registry import Rule, register
+from meshdiag.notation.devicelist import compress_devices
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..simulate import DeviceCopy, Readback
+    from meshdiag.model.findings import Finding
+    from meshdiag.simulate.copy import DeviceCopy, Readback
 
 
 def _shape(s: Sequence[int]) -> str:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..sharding import DimSharding, HloSharding, NamedSharding
-from ..tiles import TileAssignment
-from .registry import Rule, register
-from .values import value_findings
+from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.values import value_findings
+from meshdiag.model.sharding import DimSharding, HloSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport, Value
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD107",
@@ -93,7 +93,7 @@ def _fix(v: Value, rank: int) -> str:
 def _fix_named(s: NamedSharding, rank: int) -> str:
     from dataclasses import replace
 
-    from ..formats.shardy import print_sdy_dims
+    from meshdiag.notation.shardy import print_sdy_dims
 
     dims = list(s.dims)
     if len(dims) < rank:
@@ -110,7 +110,7 @@ def _fix_named(s: NamedSharding, rank: int) -> str:
 
 
 def _fix_tiled(s: HloSharding, rank: int) -> str:
-    from ..formats.gspmd import print_gspmd
+    from meshdiag.notation.gspmd import print_gspmd
 
     data = list(s.data_dims)
     if len(data) < rank:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formats.shardy import verify_mesh
-from ..sharding import HloSharding, NamedSharding
-from .common import declared_meshes, memo, where
-from .registry import Rule, register
-from .values import value_findings
+from meshdiag.checks.common import declared_meshes, memo, where
+from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.values import value_findings
+from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.notation.shardy import verify_mesh
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport, Value
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD108",
@@ -115,13 +115,13 @@ _HLO: dict = {}
 
 
 def _verify_named(s: NamedSharding) -> list[str]:
-    from ..formats.shardy import verify_named
+    from meshdiag.notation.shardy import verify_named
 
     return verify_named(s, s.mesh)
 
 
 def _hlo_problems(s: HloSharding, count: int | None) -> list[str]:
-    from ..formats.gspmd import validate_hlo
+    from meshdiag.notation.gspmd import validate_hlo
 
     msgs = list(validate_hlo(s))
     if count is not None:
@@ -147,7 +147,7 @@ def _out_of_range(s: HloSharding, count: int) -> list[str]:
 
 
 def _mesh_fix(mesh) -> str:
-    from .common import sdy_mesh_text
+    from meshdiag.checks.common import sdy_mesh_text
 
     ids = mesh.device_ids
     if ids is not None and sorted(ids) != list(range(mesh.size)):

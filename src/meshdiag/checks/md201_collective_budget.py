@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import module_label, where
-from .registry import Rule, register
+from meshdiag.checks.common import module_label, where
+from meshdiag.checks.registry import Rule, register
 
 if TYPE_CHECKING:
-    from ..comms.report import ModuleComms
-    from ..findings import Finding
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.report import ModuleComms
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD201",
@@ -38,8 +38,8 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from ..comms.axes import refs_text
-    from ..comms.units import human_bytes
+    from meshdiag.comms.axes import refs_text
+    from meshdiag.comms.units import human_bytes
 
     budget = ctx.collective_budget
     if budget is None:

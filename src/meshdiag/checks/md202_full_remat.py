@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import module_label, where
-from .registry import Rule, register
+from meshdiag.checks.common import module_label, where
+from meshdiag.checks.registry import Rule, register
 
 if TYPE_CHECKING:
-    from ..comms.report import ModuleComms
-    from ..findings import Finding
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.report import ModuleComms
+    from meshdiag.model.findings import Finding
 
 RULE = Rule(
     code="MD202",
@@ -40,7 +40,7 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from ..comms.units import human_bytes
+    from meshdiag.comms.units import human_bytes
 
     m = mc.module
     devices = m.num_partitions
@@ -80,7 +80,7 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
 
 
 def _bytes(shape, dtype) -> int:
-    from ..collective_bytes import array_bytes
+    from meshdiag.model.collective_bytes import array_bytes
 
     return array_bytes(shape, dtype) or 0
 

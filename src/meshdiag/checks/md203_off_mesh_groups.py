@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import module_label, where
-from .registry import Rule, register
+from meshdiag.checks.common import module_label, where
+from meshdiag.checks.registry import Rule, register
 
 if TYPE_CHECKING:
-    from ..comms.report import ModuleComms, Row
-    from ..findings import Finding
-    from ..mesh import Mesh
-    from .context import CheckContext
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.report import ModuleComms, Row
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.mesh import Mesh
 
 RULE = Rule(
     code="MD203",
@@ -63,9 +63,9 @@ def _groups_text(groups, limit: int = 4) -> str:
 
 def _fix(r: Row, mesh: Mesh) -> str:
     """The single axes and sub-axes with groups of the same size, with their groups."""
-    from ..comms.axes import refs_text
-    from ..comms.groups import axis_groups
-    from ..sharding import AxisRef
+    from meshdiag.comms.axes import refs_text
+    from meshdiag.comms.groups import axis_groups
+    from meshdiag.model.sharding import AxisRef
 
     n = r.group_size or 0
     options = []

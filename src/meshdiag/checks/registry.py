@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..findings import Finding, Severity
+from meshdiag.model.findings import Finding, Severity
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def _load_all() -> None:
     import importlib
     import pkgutil
 
-    from .. import checks
+    from meshdiag import checks
 
     for info in pkgutil.iter_modules(checks.__path__):
         if info.name.startswith("md"):

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from ..ir.model import Value, per_device
+from meshdiag.ir.model import Value, per_device
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..ir.model import ModuleReport
-    from .context import CheckContext
-    from .registry import Rule
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.checks.registry import Rule
+    from meshdiag.ir.model import ModuleReport
+    from meshdiag.model.findings import Finding
 
 #: a rule's verdict on one value: (message, fix) per problem, empty when clean
 Judge = Callable[[Value, Hashable], list[tuple[str, str | None]]]

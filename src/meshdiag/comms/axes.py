@@ -17,11 +17,11 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..sharding import AxisRef
-from .groups import axis_groups
+from meshdiag.comms.groups import axis_groups
+from meshdiag.model.sharding import AxisRef
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
+    from meshdiag.model.mesh import Mesh
 
 Groups = tuple[tuple[int, ...], ...]
 

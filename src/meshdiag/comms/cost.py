@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..collective_bytes import wire_bytes
+from meshdiag.model.collective_bytes import wire_bytes
 
 
 @dataclass(frozen=True)

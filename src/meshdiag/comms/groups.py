@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import MeshdiagError, ParseError
-from ..limits import MAX_RANK, check_device_count
+from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.limits import MAX_RANK, check_device_count
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..mesh import Mesh
-    from ..sharding import AxisRef
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import AxisRef
 
 Form = Literal["list", "iota", "mesh"]
 
@@ -65,7 +65,7 @@ _IOTA = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 
 def replica_groups_end(line: str, pos: int) -> int:
     """Index after the `replica_groups=` value starting at `line[pos]`; -1 when unclosed."""
-    from ..ir.text import brace_end
+    from meshdiag.ir.text import brace_end
 
     c = line[pos : pos + 1]
     if c == "{":
@@ -109,7 +109,7 @@ def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
 
 def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
     """`{{0,1},{2,3}}` → [(0, 1), (2, 3)] (spaces allowed), `{}` → []."""
-    from ..formats._cursor import Cursor
+    from meshdiag.notation._cursor import Cursor
 
     cur = Cursor(text)
     cur.expect("{", "'{'")
@@ -131,7 +131,7 @@ def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
 
 
 def _iota(text: str) -> ReplicaGroups:
-    from ..tiles import TileAssignment
+    from meshdiag.model.tiles import TileAssignment
 
     m = _IOTA.fullmatch(text)
     if m is None:
@@ -150,9 +150,9 @@ def _iota(text: str) -> ReplicaGroups:
 
 
 def _mesh_form(text: str) -> ReplicaGroups:
-    from ..formats._cursor import Cursor
-    from ..formats.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
-    from ..mesh import Mesh
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.notation._cursor import Cursor
+    from meshdiag.notation.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
 
     cur = Cursor(text)
     close = ">" if cur.accept("@mesh<") else None

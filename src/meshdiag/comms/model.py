@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
-    from ..sharding import AxisRef, NamedSharding
-    from .groups import ReplicaGroups
+    from meshdiag.comms.groups import ReplicaGroups
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import AxisRef, NamedSharding
 
 #: the kinds, named as HLO names them; Shardy's ops map onto them (`sdy.all_gather` is an
 #: all-gather), plus the two Shardy ops that move no data by themselves

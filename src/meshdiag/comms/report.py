@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from ..collective_bytes import array_bytes
-from . import cost
-from .axes import attribute, refs_text
-from .groups import axis_groups
+from meshdiag.comms import cost
+from meshdiag.comms.axes import attribute, refs_text
+from meshdiag.comms.groups import axis_groups
+from meshdiag.model.collective_bytes import array_bytes
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
-    from ..sharding import AxisRef
-    from .model import Collective, CollectiveFile, CollectiveModule
+    from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import AxisRef
 
 MeshSource = Literal["global", "module", "collective"]
 
@@ -229,8 +229,8 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
 def _sdy_permute(c: Collective, nbytes: int) -> cost.Traffic | None:
     """A Shardy collective_permute whose operand's sharding the dump gives: the devices whose
     slice of the global tensor changes (None when the layouts cannot be computed)."""
-    from ..errors import MeshdiagError
-    from ..layout_engine import layout
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.layouts.engine import layout
 
     src, dst, shape = c.in_sharding, c.out_sharding, c.global_shape
     if src is None or dst is None or shape is None or src.mesh is None or dst.mesh is None:

@@ -23,15 +23,15 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import MeshdiagError, ParseError
-from ..ir.hlo import INSTR, OPCODE, _header
-from ..ir.mlir import MODULE
-from ..ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
-from .groups import parse_pairs, parse_replica_groups, replica_groups_end
-from .model import Collective, CollectiveFile, CollectiveModule, Problem
+from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_groups_end
+from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule, Problem
+from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.ir.hlo import INSTR, OPCODE, _header
+from meshdiag.ir.mlir import MODULE
+from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
 
 if TYPE_CHECKING:
-    from ..sharding import NamedSharding
+    from meshdiag.model.sharding import NamedSharding
 
 #: HLO opcode → kind; the -start forms are async halves of the same kind
 HLO_KINDS = {
@@ -70,7 +70,7 @@ MAX_LINE = 1 << 24
 
 
 def expand(paths: Iterable[str]) -> Iterator[str]:
-    from ..ir.scan import expand_paths
+    from meshdiag.ir.scan import expand_paths
 
     return expand_paths(paths)
 
@@ -143,7 +143,7 @@ class _Prefixed:
 
 def clear_caches() -> None:
     """Forget every memoised line, file and parse (benchmarks of cold scans)."""
-    from .groups import parse_pairs, parse_replica_groups
+    from meshdiag.comms.groups import parse_pairs, parse_replica_groups
 
     _FILE_MEMO.clear()
     _HLO_MEMO.clear()
@@ -432,7 +432,7 @@ class _Scan:
 
     # -- Shardy --------------------------------------------------------------------------
     def _declare(self, name: str, text: str, lineno: int, column: int) -> None:
-        from ..formats.shardy import parse_mesh_attr_at
+        from meshdiag.notation.shardy import parse_mesh_attr_at
 
         try:
             mesh, _ = parse_mesh_attr_at(text, 0)
@@ -789,8 +789,8 @@ def _attr(line: str, key: str, start: int) -> int:
 def _sdy_op(
     line: str, om: re.Match, lineno: int, module: CollectiveModule, shardings: dict
 ) -> Collective:
-    from ..formats._cursor import Cursor
-    from ..formats.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
+    from meshdiag.notation._cursor import Cursor
+    from meshdiag.notation.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
 
     body = strip_loc(line)
     op = om.group(2)
@@ -867,7 +867,7 @@ def _axes_size(refs, mesh) -> int:
 def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding | None:
     """A Shardy sharding annotation on the module's meshes, parsed once per distinct text;
     None when unreadable or not a single value's."""
-    from ..formats.shardy import parse_sdy_sharding, parse_sharding_per_value
+    from meshdiag.notation.shardy import parse_sdy_sharding, parse_sharding_per_value
 
     try:
         if per_value:
@@ -881,7 +881,7 @@ def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding 
 @lru_cache(maxsize=1024)
 def _check_axes(mesh, refs) -> None:
     """MeshdiagError unless `refs` are distinct, non-overlapping (sub-)axes of `mesh`."""
-    from .groups import axis_groups
+    from meshdiag.comms.groups import axis_groups
 
     axis_groups(mesh, refs)
 

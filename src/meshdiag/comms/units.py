@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import MeshdiagError
+from meshdiag.errors import MeshdiagError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _FACTOR = {"": 1, "b": 1}

@@ -32,7 +32,7 @@ def documents() -> dict:
 
 def schema(name: str) -> dict:
     """The JSON Schema of one document."""
-    from ..errors import MeshdiagError
+    from meshdiag.errors import MeshdiagError
 
     docs = documents()
     if name not in docs:

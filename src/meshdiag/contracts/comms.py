@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..comms.groups import Form
-from ..comms.model import Kind
-from ..comms.report import MeshSource
-from ._base import Doc, Finding, Version
+from meshdiag.comms.groups import Form
+from meshdiag.comms.model import Kind
+from meshdiag.comms.report import MeshSource
+from meshdiag.contracts._base import Doc, Finding, Version
 
 
 class Collective(Doc):

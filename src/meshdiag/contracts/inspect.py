@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import DeviceAssignment, DeviceSlices, Doc, Finding, IdSpace, Version
+from meshdiag.contracts._base import DeviceAssignment, DeviceSlices, Doc, Finding, IdSpace, Version
 
 
 class MeshDecl(Doc):

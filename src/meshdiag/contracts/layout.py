@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ._base import DeviceAssignment, DeviceSlices, Doc, Finding, IdSpace, Split, Version
+from meshdiag.contracts._base import (
+    DeviceAssignment,
+    DeviceSlices,
+    Doc,
+    Finding,
+    IdSpace,
+    Split,
+    Version,
+)
 
 
 class LayoutDocument(Doc):

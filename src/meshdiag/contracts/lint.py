@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field, RootModel
 
-from ._base import Doc, Finding, Version
+from meshdiag.contracts._base import Doc, Finding, Version
 
 
 class LintDocument(Doc):

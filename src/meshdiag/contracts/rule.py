@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, RootModel
 
-from ._base import Doc, Severity, Version
+from meshdiag.contracts._base import Doc, Severity, Version
 
 
 class Rule(Doc):

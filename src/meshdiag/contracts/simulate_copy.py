@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import Doc, Finding, Range, Split, Version
+from meshdiag.contracts._base import Doc, Finding, Range, Split, Version
 
 
 class SimMesh(Doc):

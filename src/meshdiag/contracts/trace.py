@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import Doc, Range, Version
+from meshdiag.contracts._base import Doc, Range, Version
 
 
 class Identity(Doc):

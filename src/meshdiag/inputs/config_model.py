@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from ..errors import MeshdiagError
-from ..lint.config import FAIL_ON, SPLITS
-from .mesh_model import MeshTable, build_mesh
-from .problems import Source, validate
+from meshdiag.errors import MeshdiagError
+from meshdiag.inputs.mesh_model import MeshTable, build_mesh
+from meshdiag.inputs.problems import Source, validate
+from meshdiag.lint.config import FAIL_ON, SPLITS
 
 
 def _as_list(value: str | list[str]) -> list[str]:
@@ -27,7 +27,7 @@ Strings = Annotated[StrictStr | list[StrictStr], AfterValidator(_as_list)]
 
 
 def _as_bytes(value: int | str) -> int:
-    from ..comms.units import parse_size
+    from meshdiag.comms.units import parse_size
 
     try:
         return parse_size(value, "the value")
@@ -73,7 +73,7 @@ def config_mesh(config: LintConfig, source: Source, base: str):
         return None
     if isinstance(mesh, MeshTable):
         return build_mesh(mesh, source, ("mesh",), "mesh")
-    from ..formats.meshtext import parse_mesh
+    from meshdiag.notation.meshtext import parse_mesh
 
     text = mesh
     if text.endswith((".toml", ".json")) and not os.path.isabs(text):

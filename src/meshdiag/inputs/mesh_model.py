@@ -20,9 +20,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictInt, StrictStr, model_validator
 
-from ..errors import LimitError, MeshdiagError
-from ..limits import MAX_RANK
-from .problems import Source, key_path, validate
+from meshdiag.errors import LimitError, MeshdiagError
+from meshdiag.inputs.problems import Source, key_path, validate
+from meshdiag.limits import MAX_RANK
 
 
 def _positive(size: int) -> int:
@@ -93,7 +93,7 @@ class MeshFileDoc(BaseModel):
 
 def build_mesh(table: MeshTable, source: Source, loc: tuple[str, ...], what: str):
     """The Mesh of a validated table; size, device-id and limit errors located at their key."""
-    from ..formats.meshtext import mesh_from_axes
+    from meshdiag.notation.meshtext import mesh_from_axes
 
     axes = table.axis_list()
     try:
@@ -119,7 +119,7 @@ def mesh_from_mapping(data: object, source: Source, what: str = "mesh"):
     if "mesh" in data:
         doc = validate(MeshFileDoc, data, source)
         if isinstance(doc.mesh, str):
-            from ..formats.meshtext import parse_mesh
+            from meshdiag.notation.meshtext import parse_mesh
 
             return parse_mesh(doc.mesh)
         return build_mesh(doc.mesh, source, ("mesh",), what)
@@ -131,7 +131,7 @@ def read_mesh_file(path: str, raw: bytes):
     """The mesh in a `.toml`/`.json` file's bytes (a pyproject.toml: its [tool.meshdiag])."""
     is_json = path.lower().endswith(".json")
     kind = "JSON" if is_json else "TOML"
-    from ..fileio import parse_nested
+    from meshdiag.fileio import parse_nested
 
     try:
         text = raw.decode("utf-8")
@@ -149,7 +149,7 @@ def read_mesh_file(path: str, raw: bytes):
     if os.path.basename(path) == "pyproject.toml" or (
         isinstance(tool, dict) and "meshdiag" in tool
     ):
-        from .config_model import config_mesh, validate_config
+        from meshdiag.inputs.config_model import config_mesh, validate_config
 
         source = Source(path, text, is_json, ("tool", "meshdiag"))
         table = tool.get("meshdiag") if isinstance(tool, dict) else None

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import LimitError, MeshdiagError
-from .keyline import KeyPath, key_line
+from meshdiag.errors import LimitError, MeshdiagError
+from meshdiag.inputs.keyline import KeyPath, key_line
 
 #: how a type is named to a user, per pydantic error type (TOML word first, JSON second)
 _EXPECTED = {

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from .. import limits
-from ..errors import MeshdiagError, ParseError
+from meshdiag import limits
+from meshdiag.errors import MeshdiagError, ParseError
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
-    from ..sharding import HloSharding, NamedSharding
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding, NamedSharding
 
 #: a module's meshes as a hashable key: ((name, Mesh), ...)
 MeshKey = tuple[tuple[str, "Mesh"], ...]
@@ -51,7 +51,7 @@ def parse_named_mesh(text: str, name: str) -> tuple[Mesh | None, str | None, int
 @lru_cache(maxsize=8192)
 def parse_mesh(text: str) -> tuple[Mesh | None, str | None, int]:
     """(mesh, error, offset) for a mesh attribute `<[...]>` / `#sdy.mesh<...>`."""
-    from ..formats.shardy import parse_mesh_attr
+    from meshdiag.notation.shardy import parse_mesh_attr
 
     try:
         limits.check_annotation_length(text, "mesh")
@@ -62,7 +62,7 @@ def parse_mesh(text: str) -> tuple[Mesh | None, str | None, int]:
 
 
 def _named_hlo(s: NamedSharding, manual_axes: tuple[str, ...]) -> HloSharding | None:
-    from ..export import named_to_hlo
+    from meshdiag.model.named_to_tiled import named_to_hlo
 
     if s.mesh is None:
         return None
@@ -75,7 +75,7 @@ def _named_hlo(s: NamedSharding, manual_axes: tuple[str, ...]) -> HloSharding | 
 @lru_cache(maxsize=8192)
 def parse_named(text: str, meshes: MeshKey, manual_axes: tuple[str, ...] = ()) -> Parsed:
     """One Shardy sharding: `#sdy.sharding<...>` or the stripped `<@mesh, [...]>`."""
-    from ..formats.shardy import parse_sdy_sharding
+    from meshdiag.notation.shardy import parse_sdy_sharding
 
     try:
         limits.check_annotation_length(text, "sharding")
@@ -91,7 +91,7 @@ def parse_per_value(
     text: str, meshes: MeshKey, manual_axes: tuple[str, ...] = ()
 ) -> tuple[list[Parsed], str | None, int]:
     """`#sdy.sharding_per_value<[...]>`: one record per value, or an error."""
-    from ..formats.shardy import parse_sharding_per_value
+    from meshdiag.notation.shardy import parse_sharding_per_value
 
     try:
         limits.check_annotation_length(text, "sharding")
@@ -105,7 +105,7 @@ def parse_per_value(
 @lru_cache(maxsize=8192)
 def parse_hlo_text(text: str) -> Parsed:
     """A GSPMD HloSharding string (a tuple stays one record; see `leaves`)."""
-    from ..formats.gspmd import parse_gspmd
+    from meshdiag.notation.gspmd import parse_gspmd
 
     try:
         limits.check_annotation_length(text, "sharding")

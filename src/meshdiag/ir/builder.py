@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..checks.md001_parse_error import RULE as MD001
-from ..findings import Finding
-from .annot import MeshKey, Parsed
-from .model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
+from meshdiag.checks.md001_parse_error import RULE as MD001
+from meshdiag.ir.annot import MeshKey, Parsed
+from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
+from meshdiag.model.findings import Finding
 
 
 @dataclass

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
-    from ..sharding import HloSharding
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding
 
 TEXTPROTO = "compile_options.textproto"
 _MODULE = re.compile(r"module_\d+\.")
@@ -42,7 +42,7 @@ class DeviceAssignment:
     def logical_mesh(self, mesh: Mesh) -> Mesh | None:
         """`mesh` with its device ids (physical devices) turned into logical partition ids,
         or None when its ids are not exactly the assigned devices."""
-        from ..mesh import Mesh
+        from meshdiag.model.mesh import Mesh
 
         if mesh.device_ids is None or sorted(mesh.ids) != sorted(self.devices):
             return None
@@ -179,7 +179,7 @@ def load_assignment(text: str) -> DeviceAssignment:
     """`--device-assignment`: a list of physical devices by logical partition
     (`2,3,6,7,0,1,4,5`, `[2, 3, ...]`), a compile_options.textproto, or a file of a dump
     directory that has one. Raises MeshdiagError (one line) when it gives none."""
-    from ..errors import MeshdiagError
+    from meshdiag.errors import MeshdiagError
 
     t = text.strip()
     if re.fullmatch(r"\[?\s*\d+(\s*,\s*\d+)*\s*,?\s*\]?", t):
@@ -216,9 +216,9 @@ def relabel(s: HloSharding, da: DeviceAssignment, rank: int) -> HloSharding:
     assigned devices."""
     from dataclasses import replace
 
-    from ..errors import MeshdiagError
-    from ..sharding import HloSharding as Hlo
-    from ..tiles import TileAssignment
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.model.sharding import HloSharding as Hlo
+    from meshdiag.model.tiles import TileAssignment
 
     n = len(da.devices)
     if s.kind == "tuple":

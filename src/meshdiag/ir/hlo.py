@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import annot, linecache
-from .builder import Builder
-from .mlir import declare_mesh, diagnostic
-from .text import brace_end, hlo_shapes, match_end, split_top, string_end, unescape
+from meshdiag.ir import annot, linecache
+from meshdiag.ir.builder import Builder
+from meshdiag.ir.mlir import declare_mesh, diagnostic
+from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")

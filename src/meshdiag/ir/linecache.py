@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .annot import MeshKey, Parsed
-from .builder import make_value
-from .model import LineValues, Value
+from meshdiag.ir.annot import MeshKey, Parsed
+from meshdiag.ir.builder import make_value
+from meshdiag.ir.model import LineValues, Value
 
 #: lines longer than this are handled directly, never cached
 MAX_LINE = 16384

@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Generator
 from typing import BinaryIO
 
-from .. import limits
+from meshdiag import limits
 
 BLOCK = 1 << 20
 
@@ -232,7 +232,7 @@ def _pick_scanner() -> Callable[..., tuple[int, int, int, int]]:
     if os.environ.get("MESHDIAG_PURE_PYTHON"):
         return scan_known_py
     try:
-        from ._fastscan import scan_known as native
+        from meshdiag.ir._fastscan import scan_known as native
     except ImportError:  # not built (no C compiler at install time): same results, slower
         return scan_known_py
     return native

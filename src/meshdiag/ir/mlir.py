@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import annot, linecache
-from .builder import Builder, ManualRegion
-from .model import Diagnostic, MeshDecl
-from .text import (
+from meshdiag.ir import annot, linecache
+from meshdiag.ir.builder import Builder, ManualRegion
+from meshdiag.ir.model import Diagnostic, MeshDecl
+from meshdiag.ir.text import (
     match_end,
     op_operands,
     op_result_types,

@@ -10,12 +10,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..contentmemo import MAX_ENTRIES
+from meshdiag.pipeline.contentmemo import MAX_ENTRIES
 
 if TYPE_CHECKING:
-    from ..findings import Finding
-    from ..mesh import Mesh
-    from ..sharding import HloSharding, NamedSharding
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding, NamedSharding
 
 Notation = Literal["sdy", "gspmd"]
 

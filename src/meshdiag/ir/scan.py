@@ -23,10 +23,17 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from . import hlo, linecache, mlir
-from .builder import Builder
-from .lines import BLOCK, check_utf8, decode_line, max_line_bytes, read_blocks, scan_known
-from .model import FileReport, ModuleReport
+from meshdiag.ir import hlo, linecache, mlir
+from meshdiag.ir.builder import Builder
+from meshdiag.ir.lines import (
+    BLOCK,
+    check_utf8,
+    decode_line,
+    max_line_bytes,
+    read_blocks,
+    scan_known,
+)
+from meshdiag.ir.model import FileReport, ModuleReport
 
 #: called with each module of a file as soon as it is complete (see `scan_path`)
 OnModule = Callable[[ModuleReport], None] | None
@@ -260,7 +267,7 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
 
 def clear_caches() -> None:
     """Forget every memoised line and parse, so the next scan starts cold (benchmarks)."""
-    from . import annot
+    from meshdiag.ir import annot
 
     linecache.clear()
     annot.cache_clear()

@@ -76,7 +76,7 @@ def _load_native(name: str):
     if os.environ.get("MESHDIAG_PURE_PYTHON"):
         return None
     try:
-        from . import _fastscan
+        from meshdiag.ir import _fastscan
     except ImportError:  # not built: the Python versions
         return None
     return getattr(_fastscan, name)

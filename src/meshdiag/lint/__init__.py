@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .config import LintSettings
-from .result import LintResult
+from meshdiag.lint.config import LintSettings
+from meshdiag.lint.result import LintResult
 
 
 def lint_paths(
@@ -26,8 +26,8 @@ def lint_paths(
     baseline: str | None = None,
 ) -> LintResult:
     """Lint files and directories; findings excused by `baseline` are counted, not listed."""
-    from .runner import discover, display_path, lint_files
-    from .suppress import load_baseline
+    from meshdiag.lint.runner import discover, display_path, lint_files
+    from meshdiag.lint.suppress import load_baseline
 
     files = discover(paths, settings)
     base = load_baseline(baseline) if baseline else None  # fail early on a bad baseline

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import MeshdiagError
-from .select import (
+from meshdiag.errors import MeshdiagError
+from meshdiag.lint.select import (
     PathGlob,
     PerFileIgnore,
     SelectionLayer,
@@ -26,7 +26,7 @@ from .select import (
 )
 
 if TYPE_CHECKING:
-    from ..mesh import Mesh
+    from meshdiag.model.mesh import Mesh
 
 CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one directory
 FAIL_ON = ("error", "warning", "info")
@@ -63,7 +63,7 @@ def _read_text(path: str) -> str:
 
 
 def _read_toml(path: str) -> dict:
-    from ..fileio import parse_nested, read_text
+    from meshdiag.fileio import parse_nested, read_text
 
     text = read_text(path, "config")
     try:
@@ -101,7 +101,7 @@ def find_config(start: str | None = None) -> str | None:
 
 
 def _source(path: str, text: str):
-    from ..inputs.problems import Source
+    from meshdiag.inputs.problems import Source
 
     prefix = ("tool", "meshdiag") if os.path.basename(path) == "pyproject.toml" else ()
     return Source(path, text, False, prefix)
@@ -115,7 +115,7 @@ def load_config(path: str) -> FileConfig:
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
-    from ..inputs.config_model import config_values, validate_config
+    from meshdiag.inputs.config_model import config_values, validate_config
 
     text = _read_text(path)
     values = config_values(validate_config(table, _source(path, text)))
@@ -165,7 +165,7 @@ class LintSettings:
 
 
 def _parse_mesh(text: str, where: str):
-    from ..formats.meshtext import parse_mesh
+    from meshdiag.notation.meshtext import parse_mesh
 
     try:
         return parse_mesh(text)
@@ -210,7 +210,7 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
     elif config is not None and "mesh" in values:
-        from ..inputs.config_model import config_mesh, validate_config
+        from meshdiag.inputs.config_model import config_mesh, validate_config
 
         source = _source(config.path, config.text)
         mesh = config_mesh(validate_config(values, source), source, base)
@@ -219,7 +219,7 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
 
     target = cli.target if cli.target is not None else values.get("target")
     if target:
-        from ..targets import get_target
+        from meshdiag.model.targets import get_target
 
         get_target(target)  # unknown targets fail here, once, with the target's own message
     split = cli.split or values.get("split") or "xla"
@@ -228,7 +228,7 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     fail_on = cli.fail_on or values.get("fail-on") or "warning"
     if fail_on not in FAIL_ON:
         raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
-    from ..comms.units import parse_size
+    from meshdiag.comms.units import parse_size
 
     budget = (
         parse_size(cli.collective_budget, "--collective-budget")

@@ -13,8 +13,8 @@ import re
 import tomllib
 from dataclasses import dataclass
 
-from ..checks.mesh_target import MESH_ONLY_CODES
-from ..errors import MeshdiagError
+from meshdiag.checks.mesh_target import MESH_ONLY_CODES
+from meshdiag.errors import MeshdiagError
 
 MESH_SUFFIXES = (".toml", ".json")
 #: mesh files are small; anything bigger is not a mesh config
@@ -54,7 +54,7 @@ def read_mesh_file(path: str, name: str | None = None) -> MeshFile | None:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_MESH_FILE_BYTES + 1)
     except OSError as e:
-        from ..fileio import describe_os_error
+        from meshdiag.fileio import describe_os_error
 
         return MeshFile(path, None, 1, 1, f"cannot read {name}: {describe_os_error(e)}")
     text = raw.decode("utf-8", errors="replace")
@@ -86,7 +86,7 @@ def read_mesh_file(path: str, name: str | None = None) -> MeshFile | None:
         return MeshFile(path, None, line, column, f"mesh file is not valid {kind}: {e}")
     if not _holds_mesh(doc):
         return None
-    from ..inputs.mesh_model import read_mesh_file as read_validated
+    from meshdiag.inputs.mesh_model import read_mesh_file as read_validated
 
     try:  # the bytes already read (a FIFO's or stdin's copy cannot be read twice)
         mesh = read_validated(name, raw)
@@ -100,6 +100,6 @@ def read_mesh_file(path: str, name: str | None = None) -> MeshFile | None:
 
 def as_module(mf: MeshFile):
     """The mesh file as a one-mesh module, so the module checks can run over it."""
-    from ..checks.mesh_target import mesh_as_module
+    from meshdiag.checks.mesh_target import mesh_as_module
 
     return mesh_as_module(mf.mesh, mf.line, mf.column)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .. import __version__
-from ..findings import SEVERITY_RANK, Finding
+from meshdiag import __version__
+from meshdiag.model.findings import SEVERITY_RANK, Finding
 
 
 @dataclass

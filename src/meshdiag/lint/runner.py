@@ -2,7 +2,7 @@
 processes, merged in the same order a serial run gives.
 
 Per file: scan the IR (streaming) or read a mesh config → run the enabled module checks
-(`meshdiag.inspect.run_checks`, so lint and inspect report the same findings) →
+(`meshdiag.pipeline.inspect.run_checks`, so lint and inspect report the same findings) →
 drop per-file-ignored codes → drop comment-suppressed findings (reading only the lines around
 findings). The baseline and the exit threshold are applied by the caller over the whole run.
 """
@@ -17,13 +17,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from ..errors import MeshdiagError
-from ..fileio import describe_os_error
-from ..findings import Finding
-from .config import CONFIG_NAMES, LintSettings
-from .meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
-from .select import ignored_for
-from .suppress import apply_comments
+from meshdiag.errors import MeshdiagError
+from meshdiag.fileio import describe_os_error
+from meshdiag.lint.config import CONFIG_NAMES, LintSettings
+from meshdiag.lint.meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
+from meshdiag.lint.select import ignored_for
+from meshdiag.lint.suppress import apply_comments
+from meshdiag.model.findings import Finding
 
 #: what the scanner reads to tell a binary file (`ir.scan.SNIFF`)
 SNIFF = 8192
@@ -205,7 +205,7 @@ def _checks(codes: Iterable[str]) -> dict:
     """The module checks of `codes` (codes without a module check, like MD001, have none)."""
     global _REGISTERED
     if _REGISTERED is None:  # once per process: loading the registry walks the package
-        from ..checks.registry import module_checks
+        from meshdiag.checks.registry import module_checks
 
         _REGISTERED = module_checks()
     return {c: _REGISTERED[c] for c in codes if c in _REGISTERED}
@@ -269,8 +269,8 @@ def _lint_file(
 ) -> list[Finding]:
     """`lint_file` of the file at `path`, reported as `shown`; per-file ignores match
     `rules_path` (default: `path`)."""
-    from ..inspect import run_checks
-    from ..ir.model import FileReport
+    from meshdiag.ir.model import FileReport
+    from meshdiag.pipeline.inspect import run_checks
 
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
@@ -283,7 +283,7 @@ def _lint_file(
         if mf is None:
             return []
         if mf.mesh is None:
-            from ..checks.registry import get_rule
+            from meshdiag.checks.registry import get_rule
 
             findings = [
                 get_rule("MD001").finding(mf.error, path=shown, line=mf.line, column=mf.column)
@@ -293,7 +293,7 @@ def _lint_file(
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
             findings = run_checks(report, *where, checks=_checks(mesh_codes))
     else:
-        from ..inspect import scan_checked
+        from meshdiag.pipeline.inspect import scan_checked
 
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
@@ -315,15 +315,15 @@ def _collective_findings(
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled."""
     global _COLLECTIVE
     if _COLLECTIVE is None:
-        from ..checks.registry import collective_checks
+        from meshdiag.checks.registry import collective_checks
 
         _COLLECTIVE = collective_checks()
     checks = {c: _COLLECTIVE[c] for c in codes if c in _COLLECTIVE}
     if not checks:
         return []
-    from ..checks.context import CheckContext
-    from ..comms.checking import run_collective_checks
-    from ..comms.scan import scan_path as scan_collectives
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.scan import scan_path as scan_collectives
+    from meshdiag.pipeline.comms_checks import run_collective_checks
 
     ctx = CheckContext(
         shown,
@@ -374,7 +374,7 @@ def _raise(path: str, kind: str, message: str) -> None:
 
 def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = None):
     """Findings for all files (sorted by path, line, column, code), serial or parallel."""
-    from ..inspect import default_jobs
+    from meshdiag.pipeline.inspect import default_jobs
 
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
@@ -393,7 +393,7 @@ def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = 
 def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
 
-    from ..inspect import map_files, mp_context
+    from meshdiag.pipeline.inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
     # deadlock a worker), else forkserver/spawn. Workers run the `lint_file` this module

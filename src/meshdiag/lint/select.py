@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from ..errors import MeshdiagError
+from meshdiag.errors import MeshdiagError
 
 _SELECTOR_RE = re.compile(r"^(ALL|[A-Z]{1,3}[0-9]{0,3})$")
 

@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..errors import MeshdiagError
-from ..fileio import parse_nested, read_text, write_atomic
-from ..findings import Finding
+from meshdiag.errors import MeshdiagError
+from meshdiag.fileio import parse_nested, read_text, write_atomic
+from meshdiag.model.findings import Finding
 
 ALL = "ALL"
 _COMMENT_RE = re.compile(r"(?://|#)[ \t]*meshdiag:[ \t]*ignore\b(?:\[(?P<codes>[^\]]*)\])?")

@@ -1,0 +1,243 @@
+"""`meshdiag inspect PATH...`: modules, meshes and sharded values in IR dumps, with checks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from meshdiag.cli.commands.common import FormatOpt, MeshOpt, SplitOpt, TargetOpt
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="inspect")(inspect)
+
+
+def inspect(
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="IR dumps: files, directories, .gz files, '-' for stdin."),
+    ],
+    mesh: MeshOpt = None,
+    target: TargetOpt = None,
+    split: SplitOpt = None,
+    fmt: FormatOpt = "text",
+    layouts: Annotated[
+        bool, typer.Option("--layouts", help="Add per-device slices of every value (JSON).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="Worker processes [default: all cores]; 1 = serial."
+        ),
+    ] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the report as one self-contained HTML page to this file.",
+        ),
+    ] = None,
+) -> None:
+    """Read IR dumps: list modules, meshes and sharded values with locations, run the checks.
+
+    A directory (an XLA --xla_dump_to dump) is one report: a summary, then each distinct
+    sharding once with the files it appears in. Named files are listed one by one. Findings
+    do not change the exit code (use `meshdiag lint` to gate on them).
+    """
+    import os
+    import sys
+
+    from meshdiag.cli.commands.common import check_format, load_mesh
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.model.splits import check_rule
+
+    check_format(fmt)
+    split_rule = check_rule(split or "xla")
+    global_mesh = load_mesh(mesh)
+    from meshdiag.cli.commands import inspect_worker as worker
+    from meshdiag.ir.scan import expand_paths
+    from meshdiag.pipeline.inspect import MIN_PARALLEL_FILES, default_jobs, map_files
+    from meshdiag.pipeline.spool import SpoolDir
+
+    skipped: list[str] = []
+    files = list(expand_paths(paths, skipped))
+    if not files:  # an empty or unreadable tree: say so rather than report nothing
+        raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
+    if "-" in files:
+        if html is not None:
+            raise MeshdiagError("--html reads its paths twice: name files, not '-' (stdin)")
+        jobs = 1  # stdin is this process's
+    progress = None if quiet or not sys.stderr.isatty() else _Progress()
+    # files go to the workers in batches; a worker leaves a batch's output in its spool
+    # file and the parent copies it out in order: one result and one copy per batch
+    n = default_jobs() if jobs is None else max(jobs, 1)
+    size = max(1, min(64, len(files) // (n * 16)))
+    batches = [files[i : i + size] for i in range(0, len(files), size)]
+    par = {"min_files": max(1, MIN_PARALLEL_FILES // size), "chunksize": 1}
+    spool = SpoolDir()
+    summary = None  # of every file, for --html
+    try:
+        if fmt == "json":
+            state = (global_mesh, target, split_rule, layouts, None, spool.directory, bool(html))
+            results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
+            summary = _write_json(results, progress, spool, len(skipped))
+        else:
+            from rich.console import Console
+
+            console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+            # piped output keeps its lines whole (paths, shardings); pictures still fit
+            # the width
+            console.soft_wrap = not console.is_terminal
+            # workers render with the same width and colours as this console
+            look = {
+                "width": console.width,
+                "height": console.height,  # with both set rich never asks the terminal
+                "color_system": console.color_system,
+                "force_terminal": console.is_terminal,
+                "soft_wrap": console.soft_wrap,
+                "encoding": console.encoding,
+            }
+            state = (global_mesh, target, split_rule, False, look, spool.directory, bool(html))
+            if any(p != "-" and os.path.isdir(p) for p in paths):
+                # a dump directory reads as one report
+                fn = worker.summary_batch
+                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                summary = _write_summary(
+                    results, console, progress, paths, len(skipped), split_rule
+                )
+            else:
+                fn = worker.text_batch
+                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                summary = _write_text(results, console, progress, spool, len(skipped))
+    finally:
+        spool.close()
+        if progress is not None:
+            progress.stop()
+    if html is not None:
+        from meshdiag.cli.commands.inspect_page import write_page
+
+        write_page(html, summary, paths, global_mesh, split_rule)
+
+
+def _write_json(results, progress, spool, skipped: int):
+    """Stream the document: each file's JSON goes out as soon as it is ready, in order.
+    Returns the files' `DumpSummary` when the batches made one (--html), else None.
+
+    `json.dumps` of a list is its items' dumps joined by ", ": the same bytes as one dumps.
+    """
+    import sys
+
+    from meshdiag.pipeline.dump_summary import DumpSummary
+    from meshdiag.pipeline.inspect import JSON_VERSION
+
+    summary = DumpSummary(skipped=skipped)
+
+    sys.stdout.flush()
+    out = sys.stdout.buffer  # the files' JSON comes as ASCII bytes
+    out.write(b'{"version": %d, "files": [' % JSON_VERSION)
+    findings: list[str] = []
+    made = False
+    for i, (paths, spooled, found, part) in enumerate(results):
+        if progress is not None:
+            progress.advance(paths)
+        if i:
+            out.write(b", ")
+        spool.copy(spooled, out)  # the batch's files, joined by ", " already
+        findings.extend(found)
+        if part is not None:
+            summary.merge(part)
+            made = True
+    out.write(b'], "findings": [')
+    out.write(", ".join(findings).encode("ascii"))
+    out.write(b"]}\n")
+    out.flush()
+    return summary if made else None
+
+
+def _write_summary(results, console, progress, roots, skipped: int, split: str):
+    """Fold the batches' summaries in order, print the report, return the summary."""
+    from meshdiag.pipeline.dump_summary import DumpSummary
+    from meshdiag.report.inspect_dir import report
+
+    summary = DumpSummary(skipped=skipped)
+    for paths, part in results:
+        if progress is not None:
+            progress.advance(paths)
+        summary.merge(part)
+    if progress is not None:
+        progress.stop()
+    for part in report(summary, roots=list(roots), split=split):
+        console.print(part)
+    return summary
+
+
+def _write_text(results, console, progress, spool, skipped: int):
+    """Copy the files' rendered text out in order; return their `DumpSummary` when the
+    batches made one (--html), else None."""
+    from meshdiag.pipeline.dump_summary import DumpSummary
+
+    summary = DumpSummary(skipped=skipped)
+    made = False
+    n_files = n_findings = 0
+    console.file.flush()
+    # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
+    utf8 = console.encoding.replace("_", "-").startswith("utf")
+    out = getattr(console.file, "buffer", None) if utf8 else None
+    for paths, spooled, found, part in results:
+        if progress is not None:
+            progress.advance(paths)
+        if part is not None:
+            summary.merge(part)
+            made = True
+        n_files += len(paths)
+        n_findings += found
+        if out is not None:
+            spool.copy(spooled, out)
+        else:  # a text-only stream
+            console.file.write(spool.read(spooled).decode("utf-8", "surrogateescape"))
+    if out is not None:
+        out.flush()
+    console.print(f"{n_files} file(s), {n_findings} finding(s)")
+    return summary if made else None
+
+
+class _Progress:
+    """A transient progress line on stderr, shown only once a scan takes over ~0.5 s."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._start = time.monotonic()
+        self._bar = None
+        self._task = None
+        self._n = 0
+
+    def advance(self, paths: list[str]) -> None:
+        """`paths` are done."""
+        import time
+
+        self._n += len(paths)
+        path = paths[-1]
+        if self._bar is None:
+            if time.monotonic() - self._start < 0.5:
+                return
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn
+
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.completed} files  {task.description}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("", total=None)
+        self._bar.update(self._task, completed=self._n, description=path[-60:])
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

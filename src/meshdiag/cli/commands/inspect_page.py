@@ -1,0 +1,33 @@
+"""`meshdiag inspect PATH --html FILE`: measure the collectives of the same paths, build the
+page (`render/inspect_html.py`) from them and the files' `DumpSummary`, write it whole."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.pipeline.dump_summary import DumpSummary
+
+
+def write_page(
+    target: str, summary: DumpSummary, paths: list[str], mesh: Mesh | None, split: str
+) -> None:
+    """Write the page for `paths` to `target` (atomically: a failed write keeps the old
+    file). Collectives are measured as `meshdiag comms` measures them."""
+    import gc
+
+    from meshdiag.comms.report import measure_file
+    from meshdiag.comms.scan import scan_collectives
+    from meshdiag.fileio import write_atomic
+    from meshdiag.layouts.engine import forget_layouts
+    from meshdiag.report.inspect_html import page
+
+    # the report's layouts are done with: the page's own pictures get their memory
+    forget_layouts()
+    gc.collect()
+    comms = [measure_file(f, mesh) for f in scan_collectives(paths)]
+    doc = page(summary, comms, roots=list(paths), split=split)
+    write_atomic(target, doc, "--html")
+    print(f"meshdiag: wrote {target}", file=sys.stderr)

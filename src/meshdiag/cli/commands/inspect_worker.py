@@ -1,0 +1,216 @@
+"""`meshdiag inspect`'s work on one file, in a worker process (or in the command's own for
+--jobs 1): scan, check, render to JSON or text, leave the output in the worker's spool.
+
+A named file is scanned module by module (`inspect.scan_checked`): each module is checked,
+rendered and written to the spool as soon as it ends, so a big file is never held whole.
+
+Kept apart from the command module so its imports (the scanner, checks, renderers) load
+only when files are inspected, not for `meshdiag --help`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from collections.abc import Callable
+
+from rich.console import Console
+
+from meshdiag.checks.registry import module_checks
+from meshdiag.errors import LimitError
+from meshdiag.ir.model import ModuleReport
+from meshdiag.pipeline.inspect import (
+    FILE_JSON_TAIL,
+    Inspected,
+    file_json_head,
+    module_json,
+    module_json_text,
+    scan_checked,
+)
+from meshdiag.pipeline.spool import SpoolStream
+from meshdiag.report.inspect_text import render_head, render_module, render_tail
+
+#: what every file of the run shares: global mesh, target, split, layouts, text look,
+#: the console the text is rendered with, the checks, whether batches also fold their files
+#: into a `DumpSummary` (for `--html`)
+_STATE: dict = {}
+
+#: rendered module text kept in memory before it goes to a temporary file instead (the
+#: header, which counts the modules, comes first in the output)
+SPILL = 1 << 20
+
+
+def init(state: tuple) -> None:
+    from meshdiag.pipeline.spool import SpoolDir
+
+    mesh, target, split, layouts, look, spool_dir, summarise = state
+    _STATE.update(
+        mesh=mesh, target=target, split=split, layouts=layouts, look=look, summarise=summarise
+    )
+    SpoolDir.worker_init(spool_dir)
+    _STATE["console"] = None  # made by the first file rendered as text
+    _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
+
+
+def _scan(path: str, each: Callable[[ModuleReport], None], summary=None):
+    """scan_checked(path) with `each` called per module; the file is folded into `summary`
+    (a `DumpSummary`, for `--html`) module by module too when one is given."""
+    st = _STATE
+    if summary is None:
+        return scan_checked(path, st["mesh"], st["target"], st["split"], st["checks"], each)
+    fold = summary.fold("<stdin>" if path == "-" else path, st["mesh"])
+
+    def both(m: ModuleReport) -> None:
+        each(m)
+        fold.module(m)
+
+    report, count, findings = scan_checked(
+        path, st["mesh"], st["target"], st["split"], st["checks"], both
+    )
+    summary.end(fold, Inspected(report, findings))
+    return report, count, findings
+
+
+def _summary():
+    """A `DumpSummary` to fold the batch into when the run asked for one, else None."""
+    if not _STATE["summarise"]:
+        return None
+    from meshdiag.pipeline.dump_summary import DumpSummary
+
+    return DumpSummary()
+
+
+def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[str]:
+    """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
+    finding's JSON."""
+    st = _STATE
+    shown = "<stdin>" if path == "-" else path
+    write(file_json_head(shown).encode("ascii"))
+    first = True
+
+    def each(m: ModuleReport) -> None:
+        nonlocal first
+        if st["layouts"]:
+            try:
+                doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=True)
+            except LimitError as e:  # name the file: the value's location is line:column only
+                raise LimitError(f"{shown}: {e}") from None
+            text = json.dumps(doc)
+        else:
+            text = module_json_text(m)
+        if not first:
+            write(b", ")
+        write(text.encode("ascii"))
+        first = False
+
+    _, _, findings = _scan(path, each, summary)
+    write(FILE_JSON_TAIL.encode("ascii"))
+    return [json.dumps(f.to_json()) for f in findings]
+
+
+def text_one(path: str, write: Callable[[bytes], None], summary=None) -> int:
+    """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
+    they were, through surrogate escapes); returns its number of findings."""
+    st = _STATE
+    console = st.get("console")
+    if console is None:  # one per process: rendered parts are reused across files
+        look = dict(st["look"])
+        sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
+        console = Console(file=sink, highlight=False, **look)
+        st["console"] = console
+    body = _Body()
+    values = False
+
+    def each(m: ModuleReport) -> None:
+        nonlocal values
+        values = values or bool(m.values)
+        body.add(render_module(m, console, mesh=st["mesh"], split=st["split"]))
+
+    report, count, findings = _scan(path, each, summary)
+    item = Inspected(report, findings)
+    write(render_head(item, console, count, values).encode(*_UTF8))
+    body.copy(write)
+    write(render_tail(item, console).encode(*_UTF8))
+    return len(findings)
+
+
+#: how rendered text is written: UTF-8, a file name that is not UTF-8 as its own bytes
+_UTF8 = ("utf-8", "surrogateescape")
+
+
+class _Text(io.StringIO):
+    """A string buffer that says which encoding the real output has, so rich draws what
+    that output can show."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self._encoding = encoding
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
+
+
+class _Body:
+    """Rendered modules waiting for the header: in memory, or past `SPILL` characters in
+    a temporary file."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.file = None
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size >= SPILL:
+            if self.file is None:
+                self.file = tempfile.TemporaryFile()
+            self.file.write("".join(self.parts).encode(*_UTF8))
+            self.parts = []
+            self.size = 0
+
+    def copy(self, write: Callable[[bytes], None]) -> None:
+        if self.file is not None:
+            self.file.seek(0)
+            while data := self.file.read(1 << 20):
+                write(data)
+            self.file.close()
+        write("".join(self.parts).encode(*_UTF8))
+
+
+def json_batch(paths: list[str]):
+    """(paths, where their JSON is in this worker's spool — joined by ", " —, their
+    findings' JSON, their `DumpSummary` or None)."""
+    out = SpoolStream()
+    findings: list[str] = []
+    summary = _summary()
+    for i, path in enumerate(paths):
+        if i:
+            out.write(b", ")
+        findings.extend(json_one(path, out.write, summary))
+    return paths, out.done(), findings, summary
+
+
+def text_batch(paths: list[str]):
+    """(paths, where their rendered text is in this worker's spool (UTF-8), how many
+    findings they have, their `DumpSummary` or None)."""
+    out = SpoolStream()
+    findings = 0
+    summary = _summary()
+    for path in paths:
+        findings += text_one(path, out.write, summary)
+    return paths, out.done(), findings, summary
+
+
+def summary_batch(paths: list[str]):
+    """(paths, their `DumpSummary`): `inspect DIR`'s text report folds every file in."""
+    from meshdiag.pipeline.dump_summary import DumpSummary
+
+    s = DumpSummary()
+    for path in paths:
+        fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"])
+        report, _, findings = _scan(path, fold.module)
+        s.end(fold, Inspected(report, findings))
+    return paths, s

@@ -1,0 +1,607 @@
+"""The layout engine: sharding + global shape + split rule → what every device holds.
+
+For a tiled sharding the tile assignment array `A` (shape `data_dims + subgroup_dims`) says
+device `A[i0..ir-1, s...]` holds tile `(i0..ir-1)`; tile `i` along a dim of `n` elements split
+`k` ways covers `split_dim(n, k, rule)` range `i` (XLA: `[min(i*c, n), min((i+1)*c, n))`,
+`c = ceil(n/k)`, buffers padded to `c`). Everything is computed for all devices at once with
+numpy: the position of each device in `A` (`np.unravel_index`) gathers its per-dim ranges.
+
+    >>> lay = layout(HloSharding.tiled(TileAssignment.iota((1, 4, 2)), replicate_on_last=True),
+    ...              (32, 32))
+    >>> [d.slices for d in lay.devices()][:3]
+    [((0, 32), (0, 8)), ((0, 32), (0, 8)), ((0, 32), (8, 16))]
+
+Special kinds: `replicated` (every device, whole tensor), `maximal` (one device, whole tensor),
+`manual`/`unknown` (every device, its whole local tensor — the relation between devices is not
+known), `unreduced` (every device, whole shape, partial sums awaiting a reduction).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from meshdiag.errors import MeshdiagError
+from meshdiag.limits import MAX_RANK, check_device_count
+from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.model.splits import check_rule, split_dim
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from meshdiag.model.mesh import Mesh
+
+JSON_VERSION = 1
+#: devices per chunk of a streamed JSON device list
+_JSON_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class DeviceShard:
+    """One device's part of the tensor (a row of `Layout`)."""
+
+    device: int
+    #: half-open (start, stop) per dim in global coordinates; None when the device holds nothing
+    slices: tuple[tuple[int, int], ...] | None
+    shard_shape: tuple[int, ...] | None
+    #: the per-device buffer (padded to the tile size under `xla`); None when there is none
+    buffer_shape: tuple[int, ...] | None
+    empty: bool
+    #: devices with equal group ids hold the same data; -1 when the device holds nothing
+    group: int
+    #: tile coordinate per dim (all 0 for untiled kinds); None when the device holds nothing
+    tile: tuple[int, ...] | None
+
+    def to_json(self) -> dict:
+        return {
+            "device": self.device,
+            "slices": [list(s) for s in self.slices] if self.slices is not None else None,
+            "shard_shape": list(self.shard_shape) if self.shard_shape is not None else None,
+            "buffer_shape": list(self.buffer_shape) if self.buffer_shape is not None else None,
+            "empty": self.empty,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Per-device slices of one tensor. Arrays are read-only; rows are device ids 0..N-1."""
+
+    sharding: HloSharding
+    shape: tuple[int, ...]
+    split: str
+    num_devices: int
+    #: the sharding's kind: tiled, replicated, maximal, manual, unknown, unreduced
+    kind: str
+    #: number of tiles along each tensor dim (all 1 for untiled kinds)
+    tiles: tuple[int, ...]
+    #: [N, rank] int64 half-open ranges (0 where the device is not present)
+    starts: np.ndarray
+    stops: np.ndarray
+    #: [N] bool: the device holds a buffer for this tensor
+    present: np.ndarray
+    #: [N, rank] int64 per-device buffer extents (0 where not present)
+    buffers: np.ndarray
+    #: [N, rank] int64 tile coordinates (-1 for devices outside the sharding's devices)
+    tile_index: np.ndarray
+    #: [N] int64 replica group ids, dense, numbered by lowest device; -1 where not present
+    groups: np.ndarray
+    #: devices hold partial sums (unreduced kind or unreduced subgroup dims)
+    partial: bool = False
+    #: devices hold manually partitioned (per-device) data: manual kind or manual subgroups
+    manual: bool = False
+    #: human notes about the semantics (manual/unknown/unreduced), for renderers
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def shard_shapes(self) -> np.ndarray:
+        """[N, rank] valid extents (0 where not present)."""
+        return self.stops - self.starts
+
+    @property
+    def empty(self) -> np.ndarray:
+        """[N] bool: the device holds no element (absent, or a zero-length range)."""
+        return self._empty_rows(0, self.num_devices)
+
+    def _empty_rows(self, lo: int, hi: int) -> np.ndarray:
+        """`empty[lo:hi]` without computing the other rows."""
+        import numpy as np
+
+        if self.rank == 0:
+            return ~self.present[lo:hi]
+        return ~self.present[lo:hi] | np.any(self.stops[lo:hi] <= self.starts[lo:hi], axis=1)
+
+    @property
+    def padded(self) -> np.ndarray:
+        """[N] bool: the device's buffer is larger than its valid data."""
+        import numpy as np
+
+        if self.rank == 0:
+            return np.zeros(self.num_devices, dtype=bool)
+        return self.present & np.any(self.buffers > self.shard_shapes, axis=1)
+
+    @property
+    def num_groups(self) -> int:
+        return int(self.groups.max()) + 1 if self.num_devices else 0
+
+    def device(self, d: int) -> DeviceShard:
+        if not 0 <= d < self.num_devices:
+            raise MeshdiagError(f"device {d} is not among the {self.num_devices} devices")
+        return next(self._records(d, d + 1))
+
+    def devices(self) -> Iterator[DeviceShard]:
+        """Per-device records in device-id order."""
+        return self._records(0, self.num_devices)
+
+    def _records(self, lo: int, hi: int) -> Iterator[DeviceShard]:
+        starts = self.starts[lo:hi].tolist()
+        stops = self.stops[lo:hi].tolist()
+        bufs = self.buffers[lo:hi].tolist()
+        tiles = self.tile_index[lo:hi].tolist()
+        present = self.present[lo:hi].tolist()
+        empty = self._empty_rows(lo, hi).tolist()
+        groups = self.groups[lo:hi].tolist()
+        for j in range(hi - lo):
+            if not present[j]:
+                yield DeviceShard(lo + j, None, None, None, True, -1, None)
+                continue
+            sl = tuple(zip(starts[j], stops[j], strict=True))
+            yield DeviceShard(
+                lo + j,
+                sl,
+                tuple(b - a for a, b in sl),
+                tuple(bufs[j]),
+                empty[j],
+                groups[j],
+                tuple(tiles[j]),
+            )
+
+    def to_json(self, gspmd: str | None = None) -> dict:
+        """The `meshdiag layout --format json` document (docs/json.md, `contracts/layout.py`)."""
+        return self.to_json_head(gspmd) | {"devices": [d.to_json() for d in self.devices()]}
+
+    def write_json(self, out: IO[str], gspmd: str | None = None, extra: dict | None = None) -> None:
+        """Write `json.dumps(to_json(gspmd) | extra)` to `out` without building it: the device
+        list goes out in chunks, so a million devices (120 MB of JSON) cost chunk-sized
+        memory."""
+        import json
+
+        head = self.to_json_head(gspmd)
+        out.write(json.dumps(head)[:-1] + ', "devices": [')
+        for lo in range(0, self.num_devices, _JSON_CHUNK):
+            hi = min(lo + _JSON_CHUNK, self.num_devices)
+            if lo:
+                out.write(", ")
+            out.write(self._json_devices(lo, hi))
+        out.write("]")
+        for key, value in (extra or {}).items():
+            out.write(f", {json.dumps(key)}: {json.dumps(value)}")
+        out.write("}")
+
+    def _json_devices(self, lo: int, hi: int) -> str:
+        """`json.dumps([d.to_json() for d in devices lo..hi-1])[1:-1]`, formatted from the
+        arrays row by row (a dict per device costs 20 s for a million)."""
+        import numpy as np
+
+        r = self.rank
+        cols = np.empty((hi - lo, 1 + 4 * r), dtype=np.int64)
+        cols[:, 0] = np.arange(lo, hi)
+        cols[:, 1 : 1 + 2 * r : 2] = self.starts[lo:hi]
+        cols[:, 2 : 2 + 2 * r : 2] = self.stops[lo:hi]
+        cols[:, 1 + 2 * r : 1 + 3 * r] = self.stops[lo:hi] - self.starts[lo:hi]
+        cols[:, 1 + 3 * r :] = self.buffers[lo:hi]
+        pairs = ", ".join(["[%d, %d]"] * r)
+        ints = ", ".join(["%d"] * r)
+        held = (
+            f'{{"device": %d, "slices": [{pairs}], "shard_shape": [{ints}], '
+            f'"buffer_shape": [{ints}], "empty": %s}}'
+        )
+        none = (
+            '{"device": %d, "slices": null, "shard_shape": null, "buffer_shape": null, '
+            '"empty": true}'
+        )
+        present = self.present[lo:hi]
+        empty = self._empty_rows(lo, hi)
+        if present.all():  # one %-format for the whole chunk: the values as one flat tuple
+            values = np.empty((hi - lo, cols.shape[1] + 1), dtype=object)
+            values[:, :-1] = cols
+            values[:, -1] = np.where(empty, "true", "false")
+            return ", ".join([held] * (hi - lo)) % tuple(values.ravel().tolist())
+        flags = ("false", "true")
+        return ", ".join(
+            held % (*row, flags[e]) if p else none % row[0]
+            for row, p, e in zip(
+                cols.tolist(),
+                present.tolist(),
+                empty.tolist(),
+                strict=True,
+            )
+        )
+
+    def to_json_head(self, gspmd: str | None = None) -> dict:
+        """The layout JSON document's fields before `devices`."""
+        return {
+            "version": JSON_VERSION,
+            "shape": list(self.shape),
+            "split": self.split,
+            "num_devices": self.num_devices,
+            "gspmd": gspmd,
+        }
+
+
+# -- the engine ----------------------------------------------------------------------------
+
+
+def layout(
+    sharding: HloSharding | NamedSharding | str,
+    shape: tuple[int, ...] | list[int],
+    *,
+    split: str = "xla",
+    num_devices: int | None = None,
+    mesh: Mesh | None = None,
+    remember: bool = True,
+) -> Layout:
+    """Per-device slices of a tensor of `shape` under `sharding`.
+
+    `sharding` is an `HloSharding`, a `NamedSharding` (converted to its tiled form), or text in
+    any notation `meshdiag.parse_sharding` reads (a PartitionSpec needs `mesh`). `num_devices`
+    defaults to the mesh's size, else the tile assignment's device count (1 for untiled kinds,
+    `device+1` for maximal). `remember=False`: a layout drawn once (a page of many
+    distinct layouts) is not kept for later calls.
+    """
+    if isinstance(sharding, str):
+        from meshdiag.notation.detect import parse_sharding
+
+        sharding = parse_sharding(sharding, mesh=mesh, rank=len(shape))
+    if isinstance(sharding, NamedSharding):
+        from meshdiag.model.named_to_tiled import named_to_hlo
+
+        mesh = sharding.mesh or mesh  # the devices are the named sharding's mesh
+        sharding = named_to_hlo(sharding, mesh)
+    if not isinstance(sharding, HloSharding):
+        raise MeshdiagError(f"cannot lay out {type(sharding).__name__}; expected a sharding")
+    if num_devices is None and mesh is not None:
+        num_devices = mesh.size
+    shape = _check_shape(shape)
+    split = check_rule(split)
+    if num_devices is not None:
+        num_devices = check_device_count(int(num_devices), "layout")
+    key = (sharding, shape, split, num_devices)
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _compute(sharding, shape, split, num_devices)
+        if remember:
+            _CACHE.put(key, hit)
+    return hit
+
+
+def forget_layouts() -> None:
+    """Drop every remembered layout (their arrays: up to a million devices' worth)."""
+    _CACHE.clear()
+
+
+class _LayoutCache:
+    """Layouts by (sharding, shape, split, device count), least recently used out first,
+    bounded by the devices they hold: a layout of a million devices is ~70 MB of arrays, so a
+    count of entries would not bound memory."""
+
+    def __init__(self, max_devices: int):
+        from collections import OrderedDict
+
+        self._data: OrderedDict[tuple, Layout] = OrderedDict()
+        self._devices = 0
+        self.max_devices = max_devices
+
+    def get(self, key: tuple) -> Layout | None:
+        hit = self._data.get(key)
+        if hit is not None:
+            self._data.move_to_end(key)
+        return hit
+
+    def put(self, key: tuple, lay: Layout) -> None:
+        if lay.num_devices > self.max_devices:
+            return
+        self._data[key] = lay
+        self._devices += lay.num_devices
+        while self._devices > self.max_devices:
+            _, old = self._data.popitem(last=False)
+            self._devices -= old.num_devices
+
+    def clear(self) -> None:
+        self._data.clear()
+        self._devices = 0
+
+
+#: every layout asked for again (pass dumps repeat the same few), within 1M devices' worth
+_CACHE = _LayoutCache(max_devices=1 << 20)
+
+
+def _check_shape(shape: Any) -> tuple[int, ...]:
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise MeshdiagError(f"tensor shape must be a sequence of sizes, got {shape!r}") from None
+    if len(dims) > MAX_RANK:
+        raise MeshdiagError(f"tensor rank {len(dims)} exceeds the limit of {MAX_RANK}")
+    out = []
+    for d in dims:
+        try:
+            if isinstance(d, bool):
+                raise TypeError
+            d = operator.index(d)  # ints and numpy integers, not floats
+        except TypeError:
+            raise MeshdiagError(f"tensor dimension {d!r} is not an integer") from None
+        if d < 0:
+            raise MeshdiagError(f"tensor dimension {d} is negative")
+        out.append(int(d))
+    return tuple(out)
+
+
+def _compute(
+    sharding: HloSharding, shape: tuple[int, ...], split: str, num_devices: int | None
+) -> Layout:
+    kind = sharding.kind
+    if kind == "tuple":
+        raise MeshdiagError(
+            f"a tuple sharding has {len(sharding.elements)} elements; lay out one element"
+        )
+    if kind == "tiled":
+        return _tiled(sharding, shape, split, num_devices)
+    if kind == "maximal":
+        dev = sharding.device if sharding.device is not None else 0
+        n = num_devices if num_devices is not None else dev + 1
+        if not 0 <= dev < n:
+            raise MeshdiagError(f"maximal sharding names device {dev}, outside the {n} devices")
+        return _whole(sharding, shape, split, n, only=dev)
+    n = num_devices if num_devices is not None else 1
+    notes: tuple[str, ...] = ()
+    if kind == "manual":
+        notes = ("manual: each device holds its own local tensor of this shape",)
+    elif kind == "unknown":
+        notes = ("unknown: the partitioner has not chosen a layout; shown as whole per device",)
+    elif kind == "unreduced":
+        notes = ("unreduced: each device holds partial sums of the whole tensor",)
+    return _whole(sharding, shape, split, n, notes=notes)
+
+
+def _whole(
+    sharding: HloSharding,
+    shape: tuple[int, ...],
+    split: str,
+    n: int,
+    *,
+    only: int | None = None,
+    notes: tuple[str, ...] = (),
+) -> Layout:
+    """Every device (or just `only`) holds the whole tensor."""
+    import numpy as np
+
+    rank = len(shape)
+    present = np.ones(n, dtype=bool) if only is None else np.arange(n) == only
+    full = np.broadcast_to(np.asarray(shape, dtype=np.int64), (n, rank))
+    zeros = np.zeros((n, rank), dtype=np.int64)
+    stops = np.where(present[:, None], full, zeros)
+    # replicated data is one group; manual/unknown/unreduced data differs per device
+    if sharding.kind in ("replicated", "maximal"):
+        groups = np.where(present, 0, -1)
+    else:
+        groups = np.arange(n, dtype=np.int64)
+    tile_index = np.where(present[:, None], zeros, zeros - 1)
+    return _freeze(
+        Layout(
+            sharding=sharding,
+            shape=shape,
+            split=split,
+            num_devices=n,
+            kind=sharding.kind,
+            tiles=(1,) * rank,
+            starts=zeros,
+            stops=stops,
+            present=present,
+            buffers=stops.copy(),
+            tile_index=tile_index,
+            groups=groups.astype(np.int64),
+            partial=sharding.kind == "unreduced",
+            manual=sharding.kind in ("manual", "unknown"),
+            notes=notes,
+        )
+    )
+
+
+def _tiled(
+    sharding: HloSharding, shape: tuple[int, ...], split: str, num_devices: int | None
+) -> Layout:
+    import numpy as np
+
+    tile = sharding.tile
+    assert tile is not None
+    rank = len(shape)
+    data_rank = sharding.data_rank
+    if data_rank is None or data_rank < 0:
+        raise MeshdiagError(
+            f"sharding has {tile.rank} tile dims but {sharding.num_subgroup_dims} subgroup dims"
+        )
+    if data_rank != rank:
+        raise MeshdiagError(f"sharding tiles rank {data_rank}, tensor has rank {rank}")
+    arr = tile.array().reshape(-1)
+    count = arr.size
+    max_id = int(arr.max()) if count else -1
+    n = num_devices if num_devices is not None else max(count, max_id + 1)
+    if max_id >= n or (count and int(arr.min()) < 0):
+        bad = int(arr[(arr >= n) | (arr < 0)][0])
+        raise MeshdiagError(
+            f"tile assignment names device {bad}, outside the {n} devices (0..{n - 1})"
+        )
+    seen = np.bincount(arr, minlength=n)
+    if count and seen.max() > 1:
+        raise MeshdiagError(
+            f"tile assignment names device {int(np.argmax(seen > 1))} more than once"
+        )
+
+    # the coordinates of every position of the assignment array (row-major), gathered per
+    # dim from the split's ranges and scattered to device rows (one [count] temporary at a
+    # time: a million devices must not cost a dozen [count, rank] copies)
+    coords = np.unravel_index(np.arange(count), tile.dims)
+    starts = np.zeros((n, rank), dtype=np.int64)
+    stops = np.zeros((n, rank), dtype=np.int64)
+    buffers = np.zeros((n, rank), dtype=np.int64)
+    tile_index = np.full((n, rank), -1, dtype=np.int64)
+    dim_present = np.ones(count, dtype=bool)
+    for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
+        s = split_dim(shape[d], tile.dims[d], split, dim=d)
+        idx = coords[d]
+        starts[arr, d] = s.starts[idx]
+        stops[arr, d] = s.stops[idx]
+        buffers[arr, d] = s.buffers[idx]
+        tile_index[arr, d] = idx  # kept for `chunk`-absent devices: renderers show their tile
+        if not s.present.all():
+            dim_present &= s.present[idx]
+    present = np.zeros(n, dtype=bool)
+    present[arr] = dim_present  # `chunk`: positions past the last chunk along a dim hold nothing
+    absent = ~present
+    if absent.any():
+        starts[absent] = 0
+        stops[absent] = 0
+        buffers[absent] = 0
+
+    # replica groups: same tile and same coordinate along non-replicated subgroup dims
+    kinds = sharding.subgroup_kinds()
+    keep = list(range(rank)) + [rank + j for j, k in enumerate(kinds) if k != "replicated"]
+    if keep:
+        key_pos = np.ravel_multi_index(
+            tuple(coords[j] for j in keep), tuple(tile.dims[j] for j in keep)
+        )
+    else:
+        key_pos = np.zeros(count, dtype=np.int64)
+    key = np.full(n, -1, dtype=np.int64)
+    key[arr] = key_pos
+    key[absent] = -1
+    groups = _dense_groups(key)
+    partial = "unreduced" in kinds
+    manual = "manual" in kinds
+    notes = []
+    if partial:
+        notes.append("unreduced subgroups: devices in a tile hold partial sums")
+    if manual:
+        notes.append("manual subgroups: devices in a tile hold their own local data")
+    return _freeze(
+        Layout(
+            sharding=sharding,
+            shape=shape,
+            split=split,
+            num_devices=n,
+            kind="tiled",
+            tiles=tuple(tile.dims[:rank]),
+            starts=starts,
+            stops=stops,
+            present=present,
+            buffers=buffers,
+            tile_index=tile_index,
+            groups=groups,
+            partial=partial,
+            manual=manual,
+            notes=tuple(notes),
+        )
+    )
+
+
+def _dense_groups(key: np.ndarray) -> np.ndarray:
+    """Renumber keys (-1 = none) to 0..G-1 in order of each key's lowest device."""
+    import numpy as np
+
+    out = np.full(key.shape, -1, dtype=np.int64)
+    valid = key >= 0
+    if not valid.any():
+        return out
+    vals = key[valid]
+    if len(vals) < 2 or bool(np.all(vals[1:] > vals[:-1])):  # every device its own group
+        out[valid] = np.arange(len(vals), dtype=np.int64)
+        return out
+    # (a sort, not np.unique: numpy 2.4's unique hashes and is 10x slower on a million keys)
+    order = np.argsort(vals, kind="stable")
+    ordered = vals[order]
+    new = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    first = order[new]  # lowest position (= lowest device) of each key, by key
+    rank_of = np.empty(len(first), dtype=np.int64)
+    rank_of[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int64)
+    inverse = np.empty(len(vals), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    out[valid] = rank_of[inverse]
+    return out
+
+
+def _freeze(lay: Layout) -> Layout:
+    import numpy as np
+
+    for name in ("starts", "stops", "present", "buffers", "tile_index", "groups"):
+        a = np.ascontiguousarray(getattr(lay, name))
+        a.flags.writeable = False
+        object.__setattr__(lay, name, a)
+    return lay
+
+
+# -- uneven dims ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnevenDim:
+    """How one tensor dim splits into shards, and which devices are short, empty or padded.
+
+    Device tuples are sorted device ids. `absent_devices` hold no buffer at all (`chunk` past
+    the last chunk); `empty_devices` have a zero-length range along this dim (absent or not);
+    `short_devices` have a non-empty range shorter than the full tile `tile`; `padded_devices`
+    have a buffer longer than their valid range along this dim.
+    """
+
+    dim: int
+    size: int
+    shards: int
+    split: str
+    tile: int  # ceil(size / shards)
+    sizes: tuple[int, ...]  # valid extent of shard 0..shards-1
+    buffers: tuple[int, ...]  # buffer extent of shard 0..shards-1 (0 = no buffer)
+    short_devices: tuple[int, ...]
+    empty_devices: tuple[int, ...]
+    absent_devices: tuple[int, ...]
+    padded_devices: tuple[int, ...]
+
+    @property
+    def divisible(self) -> bool:
+        return self.size % self.shards == 0
+
+
+def uneven_report(lay: Layout, *, only_uneven: bool = True) -> list[UnevenDim]:
+    """Per tensor dim (only dims not divisible by their shard count unless `only_uneven` is
+    False): shard sizes and the devices that are short, empty, absent or padded along it."""
+    import numpy as np
+
+    out = []
+    dev = np.arange(lay.num_devices)
+    for d, (size, k) in enumerate(zip(lay.shape, lay.tiles, strict=True)):
+        if only_uneven and size % k == 0:
+            continue
+        s = split_dim(size, k, lay.split, dim=d)
+        c = -(-size // k)
+        ext = lay.stops[:, d] - lay.starts[:, d]
+        p = lay.present
+        out.append(
+            UnevenDim(
+                dim=d,
+                size=size,
+                shards=k,
+                split=lay.split,
+                tile=c,
+                sizes=tuple((s.stops - s.starts).tolist()),
+                buffers=tuple(np.where(s.present, s.buffers, 0).tolist()),
+                short_devices=tuple(dev[p & (ext > 0) & (ext < c)].tolist()),
+                empty_devices=tuple(dev[~p | (ext == 0)].tolist()),
+                absent_devices=tuple(dev[~p].tolist()),
+                padded_devices=tuple(dev[p & (lay.buffers[:, d] > ext)].tolist()),
+            )
+        )
+    return out

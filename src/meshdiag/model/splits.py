@@ -1,0 +1,79 @@
+"""Splitting one dimension of n elements over k shards, under each split rule.
+
+Rules:
+- `xla`: tile c = ceil(n/k); shard i = [min(i*c, n), min((i+1)*c, n)); every buffer padded to c.
+- `chunk` (torch.chunk / TTNN): the same ranges, but shards past the last chunk hold nothing.
+- `array-split` (numpy.array_split): the first n % k shards get n//k + 1, the rest n//k.
+- `even` (JAX): n must be divisible by k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from meshdiag.errors import LimitError, MeshdiagError
+from meshdiag.limits import MAX_DIM
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SplitRule = Literal["xla", "chunk", "array-split", "even"]
+SPLIT_RULES: tuple[str, ...] = ("xla", "chunk", "array-split", "even")
+
+
+@dataclass(frozen=True)
+class DimSplit:
+    """Ranges of shards 0..k-1 along one dimension (numpy int64 arrays of length k)."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+    #: False where the shard holds nothing at all (no buffer): `chunk` past the last chunk
+    present: np.ndarray
+    #: per-shard buffer extent (padded under `xla`)
+    buffers: np.ndarray
+
+
+def check_rule(rule: str) -> SplitRule:
+    if rule not in SPLIT_RULES:
+        raise MeshdiagError(
+            f"unknown split rule {rule!r}; expected one of {', '.join(SPLIT_RULES)}"
+        )
+    return rule  # type: ignore[return-value]
+
+
+def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
+    """Split a dimension of `n` elements into `k` shards."""
+    import numpy as np
+
+    rule = check_rule(rule)
+    if k < 1:
+        raise MeshdiagError(f"cannot split into {k} shards")
+    if n < 0:
+        raise MeshdiagError(f"dimension size {n} is negative")
+    if n >= MAX_DIM:  # the ranges are int64: refused, not overflowed
+        where = f"dimension {dim} " if dim is not None else "dimension "
+        raise LimitError(f"{where}of size {n} is too large (limit {MAX_DIM - 1})")
+    i = np.arange(k, dtype=np.int64)
+    if rule == "array-split":
+        q, r = divmod(n, k)
+        sizes = np.where(i < r, q + 1, q)
+        stops = np.cumsum(sizes)
+        starts = stops - sizes
+        return DimSplit(starts, stops, np.ones(k, dtype=bool), sizes)
+    if rule == "even" and n % k:
+        where = f"dimension {dim} " if dim is not None else "dimension "
+        raise MeshdiagError(
+            f"{where}of size {n} is not divisible by its {k} shards (split rule 'even')"
+        )
+    c = -(-n // k)  # ceil
+    starts = np.minimum(i * c, n)
+    stops = np.minimum((i + 1) * c, n)
+    if rule == "chunk":
+        # torch.chunk of a size-0 dim returns `k` empty chunks (split_with_sizes path)
+        present = starts < n if n else np.ones(k, dtype=bool)
+        buffers = np.where(present, stops - starts, 0)
+    else:
+        present = np.ones(k, dtype=bool)
+        buffers = np.full(k, c, dtype=np.int64)
+    return DimSplit(starts, stops, present, buffers)

@@ -1,0 +1,39 @@
+"""The collective checks (MD201-MD203) over one scanned file, as `lint` and `comms` run them:
+measure each module on the global mesh, run the checks, and turn what the scan could not
+read into MD001 findings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from meshdiag.comms.report import FileComms, measure_file
+from meshdiag.errors import MeshdiagError
+
+if TYPE_CHECKING:
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.model import CollectiveFile
+    from meshdiag.model.findings import Finding
+
+
+def run_collective_checks(
+    f: CollectiveFile, ctx: CheckContext, checks: dict | None = None
+) -> tuple[FileComms, list[Finding]]:
+    """(the measured file, its findings: MD001 for unreadable text, then each check's)."""
+    from meshdiag.checks.registry import collective_checks, get_rule
+
+    if checks is None:
+        checks = collective_checks()
+    measured = measure_file(f, ctx.mesh)
+    md001 = get_rule("MD001")
+    assert md001 is not None
+    out = [
+        md001.finding(p.message, path=ctx.path, line=p.line or None, column=p.column)
+        for p in f.problems
+    ]
+    for mc in measured.modules:
+        for fn in checks.values():
+            try:
+                out.extend(fn(mc, ctx))
+            except MeshdiagError:  # a check that cannot judge this module says nothing
+                continue
+    return measured, out

@@ -1,0 +1,335 @@
+"""A whole dump directory as one report: what `meshdiag inspect DIR` prints.
+
+An every-pass XLA dump prints the same few shardings in every pass file; listed file by file
+they bury the answer (a 36 MB dump printed 71,025 lines). `DumpSummary` folds the files into
+one aggregate instead: files, modules, meshes, each distinct sharding once — by its device
+layout, so the GSPMD and the Shardy spelling of one layout are one group — with how many
+values and files use it and a bounded list of where, and the findings by code and by text.
+
+It holds one entry per distinct sharding, mesh and finding text, never the values
+themselves, so a big directory streams: workers fold their batches (`add`), the parent
+`merge`s the batches in order.
+
+    s = DumpSummary()
+    for item in iter_inspect(paths): s.add(item, mesh=None)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from meshdiag.errors import MeshdiagError
+from meshdiag.ir.devices import assignment_for, ids_label
+from meshdiag.ir.model import Value, per_device
+from meshdiag.pipeline.contentmemo import ContentMemo
+from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
+
+if TYPE_CHECKING:
+    from meshdiag.ir.model import MeshDecl, ModuleReport
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding
+    from meshdiag.pipeline.inspect import Inspected
+
+#: files listed per sharding; shapes and spellings kept per sharding; distinct finding
+#: texts kept
+WHERE_MAX = 4
+SHAPES_MAX = 6
+SPELLINGS_MAX = 32
+FINDINGS_MAX = 10_000
+
+
+@dataclass
+class Group:
+    """One device layout and every value that has it."""
+
+    key: str  # the layout in canonical GSPMD text, or the sharding's text without one
+    values: int = 0  # values (one per value, however many annotations it has on its line)
+    files: int = 0
+    #: each way it is written, with how many annotations write it so
+    spellings: dict[str, int] = field(default_factory=dict)
+    shapes: dict[tuple[int, ...], int] = field(default_factory=dict)  # global shapes
+    local_shapes: dict[tuple[int, ...], int] = field(default_factory=dict)  # per device
+    #: the first files that use it, as (path, value name, line)
+    where: list[tuple[str, str, int]] = field(default_factory=list)
+    #: (global shape, device count) to draw it with: its first value with a global shape
+    draw: tuple[tuple[int, ...], int | None] | None = None
+
+    def merge(self, o: Group) -> None:
+        self.values += o.values
+        self.files += o.files
+        _add_counts(self.spellings, o.spellings, SPELLINGS_MAX)
+        _add_counts(self.shapes, o.shapes, SHAPES_MAX)
+        _add_counts(self.local_shapes, o.local_shapes, SHAPES_MAX)
+        if len(self.where) < WHERE_MAX:
+            self.where.extend(o.where[: WHERE_MAX - len(self.where)])
+        if self.draw is None:
+            self.draw = o.draw
+
+
+@dataclass
+class SeenMesh:
+    decl: MeshDecl  # the first declaration
+    files: int = 0
+
+
+@dataclass
+class SeenFinding:
+    first: Finding
+    count: int = 0
+    files: int = 0
+
+
+@dataclass
+class DumpSummary:
+    files: int = 0  # files read
+    skipped: int = 0  # files a directory walk left out (binaries, LLVM IR)
+    modules: int = 0
+    values: int = 0
+    meshes: dict[tuple[str, str], SeenMesh] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    by_code: Counter = field(default_factory=Counter)
+    #: which id space the files' device numbers are in (ir.devices.ids_label) → files
+    id_spaces: Counter = field(default_factory=Counter)
+    #: findings by (code, severity, message, fix): the same finding in every pass is one
+    findings: dict[tuple, SeenFinding] = field(default_factory=dict)
+    #: findings whose text came after FINDINGS_MAX distinct ones (counted in `by_code`)
+    unlisted: int = 0
+
+    @property
+    def num_findings(self) -> int:
+        return sum(self.by_code.values())
+
+    def add(self, item: Inspected, *, mesh: Mesh | None) -> None:
+        """Fold one file in (a binary one found by its content, not its name, counts as
+        skipped, like those the directory walk leaves out)."""
+        fold = self.fold(item.report.path, mesh)
+        for m in item.report.modules:
+            fold.module(m)
+        self.end(fold, item)
+
+    def fold(self, path: str, mesh: Mesh | None) -> FileFold:
+        """Start folding in one file a module at a time (`FileFold.module`, then `end`):
+        `add` without holding the file's modules."""
+        return FileFold(self, path, mesh)
+
+    def end(self, fold: FileFold, item: Inspected) -> None:
+        """The file's modules are in: count it (or skip it) and fold in its findings."""
+        if item.report.skipped == "binary":
+            self.skipped += 1
+            return
+        self.files += 1
+        self.id_spaces[ids_label(assignment_for(fold.path))] += 1
+        for k in fold.meshes:
+            self.meshes[k].files += 1
+        for key, g in fold.groups.items():
+            self._merge_group(key, g)
+        self._add_findings(item.findings)
+
+    def _merge_group(self, key: str, g: Group) -> None:
+        mine = self.groups.get(key)
+        if mine is None:
+            self.groups[key] = g
+        else:
+            mine.merge(g)
+
+    def _add_findings(self, findings: list[Finding]) -> None:
+        in_file: set[tuple] = set()
+        for f in findings:
+            self.by_code[f.code] += 1
+            k = (f.code, f.severity, f.message, f.fix)
+            seen = self.findings.get(k)
+            if seen is None:
+                if len(self.findings) >= FINDINGS_MAX:
+                    self.unlisted += 1
+                    continue
+                seen = self.findings[k] = SeenFinding(f)
+            seen.count += 1
+            if k not in in_file:
+                in_file.add(k)
+                seen.files += 1
+
+    def merge(self, o: DumpSummary) -> None:
+        """Fold in the summary of the files after this one's."""
+        self.files += o.files
+        self.skipped += o.skipped
+        self.modules += o.modules
+        self.values += o.values
+        self.id_spaces.update(o.id_spaces)
+        for k, sm in o.meshes.items():
+            mine = self.meshes.get(k)
+            if mine is None:
+                self.meshes[k] = sm
+            else:
+                mine.files += sm.files
+        for key, g in o.groups.items():
+            self._merge_group(key, g)
+        self.by_code.update(o.by_code)
+        for k, sf in o.findings.items():
+            mine = self.findings.get(k)
+            if mine is None:
+                if len(self.findings) >= FINDINGS_MAX:
+                    self.unlisted += sf.count
+                    continue
+                self.findings[k] = sf
+            else:
+                mine.count += sf.count
+                mine.files += sf.files
+        self.unlisted += o.unlisted
+
+
+def _add_counts(into: dict, more: dict, limit: int | None) -> None:
+    """Add `more`'s counts to `into`; new keys only while `into` holds fewer than `limit`."""
+    for k, n in more.items():
+        if k in into:
+            into[k] += n
+        elif limit is None or len(into) < limit:
+            into[k] = n
+
+
+# -- one module ------------------------------------------------------------------------------
+
+
+def module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
+    """The module's values by device layout: layout key → [values, {spelling: count},
+    {global shape: count}, {local shape: count}, (first name, its row), (shape, devices) to
+    draw with or None]. A value annotated twice on its line (HLO's `sharding=` and its
+    `xla.sdy.sharding`, MLIR's `mhlo.sharding` and its `xla.sdy.sharding`) is one value.
+
+    Memoised by the module's content: an every-pass dump repeats most modules' annotated
+    lines exactly."""
+    items, ids = m.entries()
+    key = (
+        ids,
+        m.partitioned,
+        m.num_partitions,
+        tuple((d.name, d.text) for d in m.meshes),
+        mesh,
+    )
+    hit = _ROWS.get(key)
+    if hit is None:
+        hit = _ROWS.put(key, len(items), (items, _module_rows(m, mesh)))
+    return hit[1]
+
+
+_ROWS = ContentMemo()
+
+
+def _module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
+    items = m.items
+    lines = m.lines
+    part = m.partitioned
+    occurrences = Counter(map(id, items))
+    out: dict[str, list] = {}
+    one_off: set[tuple] = set()  # (line, name, key) of Values kept whole
+    done_items: set[int] = set()
+    for i, it in enumerate(items):
+        if it.__class__ is Value:
+            vals = [it]
+            times = 1
+        else:
+            if id(it) in done_items:
+                continue
+            done_items.add(id(it))
+            vals = [per_device(p) if part else p for p in it.protos]  # type: ignore[union-attr]
+            times = occurrences[id(it)]
+        counted: set[tuple[str, str]] = set()
+        for v in vals:
+            k = layout_key(v)
+            spelling = own_text(v)
+            row = out.get(k)
+            if row is None:
+                row = out[k] = [0, {}, {}, {}, (v.name, i), None]
+            row[1][spelling] = row[1].get(spelling, 0) + times
+            if it.__class__ is Value:
+                once = (lines[i], v.name, k)
+                if once in one_off:
+                    continue
+                one_off.add(once)
+            elif (v.name, k) in counted:
+                continue
+            counted.add((v.name, k))
+            row[0] += times
+            if v.shape is not None:
+                row[2][v.shape] = row[2].get(v.shape, 0) + times
+                if row[5] is None and v.hlo is not None and not v.hlo.is_tuple:
+                    row[5] = (v.shape, _devices(v, m, mesh))
+            elif v.local_shape is not None:
+                row[3][v.local_shape] = row[3].get(v.local_shape, 0) + times
+    return out
+
+
+def _devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
+    n = num_devices(v, m, mesh)
+    if v.hlo is not None and v.hlo.num_devices is not None and n is not None:
+        if v.hlo.num_devices > n:
+            return None  # the sharding names more devices than the module has: all of them
+    return n
+
+
+def layout_key(v: Value) -> str:
+    """What groups values: the device layout of the value's tiled form as canonical GSPMD
+    text (the iota form where one exists: a V1 device list and its V2 spelling are one),
+    else the sharding's own text (no tiled form: unparsable, or a Shardy mesh not known)."""
+    h = v.hlo
+    if h is None:
+        return own_text(v)
+    text = canonical_text(h)
+    if text is None:
+        return gspmd_text(v) or own_text(v)
+    return text
+
+
+@lru_cache(maxsize=4096)
+def canonical_text(h: HloSharding) -> str | None:
+    """`h` as XLA's constructors normalise it, its tile assignment in iota form when it has
+    one, without metadata or shard groups, printed."""
+    from meshdiag.model.normalize import normal_form
+    from meshdiag.notation.gspmd import print_gspmd
+
+    try:
+        n = normal_form(h)
+        if n.tile is not None:
+            iota = n.tile.as_iota()
+            if iota is not None:
+                n = replace(n, tile=iota)
+        return print_gspmd(replace(n, shard_group=None, metadata=()))
+    except MeshdiagError:
+        return None
+
+
+class FileFold:
+    """One file's part of a `DumpSummary` while its modules come in."""
+
+    def __init__(self, summary: DumpSummary, path: str, mesh: Mesh | None) -> None:
+        self.summary = summary
+        self.path = path
+        self.mesh = mesh
+        self.groups: dict[str, Group] = {}
+        self.meshes: set[tuple[str, str]] = set()
+
+    def module(self, m: ModuleReport) -> None:
+        s = self.summary
+        s.modules += 1
+        for d in m.meshes:
+            k = (d.name, d.mesh.short() if d.mesh is not None else d.text)
+            if k not in s.meshes:
+                s.meshes[k] = SeenMesh(d)
+            self.meshes.add(k)
+        lines = m.lines
+        path = self.path
+        for key, row in module_rows(m, self.mesh).items():
+            count, spellings, shapes, local, (name, i), draw = row
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = Group(key, files=1, where=[(path, name, lines[i])])
+            g.values += count
+            _add_counts(g.spellings, spellings, SPELLINGS_MAX)
+            _add_counts(g.shapes, shapes, SHAPES_MAX)
+            _add_counts(g.local_shapes, local, SHAPES_MAX)
+            if g.draw is None:
+                g.draw = draw
+            s.values += count

@@ -1,0 +1,662 @@
+"""`inspect` as a library: scan IR dumps, run the module checks, build the JSON document.
+
+    from meshdiag.pipeline.inspect import inspect_paths
+    doc = inspect_paths(["dump.mlir"], mesh=None, layouts=True)   # the inspect JSON (docs/json.md)
+
+`iter_inspect` yields one `Inspected` per file so callers can stream huge dump directories
+(the CLI writes each file's JSON as soon as it is scanned).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, TypeVar
+
+from meshdiag.errors import LimitError, MeshdiagError
+from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
+from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
+
+if TYPE_CHECKING:
+    from meshdiag.model.findings import Finding
+    from meshdiag.model.mesh import Mesh
+
+JSON_VERSION = 1
+T = TypeVar("T")
+
+
+@dataclass
+class Inspected:
+    report: FileReport
+    #: MD001 findings from the scan plus every module check's findings, sorted
+    findings: list[Finding] = field(default_factory=list)
+
+
+def run_checks(
+    report: FileReport,
+    mesh: Mesh | None,
+    target: str | None,
+    split: str,
+    checks: dict | None = None,
+) -> list[Finding]:
+    """Every registered module check (or `checks`) over every module of `report`, plus its
+    MD001s."""
+    checker = ModuleChecker(report.path, mesh, target, split, checks)
+    for module in report.modules:
+        checker.check(module)
+    return checker.findings(report)
+
+
+class ModuleChecker:
+    """The module checks of one file, run one module at a time: a file scanned module by
+    module (`scan_checked`) is judged as each module ends, so none needs to be kept."""
+
+    def __init__(
+        self,
+        path: str,
+        mesh: Mesh | None,
+        target: str | None,
+        split: str,
+        checks: dict | None = None,
+    ) -> None:
+        from meshdiag.checks.context import CheckContext
+
+        if checks is None:
+            from meshdiag.checks.registry import module_checks
+
+            checks = module_checks()
+        self._checks = checks
+        mesh, ids_note = logical_global_mesh(path, mesh)
+        self._ctx = CheckContext(path, mesh=mesh, target=target, split=split, ids_note=ids_note)
+        self._setting = (mesh, target, split, tuple(checks))
+        self._found: list[Finding] = []
+
+    def check(self, module: ModuleReport) -> None:
+        key = _clean_key(module, self._setting)
+        if _CLEAN.get(key) is not None:
+            return  # the same annotated lines and meshes came through clean before
+        found = []
+        for fn in self._checks.values():
+            try:
+                found.extend(fn(module, self._ctx))
+            except MeshdiagError:  # a check that cannot judge this module says nothing
+                continue
+        if found:
+            self._found.extend(found)
+        else:
+            # holds the items: their ids are not reused meanwhile
+            _CLEAN.put(key, len(module.items), module.entries()[0])
+
+    def findings(self, report: FileReport) -> list[Finding]:
+        """The scan's MD001s, then every module's findings, sorted."""
+        out = [*report.findings, *self._found]
+        out.sort(key=lambda f: f.sort_key())
+        return out
+
+
+def scan_checked(
+    path: str,
+    mesh: Mesh | None,
+    target: str | None,
+    split: str,
+    checks: dict | None = None,
+    each: Callable[[ModuleReport], None] | None = None,
+) -> tuple[FileReport, int, list[Finding]]:
+    """Scan `path` module by module: each module is checked as it ends, handed to `each`
+    and let go, so memory stays flat in the file's size. Returns the report (without its
+    modules), how many modules it had, and the findings `run_checks` gives on the whole."""
+    from meshdiag.ir.scan import scan_path
+
+    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks)
+    count = 0
+
+    def done(module: ModuleReport) -> None:
+        nonlocal count
+        count += 1
+        checker.check(module)
+        if each is not None:
+            each(module)
+
+    report = scan_path(path, on_module=done)
+    return report, count, checker.findings(report)
+
+
+def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]:
+    """The global mesh in the dump's id space, and a note saying how it got there.
+
+    Shardings in a dump name logical partition ids. When the dump states its device
+    assignment (JAX's compile_options.textproto) and the mesh lists device ids, those are
+    physical devices (`jax.sharding.Mesh(devices[perm])`): they become the partitions the
+    assignment runs on them. A mesh without device ids says nothing about the order.
+    """
+    if mesh is None or mesh.device_ids is None:
+        return mesh, ""
+    from meshdiag.ir.devices import assignment_for
+
+    da = assignment_for(path)
+    if da is None:
+        return mesh, ""
+    logical = da.logical_mesh(mesh)
+    src = da.where
+    if logical is None:
+        return mesh, (
+            f"the mesh's device_ids are not the devices {src} assigns ({da.mapping_text()})"
+        )
+    return logical, (
+        f"the mesh's device_ids are physical devices; {src} runs logical partitions on "
+        f"them ({da.mapping_text()}), so the global mesh in the dump's ids is "
+        f"<{logical.short()}>"
+    )
+
+
+#: modules whose checks found nothing, by what the checks look at (`_clean_key`): a real
+#: every-pass dump repeats most modules' annotated lines exactly (27 of 36 in one XLA dump
+#: of a sharded MLP), and they need no second look
+_CLEAN = ContentMemo()
+
+
+def _clean_key(module: ModuleReport, setting: tuple) -> tuple:
+    """Everything a check's verdict on `module` depends on, except positions (which only
+    say where a finding goes): its values (by their shared column entries), its meshes and
+    diagnostics, how it is partitioned, and the global settings."""
+    return (
+        module.entries()[1],
+        module.partitioned,
+        module.num_partitions,
+        tuple((d.name, d.text, d.source) for d in module.meshes),
+        tuple((d.severity, d.message) for d in module.diagnostics),
+        setting,
+    )
+
+
+def iter_inspect(
+    paths: Iterable[str],
+    *,
+    mesh: Mesh | None = None,
+    target: str | None = None,
+    split: str = "xla",
+) -> Iterator[Inspected]:
+    from meshdiag.checks.registry import module_checks
+    from meshdiag.ir.scan import scan_paths
+
+    checks = module_checks()  # once: loading the registry walks the checks package
+    for report in scan_paths(paths):
+        yield Inspected(report, run_checks(report, mesh, target, split, checks))
+
+
+# -- many files in worker processes -----------------------------------------------------------
+
+#: below this many files a pool's start-up (importing meshdiag in each worker) costs more than
+#: it saves
+MIN_PARALLEL_FILES = 64
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def mp_context():
+    """A start method safe with JAX or other threads running in the parent: forking a
+    multithreaded process can deadlock the child (JAX warns once its runtime is up). Fork —
+    cheapest, workers inherit everything imported — only while this process has one thread;
+    else forkserver (spawn where there is none)."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and _single_threaded():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _single_threaded() -> bool:
+    """No other OS thread in this process (native ones included, e.g. XLA's thread pools)."""
+    import threading
+
+    if threading.active_count() > 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: only Python threads are visible
+        return "jax" not in sys.modules
+
+
+def map_files(
+    fn: Callable[[str], T],
+    files: Sequence[str],
+    jobs: int | None,
+    initializer: Callable | None = None,
+    initargs: tuple = (),
+    *,
+    min_files: int = MIN_PARALLEL_FILES,
+    chunksize: int | None = None,
+    context=None,
+    died: str = "a worker process died (out of memory or killed); rerun with --jobs 1",
+) -> Iterator[T]:
+    """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it
+    (at least `min_files` files), started by `context` (default `mp_context()`), `chunksize`
+    files per task (default: enough tasks to keep every worker busy to the end).
+
+    `fn`, `initializer` and `initargs` must be picklable (module-level functions) unless
+    `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
+    same state either way. Closing the iterator early cancels the work not yet started;
+    a dead worker is a MeshdiagError saying `died`.
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
+    jobs = min(jobs, len(files))
+    if jobs <= 1 or len(files) < min_files or "-" in files:
+        if initializer is not None:
+            initializer(*initargs)
+        for path in files:
+            yield fn(path)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    mp = context or mp_context()
+    if mp.get_start_method() == "fork":
+        _preload()  # imported once here, inherited by every worker
+    # small chunks keep the output flowing in order and the cores evenly loaded to the end;
+    # enough of them to amortise the IPC
+    chunk = chunksize or max(1, min(64, len(files) // (jobs * 16)))
+    try:
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=mp,
+            initializer=_worker_start,
+            initargs=(initializer, initargs),
+        ) as pool:
+            try:
+                yield from pool.map(fn, files, chunksize=chunk)
+            finally:  # also when the caller stops early: no waiting for the rest
+                pool.shutdown(wait=True, cancel_futures=True)
+    except BrokenProcessPool:
+        raise MeshdiagError(died) from None
+
+
+def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
+    """A worker leaves Ctrl-C to the parent: the terminal sends SIGINT to the whole process
+    group, and the parent stops the pool (letting running files finish, cancelling the
+    rest) and prints one line; workers printing their own tracebacks would only add noise."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _preload() -> None:
+    """Import what every worker needs (the scanner, every check) before forking, so the
+    workers do not each import it again."""
+    from meshdiag.checks.registry import module_checks
+    from meshdiag.ir import scan  # noqa: F401
+
+    module_checks()
+
+
+def inspect_paths(
+    paths: Iterable[str],
+    *,
+    mesh: Mesh | None = None,
+    target: str | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+) -> dict:
+    """The whole inspect JSON document (docs/json.md) for `paths`."""
+    files = []
+    findings: list[Finding] = []
+    for item in iter_inspect(paths, mesh=mesh, target=target, split=split):
+        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts))
+        findings.extend(item.findings)
+    return {
+        "version": JSON_VERSION,
+        "files": files,
+        "findings": [f.to_json() for f in findings],
+    }
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+
+def file_json(
+    report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+) -> dict:
+    try:
+        modules = [module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules]
+    except LimitError as e:  # name the file: the value's location is line:column only
+        raise LimitError(f"{report.path}: {e}") from None
+    return {"path": report.path, **ids_json(report.path), "modules": modules}
+
+
+def ids_json(path: str) -> dict:
+    """Which id space the file's device numbers are in, and the dump's device assignment
+    (logical partition → physical device) when its directory states one."""
+    from meshdiag.ir.devices import assignment_for
+
+    da = assignment_for(path)
+    return {
+        "device_ids": "logical",
+        "device_assignment": da.to_json() if da is not None else None,
+    }
+
+
+def mesh_json(d: MeshDecl) -> dict:
+    m = d.mesh
+    return {
+        "name": d.name,
+        "axes": [[a, s] for a, s in m.axes] if m is not None else None,
+        "device_ids": list(m.ids) if m is not None else None,
+        "line": d.line,
+        "column": d.column,
+        "source": d.source,
+        "text": d.text if m is None else None,
+    }
+
+
+def module_json(
+    m: ModuleReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+    values: bool = True,
+) -> dict:
+    """A module's JSON; without `values` the "values" key (always last) is left out."""
+    d = {
+        "name": m.name,
+        "line": m.line,
+        "section": m.section,
+        "dialect": m.dialect,
+        "partitioned": m.partitioned,
+        "num_partitions": m.num_partitions,
+        "meshes": [mesh_json(d) for d in m.meshes],
+        "diagnostics": [
+            {"severity": d.severity, "message": d.message, "line": d.line, "location": d.location}
+            for d in m.diagnostics
+        ],
+    }
+    if values:
+        d["values"] = [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values]
+    return d
+
+
+def file_json_text(report: FileReport) -> str:
+    """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
+    value's JSON is its line number between two fragments shared by every occurrence of the
+    same value (they repeat thousands of times). No `--layouts`."""
+    mods = ", ".join(module_json_text(m) for m in report.modules)
+    return f"{file_json_head(report.path)}{mods}{FILE_JSON_TAIL}"
+
+
+def file_json_head(path: str) -> str:
+    """A file's JSON up to its modules: the file's JSON is this, its modules' JSON joined
+    by ", ", and `FILE_JSON_TAIL` (what `json.dumps(file_json(...))` writes)."""
+    import json
+
+    ids = json.dumps(ids_json(path))[1:-1]
+    return f'{{"path": {json.dumps(path)}, {ids}, "modules": ['
+
+
+FILE_JSON_TAIL = "]}"
+
+
+def module_json_text(m: ModuleReport) -> str:
+    """`json.dumps(module_json(m))`, the same bytes, from pre-serialised pieces (see
+    `file_json_text`)."""
+    import json
+
+    head = json.dumps(module_json(m, values=False))
+    items, ids = m.entries()
+    # a module printed again at the same lines (pass dumps): its whole JSON once
+    key = (head, ids, tuple(m.lines), m.partitioned)
+    hit = _MODULE_JSON.get(key)
+    if hit is None:
+        text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
+        # holds the entries: their ids are not reused meanwhile
+        hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
+    return hit[1]
+
+
+#: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)
+_MODULE_JSON = ContentMemo()
+
+
+#: the JSON of a column entry's values around their line number, by the entry's identity:
+#: (entry, partitioned, [(before, after) per value]); each entry holds its item, so ids are
+#: not reused meanwhile
+_AROUND: dict[int, tuple[object, bool, list[tuple[str, str]]]] = {}
+#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype,
+#: notation, mesh name): (the tiled sharding it was printed from, the text); the tiled form
+#: is compared by identity, as the same text can have another tiled form in a module with
+#: other meshes
+_REST: dict[tuple, tuple[object, str]] = {}
+
+
+def _values_text(m: ModuleReport) -> str:
+    """The module's values as JSON array items (joined by ", "). The fragments around each
+    row's line number are memoised per module content (repeated modules are the common
+    case), and the rows are joined at C speed."""
+    items, ids = m.entries()
+    if any(it.__class__ is Value for it in items):  # one-off values: row by row
+        return ", ".join(_value_texts(m))
+    key = (ids, m.partitioned)
+    hit = _ROWS_JSON.get(key)
+    if hit is None:
+        befores: list[str] = []
+        afters: list[str] = []
+        counts: list[int] = []
+        for item in items:
+            frags = _fragments(item, m.partitioned)
+            counts.append(len(frags))
+            for before, after in frags:
+                befores.append(before)
+                afters.append(after)
+        single = all(c == 1 for c in counts)
+        hit = (items, befores, afters, None if single else counts)
+        _ROWS_JSON.put(key, 3 * len(befores), hit)
+    _, befores, afters, counts = hit
+    lines = m.lines
+    if counts is not None:  # an entry with several values: its line once per value
+        lines = [ln for ln, c in zip(lines, counts, strict=True) for _ in range(c)]
+    return ", ".join(map("".join, zip(befores, map(str, lines), afters, strict=True)))
+
+
+#: per module content (entry identities, partitioned): (entries, fragments before and after
+#: each row's line number, values per entry when some entry has several)
+_ROWS_JSON = ContentMemo()
+
+
+def _fragments(item, part: bool) -> list[tuple[str, str]]:
+    """(before, after) the line number of each value of a column entry, memoised."""
+    import json
+
+    hit = _AROUND.get(id(item))
+    if hit is None or hit[0] is not item or hit[1] is not part:
+        dumps = json.dumps
+        frags = []
+        for p in item.protos:
+            v = per_device(p) if part else p
+            frags.append(
+                (
+                    f'{{"name": {dumps(v.name)}, "line": ',
+                    f', "column": {v.column}, {_rest_text(v)}',
+                )
+            )
+        if len(_AROUND) >= MAX_ENTRIES:
+            _AROUND.clear()
+        hit = _AROUND[id(item)] = (item, part, frags)
+    return hit[2]
+
+
+def _value_texts(m: ModuleReport) -> list[str]:
+    """Each value's JSON in file order, row by row (for modules holding one-off Values)."""
+    import json
+
+    part = m.partitioned
+    out: list[str] = []
+    for line, item in zip(m.lines, m.items, strict=True):
+        if item.__class__ is Value:  # a one-off value: printed whole, not kept
+            v = item
+            out.append(
+                f'{{"name": {json.dumps(v.name)}, "line": {line}, "column": {v.column}, '  # type: ignore[union-attr]
+                f"{_rest_text(v)}"  # type: ignore[arg-type]
+            )
+        else:
+            out.extend(f"{before}{line}{after}" for before, after in _fragments(item, part))
+    return out
+
+
+def _rest_text(v: Value) -> str:
+    """A value's JSON after its column (without the opening brace's fields)."""
+    import json
+
+    key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
+    hit = _REST.get(key)
+    if hit is None or hit[0] is not v.hlo:
+        d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
+        del d["name"], d["line"], d["column"]
+        hit = (v.hlo, json.dumps(d)[1:])
+        if len(_REST) >= 8192:
+            _REST.clear()
+        _REST[key] = hit
+    return hit[1]
+
+
+def own_text(v: Value) -> str:
+    """The value's own sharding as written: its text, except for an element of a tuple
+    (`{{...}, {replicated}}`) or of a per-value list holding several (`#sdy.sharding_per_value<
+    [<@mesh, ...>, <@mesh, ...>]>`), which shows that element alone (printed)."""
+    text = v.text
+    s = v.sharding
+    if s is None:
+        return text
+    if v.notation == "gspmd":
+        if text.startswith("{{") or text.replace(" ", "").startswith("{{"):
+            return gspmd_text(v) or text
+        return text
+    if text.startswith("#sdy.sharding_per_value") and _per_value_count(text) > 1:
+        return _print_sdy(s)
+    return text
+
+
+@lru_cache(maxsize=4096)
+def _per_value_count(text: str) -> int:
+    from meshdiag.ir.text import match_end, split_top
+
+    lb = text.find("[")
+    end = match_end(text, lb) if lb >= 0 else -1
+    return len(split_top(text, lb + 1, end - 1)) if end > 0 else 1
+
+
+@lru_cache(maxsize=4096)
+def _print_sdy(s) -> str:
+    from meshdiag.notation.shardy import print_sdy_sharding
+
+    return print_sdy_sharding(s)
+
+
+def gspmd_text(v: Value) -> str | None:
+    h = v.hlo
+    if h is None:
+        return None
+    # keyed by identity (the parse caches hand out one object per distinct text): hashing a
+    # sharding means hashing its tile assignment
+    hit = _GSPMD.get(id(h))
+    if hit is not None and hit[0] is h:
+        return hit[1]
+    text = _print_gspmd(h)
+    if len(_GSPMD) >= 4096:
+        _GSPMD.clear()
+    _GSPMD[id(h)] = (h, text)  # holds `h`, so its id is not reused while cached
+    return text
+
+
+_GSPMD: dict[int, tuple[object, str | None]] = {}
+
+
+def _print_gspmd(h) -> str | None:
+    """The V2 text of a tiled sharding."""
+    from meshdiag.notation.gspmd import print_gspmd
+
+    try:
+        return print_gspmd(h)
+    except MeshdiagError:
+        return None
+
+
+def value_mesh(v: Value, m: ModuleReport, mesh: Mesh | None) -> Mesh | None:
+    """The mesh a value's devices come from: its own Shardy mesh, else the global one."""
+    s = v.sharding
+    own = getattr(s, "mesh", None)
+    if own is not None:
+        return own
+    if v.mesh_name:
+        for d in m.meshes:
+            if d.name == v.mesh_name and d.mesh is not None:
+                return d.mesh
+    return mesh
+
+
+def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
+    """Every device of the value's mesh, else `num_partitions`; None when neither is known
+    (the layout then takes the tile assignment's devices)."""
+    vm = value_mesh(v, m, mesh)
+    if vm is not None and not vm.is_maximal:
+        return vm.size
+    if m.num_partitions:
+        return m.num_partitions
+    return None
+
+
+def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
+    """The per-device Layout of `v` (None without a global shape or tiled form)."""
+    if v.hlo is None or v.shape is None:
+        return None
+    from meshdiag.layouts.engine import layout
+
+    n = num_devices(v, m, mesh)
+    if v.hlo.num_devices is not None and n is not None and v.hlo.num_devices > n:
+        n = None  # the sharding names more devices than the module has: show them all
+    try:
+        return layout(v.hlo, v.shape, split=split, num_devices=n)
+    except MeshdiagError:
+        return None
+
+
+def value_json(
+    v: Value,
+    m: ModuleReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+) -> dict:
+    d = {
+        "name": v.name,
+        "line": v.line,
+        "column": v.column,
+        "kind": v.kind,
+        "op": v.op,
+        "shape": list(v.shape) if v.shape is not None else None,
+        "local_shape": list(v.local_shape) if v.local_shape is not None else None,
+        "dtype": v.dtype,
+        "notation": v.notation,
+        "sharding": v.text,
+        "mesh": v.mesh_name,
+        "gspmd": gspmd_text(v),
+    }
+    if layouts:
+        from meshdiag.limits import check_listed_devices
+
+        lay = value_layout(v, m, mesh, split)
+        if lay is not None:
+            check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
+        d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None
+    return d

@@ -1,0 +1,169 @@
+"""`meshdiag diff` output: text lines and JSON documents for two shardings or two dumps.
+
+Pure: `ShardingDiff` / `ValueDiff` lists in, lines or JSON-ready dicts out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from meshdiag.report.reshard_report import slices_text, table
+
+if TYPE_CHECKING:
+    from meshdiag.layouts.diff import LayoutDiff, ShardingDiff
+    from meshdiag.pipeline.dump_diff import ValueDiff
+
+JSON_VERSION = 1
+MAX_DEVICE_ROWS = 64
+
+
+def _ids(ids: tuple[int, ...], limit: int = 16) -> str:
+    text = ",".join(map(str, ids[:limit]))
+    return text + (f",... ({len(ids)})" if len(ids) > limit else "")
+
+
+def verdict_line(d: LayoutDiff) -> str:
+    n = d.num_devices
+    if d.verdict == "same":
+        return f"same layout: each of the {n} devices holds the same slice under A and B"
+    differ = d.differing
+    what = f"{len(differ)} of {n} devices hold different data: {_ids(differ)}"
+    if d.note:
+        return f"different: {d.note}; {what}"
+    if d.verdict == "permuted":
+        return f"same tiling, another device order: {what}"
+    return f"different layout: {what}"
+
+
+def device_rows(d: LayoutDiff) -> list[str]:
+    rows = [["device", "A", "B", "B's slice is on (under A)"]]
+    shown = [x for x in d.devices if not x.same] if d.note is None else list(d.devices)
+    for x in shown[:MAX_DEVICE_ROWS]:
+        rows.append(
+            [str(x.device), slices_text(x.a), slices_text(x.b), _ids(x.a_holders, 8) or "-"]
+        )
+    out = table(rows)
+    if len(shown) > MAX_DEVICE_ROWS:
+        out.append(f"... {len(shown) - MAX_DEVICE_ROWS} more devices (--format json lists all)")
+    return out
+
+
+def sharding_text(res: ShardingDiff, text_a: str, text_b: str) -> list[str]:
+    from meshdiag.notation.gspmd import print_gspmd
+
+    def label(text: str, h) -> str:
+        gspmd = print_gspmd(h)
+        return gspmd if text.strip() == gspmd else f"{text.strip()} = {gspmd}"
+
+    shape = "x".join(map(str, res.diff.shape)) or "scalar"
+    lines = [
+        f"A: {label(text_a, res.a)}",
+        f"B: {label(text_b, res.b)}",
+        f"shape {shape}" if res.has_shape else f"compared per tile (no --shape): {shape} tiles",
+        verdict_line(res.diff),
+    ]
+    if res.diff.verdict != "same":
+        lines.extend(device_rows(res.diff))
+    return lines
+
+
+def _layout_json(d: LayoutDiff) -> dict:
+    return {
+        "verdict": d.verdict,
+        "note": d.note,
+        "shape": list(d.shape),
+        "num_devices": d.num_devices,
+        "differing_devices": list(d.differing),
+        "devices": [
+            {
+                "device": x.device,
+                "a": [list(r) for r in x.a] if x.a is not None else None,
+                "b": [list(r) for r in x.b] if x.b is not None else None,
+                "same": x.same,
+                "b_slice_held_under_a_by": list(x.a_holders),
+            }
+            for x in d.devices
+        ],
+    }
+
+
+def sharding_json(res: ShardingDiff, text_a: str, text_b: str) -> dict:
+    from meshdiag.notation.gspmd import print_gspmd
+
+    doc = {
+        "version": JSON_VERSION,
+        "a": {"input": text_a.strip(), "gspmd": print_gspmd(res.a)},
+        "b": {"input": text_b.strip(), "gspmd": print_gspmd(res.b)},
+        "shape_given": res.has_shape,
+    }
+    doc.update(_layout_json(res.diff))
+    return doc
+
+
+def _where(v) -> str:
+    return f"line {v.line}" if v is not None else "-"
+
+
+def dumps_text(diffs: list[ValueDiff], path_a: str, path_b: str, *, details: bool) -> list[str]:
+    lines = [f"A: {path_a}", f"B: {path_b}"]
+    current = None
+    counts: dict[str, int] = {}
+    for vd in diffs:
+        counts[vd.status] = counts.get(vd.status, 0) + 1
+        file, module, name, k = vd.key
+        where = (file, module)
+        if where != current:
+            current = where
+            lines.append(f"{file + ': ' if file else ''}module {module}")
+        label = name + (f" (#{k + 1})" if k else "")
+        lines_ab = f"A {_where(vd.a)}, B {_where(vd.b)}"
+        if vd.status in ("only-a", "only-b"):
+            lines.append(f"  {label}  only in {'A' if vd.status == 'only-a' else 'B'} ({lines_ab})")
+            continue
+        text = f"  {label}  {vd.status} ({lines_ab})"
+        if vd.diff is not None and vd.status != "same":
+            text += ": " + verdict_line(vd.diff)
+        elif vd.reason:
+            text += f": {vd.reason}"
+        lines.append(text)
+        if details and vd.diff is not None and vd.status != "same":
+            a, b = vd.a.text if vd.a else "", vd.b.text if vd.b else ""
+            lines.append(f"      A: {a}")
+            lines.append(f"      B: {b}")
+            lines.extend("      " + r for r in device_rows(vd.diff))
+    order = ("same", "permuted", "different", "only-a", "only-b", "not-compared")
+    lines.append(f"{len(diffs)} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order))
+    return lines
+
+
+def _value_json(v) -> dict | None:
+    if v is None:
+        return None
+    return {
+        "line": v.line,
+        "column": v.column,
+        "sharding": v.text,
+        "shape": list(v.shape) if v.shape is not None else None,
+        "local_shape": list(v.local_shape) if v.local_shape is not None else None,
+    }
+
+
+def dumps_json(diffs: list[ValueDiff], path_a: str, path_b: str) -> dict:
+    values = []
+    for vd in diffs:
+        file, module, name, k = vd.key
+        entry = {
+            "file": file or None,
+            "module": module,
+            "name": name,
+            "occurrence": k,
+            "status": vd.status,
+            "reason": vd.reason,
+            "a": _value_json(vd.a),
+            "b": _value_json(vd.b),
+        }
+        if vd.diff is not None:
+            entry["differing_devices"] = list(vd.diff.differing)
+            entry["num_devices"] = vd.diff.num_devices
+        values.append(entry)
+    return {"version": JSON_VERSION, "a": path_a, "b": path_b, "values": values}

@@ -1,0 +1,594 @@
+"""The layout picture: a boxed grid of tiles like `jax.debug.visualize_sharding`, for any rank.
+
+Two halves. The pure half (`tiles_of`, `plan_grid`, `cell_lines`, `header_lines`) turns a
+finished `Layout` into tiles, facets and text with no console involved; the SVG/HTML export
+reuses it. The rich half (`LayoutPicture`) only draws: rows are the tiles of one tensor dim,
+columns those of another, cell sizes follow slice sizes when there is room, cells list the
+devices holding the tile (`0,4`, `0-255`) and its ranges, colours follow replica groups.
+
+Rank ≥ 3: dims split into one tile are folded away; with three or more split dims the leading
+ones become facets (one grid each, titled `dim0=1/2 [16:32]`) or, when there would be too many
+facets, are flattened into the rows (a 2-D projection, stated in an axis legend). When the
+grid would exceed `max_cells` or not fit the width, a compact table (tile → devices → slices)
+with the middle elided is drawn instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from meshdiag.notation.devicelist import NOTATION, compress_devices
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
+    from meshdiag.layouts.engine import Layout
+
+Status = Literal["ok", "short", "empty", "absent"]
+
+#: fills, after matplotlib's tab20b (what jax.debug.visualize_sharding uses) plus tab20c
+PALETTE = (
+    "#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c",
+    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b", "#e7969c",
+    "#7b4173", "#a55194", "#ce6dbd", "#de9ed6", "#3182bd", "#6baed6", "#9ecae1", "#c6dbef",
+    "#e6550d", "#fd8d3c", "#fdae6b", "#fdd0a2", "#31a354", "#74c476", "#a1d99b", "#c7e9c0",
+)  # fmt: skip
+EMPTY_FILL = "#eeeeee"
+
+#: facets drawn before switching to a 2-D projection
+MAX_FACETS = 8
+#: narrowest readable cell (JAX's min_width) and the floor for cells with short labels
+MIN_CELL_WIDTH = 9
+MIN_LABEL_WIDTH = 5
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One tile of the tensor and the devices holding it."""
+
+    index: tuple[int, ...]  # tile coordinate per tensor dim
+    devices: tuple[int, ...]  # sorted
+    slices: tuple[tuple[int, int], ...] | None  # None when its devices hold nothing
+    buffer: tuple[int, ...] | None
+    status: Status
+    fill: int  # palette index
+
+
+def fill_color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def text_color(fill: str) -> str:
+    """Black or white text for a fill (JAX's rule: 0.299r + 0.587g + 0.114b > 186)."""
+    r, g, b = (int(fill[k : k + 2], 16) for k in (1, 3, 5))
+    return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 186 else "#ffffff"
+
+
+# -- pure planning -------------------------------------------------------------------------
+
+
+class TileIndex:
+    """The tiles of a layout, built on demand.
+
+    The member devices are sorted by tile once (numpy); any tile, or the k-th tile in
+    row-major order, is then built alone. A million-device layout has up to a million tiles:
+    pictures and tables look at a few of them and must not build the rest.
+    """
+
+    def __init__(self, lay: Layout):
+        import numpy as np
+
+        self.layout = lay
+        rank = lay.rank
+        member = lay.tile_index[:, 0] >= 0 if rank else lay.present
+        devs = np.nonzero(member)[0]
+        if rank:
+            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+        else:
+            lin = np.zeros(len(devs), dtype=np.int64)
+        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+            devs, lin = devs[order], lin[order]
+        self._devs = devs
+        cuts = np.flatnonzero(np.diff(lin)) + 1
+        self._first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
+        self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
+        self._lin = lin[self._first]
+        n_tiles = math.prod(lay.tiles)
+        self._n_tiles = n_tiles
+        self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
+        self._full = tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._lin)
+
+    def __iter__(self):
+        return (self.nth(k) for k in range(len(self)))
+
+    def nth(self, k: int) -> Tile:
+        """The k-th tile holding devices, in row-major tile order."""
+        lay = self.layout
+        group = self._devs[int(self._first[k]) : int(self._end[k])]
+        d0 = int(group[0])
+        lin0 = int(self._lin[k])
+        index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
+        if not lay.present[d0]:
+            status: Status = "absent"
+            slices = buffer = None
+        else:
+            slices = tuple(zip(lay.starts[d0].tolist(), lay.stops[d0].tolist(), strict=True))
+            buffer = tuple(lay.buffers[d0].tolist())
+            if any(b <= a for a, b in slices):  # (a present scalar is never empty)
+                status = "empty"
+            elif any(b - a < c for (a, b), c in zip(slices, self._full, strict=True)):
+                status = "short"
+            else:
+                status = "ok"
+        fill = (lin0 * self._stride) % self._n_tiles
+        return Tile(index, tuple(group.tolist()), slices, buffer, status, fill)
+
+    def get(self, index: tuple[int, ...]) -> Tile | None:
+        """The tile at `index`, or None when no device holds it."""
+        import numpy as np
+
+        lin = int(np.ravel_multi_index(index, self.layout.tiles)) if self.layout.rank else 0
+        k = int(np.searchsorted(self._lin, lin))
+        if k < len(self._lin) and int(self._lin[k]) == lin:
+            return self.nth(k)
+        return None
+
+
+def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
+    """Every tile of the layout by index (small layouts; large ones use `TileIndex`)."""
+    return {t.index: t for t in TileIndex(lay)}
+
+
+@dataclass(frozen=True)
+class Facet:
+    title: str | None  # e.g. "dim0=1/2 [16:32]"; None for a single grid
+    cells: tuple[tuple[Tile | None, ...], ...]  # rows × cols (the first ones when truncated)
+    row_weights: tuple[int, ...]  # extent of each row along its dims (for proportional sizes)
+    col_weights: tuple[int, ...]
+    #: rows and columns of the whole grid (more than `cells` holds when truncated)
+    total_rows: int = 0
+    total_cols: int = 0
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    row_dims: tuple[int, ...]  # tensor dims flattened (row-major) into the rows
+    col_dims: tuple[int, ...]
+    facet_dims: tuple[int, ...]
+    facets: tuple[Facet, ...]
+    projected: bool  # several dims flattened into rows
+
+    @property
+    def num_cells(self) -> int:
+        """Cells of the whole grid, drawn or not."""
+        return sum(f.total_rows * f.total_cols for f in self.facets)
+
+    @property
+    def truncated(self) -> bool:
+        return any(
+            len(f.cells) < f.total_rows or len(f.cells[0]) < f.total_cols for f in self.facets
+        )
+
+
+def choose_dims(
+    shape: tuple[int, ...], tiles: tuple[int, ...], max_facets: int = MAX_FACETS
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], bool]:
+    """(row dims, col dims, facet dims, projected) for a picture of the split dims."""
+    rank = len(shape)
+    if rank == 0:
+        return (), (), (), False
+    if rank == 1:
+        return (), (0,), (), False
+    if rank == 2:  # JAX's orientation even when a dim is not split
+        return (0,), (1,), (), False
+    split = tuple(d for d in range(rank) if tiles[d] > 1)
+    if not split:
+        return (), (), (), False
+    if len(split) == 1:
+        return (), split, (), False
+    if len(split) == 2:
+        return (split[0],), (split[1],), (), False
+    lead = split[:-2]
+    if math.prod(tiles[d] for d in lead) <= max_facets:
+        return (split[-2],), (split[-1],), lead, False
+    return split[:-1], (split[-1],), (), True
+
+
+def grid_cells(lay: Layout, max_facets: int = MAX_FACETS) -> int:
+    """Cells a full picture of the layout has (facets × rows × columns), without planning it."""
+    rows_d, cols_d, facet_d, _ = choose_dims(lay.shape, lay.tiles, max_facets)
+    return math.prod(lay.tiles[d] for d in facet_d + rows_d + cols_d)
+
+
+def plan_grid(
+    lay: Layout,
+    *,
+    max_facets: int = MAX_FACETS,
+    max_rows: int | None = None,
+    max_cols: int | None = None,
+) -> GridPlan:
+    """The picture's facets and cells. `max_rows`/`max_cols` keep the first rows/columns of
+    each facet only (the totals stay in `Facet.total_rows/total_cols`), so a picture of a
+    million tiles plans only what it draws."""
+    import itertools
+
+    rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, lay.tiles, max_facets)
+    tiles = TileIndex(lay)
+    t = lay.tiles
+
+    def ranges(dims: tuple[int, ...], limit: int | None) -> list[tuple[int, ...]]:
+        it = itertools.product(*(range(t[d]) for d in dims))
+        return list(it if limit is None else itertools.islice(it, limit))
+
+    def extent(d: int, i: int) -> int:
+        n, k = lay.shape[d], t[d]
+        c = -(-n // k)
+        return max(0, min((i + 1) * c, n) - min(i * c, n))
+
+    total_rows = math.prod(t[d] for d in rows_d)
+    total_cols = math.prod(t[d] for d in cols_d)
+    row_idx = ranges(rows_d, max_rows)
+    col_idx = ranges(cols_d, max_cols)
+    facets = []
+    for fidx in ranges(facet_d, None):
+        title = None
+        if facet_d:
+            title = ", ".join(
+                f"dim{d}={i}/{t[d]} [{min(i * -(-lay.shape[d] // t[d]), lay.shape[d])}:"
+                f"{min((i + 1) * -(-lay.shape[d] // t[d]), lay.shape[d])}]"
+                for d, i in zip(facet_d, fidx, strict=True)
+            )
+        grid = []
+        for r in row_idx:
+            row = []
+            for c in col_idx:
+                index_ = [0] * lay.rank
+                for d, i in zip(facet_d + rows_d + cols_d, fidx + r + c, strict=True):
+                    index_[d] = i
+                row.append(tiles.get(tuple(index_)))
+            grid.append(tuple(row))
+        facets.append(
+            Facet(
+                title,
+                tuple(grid),
+                tuple(
+                    math.prod(extent(d, i) for d, i in zip(rows_d, r, strict=True)) for r in row_idx
+                ),
+                tuple(
+                    math.prod(extent(d, i) for d, i in zip(cols_d, c, strict=True)) for c in col_idx
+                ),
+                total_rows,
+                total_cols,
+            )
+        )
+    return GridPlan(rows_d, cols_d, facet_d, tuple(facets), projected)
+
+
+def slice_text(lay: Layout, tile: Tile, dims: tuple[int, ...] | None = None) -> str:
+    """`[0:8, 0:16]` over `dims` (default all); from rank 3 on, whole dims print as `:`."""
+    if tile.slices is None:
+        return "no chunk"
+    if lay.rank == 0:
+        return "scalar"
+    parts = []
+    for d in dims or range(lay.rank):
+        a, b = tile.slices[d]
+        whole = a == 0 and b == lay.shape[d]
+        parts.append(":" if whole and lay.rank >= 3 and not dims else f"{a}:{b}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def mark_text(lay: Layout, tile: Tile) -> str | None:
+    """The uneven marker: `∅ empty`, `∅ no chunk`, `5+pad 3`, `short 5<8`."""
+    if tile.status == "absent":
+        return "∅ no data"
+    if tile.status == "ok":
+        if lay.partial:
+            return "partial sums"
+        return None
+    assert tile.slices is not None and tile.buffer is not None
+    bits = []
+    for d, ((a, b), buf) in enumerate(zip(tile.slices, tile.buffer, strict=True)):
+        c = -(-lay.shape[d] // lay.tiles[d])
+        if b - a >= c:
+            continue
+        label = f"d{d} " if sum(1 for k in lay.tiles if k > 1) > 1 else ""
+        if buf > b - a:
+            bits.append(f"{label}{b - a}+pad {buf - (b - a)}")
+        else:
+            bits.append(f"{label}short {b - a}<{c}")
+    text = ", ".join(bits)
+    return f"∅ empty {text}" if tile.status == "empty" else text
+
+
+def cell_lines(
+    lay: Layout, tile: Tile | None, width: int | None = None, dims: tuple[int, ...] | None = None
+) -> list[str]:
+    """Text lines of one cell: devices, ranges (over `dims`), marker."""
+    if tile is None:
+        return ["—"]
+    lines = [compress_devices(tile.devices, max_chars=width)]
+    if tile.status != "absent":
+        lines.append(slice_text(lay, tile, dims))
+    mark = mark_text(lay, tile)
+    if mark:
+        lines.append(mark)
+    return lines
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(map(str, shape)) if shape else "()"
+
+
+#: what the device labels of a picture mean
+LEGEND = f"key: {NOTATION}; a+pad b = b padding; ∅ = no elements"
+
+
+def header_lines(
+    lay: Layout, sharding_text: str | None, plan: GridPlan | None, *, legend: bool = True
+) -> list[str]:
+    """The one-line header, the legend (unless a report prints it once for all its
+    pictures), and notes (padding, empty devices, projection)."""
+    import numpy as np
+
+    n = lay.num_devices
+    head = (
+        f"{sharding_text or lay.kind}  shape {_shape_text(lay.shape)}  split {lay.split}  "
+        f"{n} device{'s' if n != 1 else ''}"
+    )
+    lines = [head]
+    if legend:
+        lines.append(LEGEND)
+    for note in lay.notes:
+        lines.append(note)
+    padded = lay.padded
+    if padded.any():
+        devs = np.nonzero(padded)[0]
+        buf = _shape_text(tuple(lay.buffers[devs[0]].tolist()))
+        lines.append(
+            f"padded buffers ({buf}, split {lay.split}): devices "
+            f"{compress_devices(devs, max_chars=60)}"
+        )
+    empty = lay.empty & lay.present
+    if empty.any() and lay.rank:
+        lines.append(
+            "empty shards (no elements): devices "
+            + compress_devices(np.nonzero(empty)[0], max_chars=60)
+        )
+    absent = ~lay.present
+    if absent.any():
+        outside = absent & (lay.tile_index[:, 0] < 0 if lay.rank else ~lay.present)
+        chunk = absent & ~outside
+        if chunk.any():
+            lines.append(
+                "no data (past the last chunk): devices "
+                + compress_devices(np.nonzero(chunk)[0], max_chars=60)
+            )
+        if outside.any():
+            why = "not the maximal device" if lay.kind == "maximal" else "not in the sharding"
+            lines.append(
+                f"no data ({why}): devices "
+                + compress_devices(np.nonzero(outside)[0], max_chars=60)
+            )
+    if plan is not None and plan.projected:
+        rows = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.row_dims)
+        cols = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.col_dims)
+        lines.append(f"projection: rows = {rows}, row-major; columns = {cols}")
+    if plan is not None and lay.rank >= 3:
+        shown = plan.row_dims + plan.col_dims
+        if shown:
+            lines.append("cell ranges: " + ", ".join(f"dim{d}" for d in shown))
+        folded = [d for d in range(lay.rank) if lay.tiles[d] == 1]
+        if folded:
+            lines.append("folded (one tile, whole): " + ", ".join(f"dim{d}" for d in folded))
+    return lines
+
+
+def distribute(weights: tuple[int, ...], minimum: list[int], total: int) -> list[int]:
+    """Sizes proportional to `weights` summing to about `total`, never below `minimum`."""
+    wsum = sum(weights) or len(weights)
+    ws = weights if sum(weights) else (1,) * len(weights)
+    return [max(m, int(total * w / wsum)) for w, m in zip(ws, minimum, strict=True)]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    tile: str
+    devices: str
+    slices: str
+    shard: str
+    buffer: str
+    note: str
+
+
+def table_rows(lay: Layout, max_rows: int) -> tuple[list[TableRow | None], int]:
+    """Rows of the compact table (None marks the elided middle) and the number elided."""
+    index = TileIndex(lay)  # in row-major tile order: only the rows shown are built
+    n = len(index)
+    elided = max(0, n - max_rows)
+    if elided:
+        head = max_rows - max_rows // 2
+        shown: list[Tile | None] = [
+            *(index.nth(k) for k in range(head)),
+            None,
+            *(index.nth(k) for k in range(n - max_rows // 2, n)),
+        ]
+    else:
+        shown = list(index)
+    rows: list[TableRow | None] = []
+    for t in shown:
+        if t is None:
+            rows.append(None)
+            continue
+        shard = _shape_text(tuple(b - a for a, b in t.slices)) if t.slices else "—"
+        rows.append(
+            TableRow(
+                "(" + ",".join(map(str, t.index)) + ")",
+                compress_devices(t.devices, max_chars=40),
+                slice_text(lay, t),
+                shard,
+                _shape_text(t.buffer) if t.buffer is not None else "—",
+                mark_text(lay, t) or "",
+            )
+        )
+    return rows, elided
+
+
+# -- the rich renderable -------------------------------------------------------------------
+
+
+class LayoutPicture:
+    """`console.print(LayoutPicture(layout, sharding_text))` draws the layout."""
+
+    def __init__(
+        self,
+        lay: Layout,
+        sharding_text: str | None = None,
+        *,
+        max_cells: int = 64,
+        use_color: bool = True,
+        max_facets: int = MAX_FACETS,
+        compact: bool = False,
+        legend: bool = True,
+    ):
+        self.layout = lay
+        self.sharding_text = sharding_text
+        self.max_cells = max(1, max_cells)
+        self.use_color = use_color
+        self.max_facets = max_facets
+        #: cells as tall as their labels (summaries); otherwise heights follow the slice sizes
+        self.compact = compact
+        self.legend = legend  # False: the caller prints `LEGEND` once for many pictures
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.text import Text
+
+        lay = self.layout
+        grids = plan = None
+        if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
+            plan = plan_grid(lay, max_facets=self.max_facets)
+            grids = self._grids(plan, options.max_width)
+        head = header_lines(lay, self.sharding_text, plan if grids else None, legend=self.legend)
+        for k, line in enumerate(head):
+            yield Text(line, style="bold" if k == 0 else "dim" if k == 1 and self.legend else "")
+        if grids is None:
+            yield from self._table()
+            return
+        for title, table in grids:
+            if title:
+                yield Text(title, style="bold")
+            yield table
+
+    # grids ------------------------------------------------------------------------------
+    def _grids(self, plan: GridPlan, width: int):
+        """One rich Table per facet, or None when the cells do not fit the width."""
+        from rich import box
+        from rich.align import Align
+        from rich.style import Style
+        from rich.table import Table
+        from rich.text import Text
+
+        lay = self.layout
+        dims = (plan.row_dims + plan.col_dims) if lay.rank >= 3 else None
+        out = []
+        for facet in plan.facets:
+            ncols = len(facet.cells[0])
+            texts = [[cell_lines(lay, t, dims=dims) for t in row] for row in facet.cells]
+            natural = [
+                max(MIN_LABEL_WIDTH, *(len(s) + 2 for row in texts for s in row[j]))
+                for j in range(ncols)
+            ]
+            room = width - (ncols + 1)  # borders
+            if sum(natural) > room:
+                # try eliding long device lists before giving up on the grid
+                natural = [MIN_CELL_WIDTH + 6] * ncols
+                texts = [
+                    [cell_lines(lay, t, width=natural[0] - 2, dims=dims) for t in row]
+                    for row in facet.cells
+                ]
+                if any(len(s) + 2 > natural[0] for row in texts for c in row for s in c):
+                    return None
+                if sum(natural) > room:
+                    return None
+            target = min(room, max(sum(natural), 60))
+            widths = distribute(facet.col_weights, natural, target)
+            if sum(widths) > room:
+                widths = natural
+            nlines = max(len(c) for row in texts for c in row)
+            height_total = min(max(8, nlines * len(facet.cells)), 12 * len(facet.cells))
+            if lay.rank <= 1 or self.compact:
+                heights = [nlines] * len(facet.cells)
+            else:
+                heights = distribute(facet.row_weights, [nlines] * len(facet.cells), height_total)
+            table = Table(
+                show_header=False, show_lines=True, box=box.SQUARE, padding=0, pad_edge=False
+            )
+            for w in widths:
+                table.add_column(width=w, no_wrap=True)
+            for row, lines_row, h in zip(facet.cells, texts, heights, strict=True):
+                cells = []
+                for t, lines, w in zip(row, lines_row, widths, strict=True):
+                    style = Style()
+                    if self.use_color and t is not None:
+                        fill = EMPTY_FILL if t.status in ("empty", "absent") else fill_color(t.fill)
+                        style = Style(bgcolor=fill, color=text_color(fill))
+                    text = Text("\n".join(x.center(w) for x in lines), no_wrap=True)
+                    cells.append(Align(text, "left", vertical="middle", height=h, style=style))
+                table.add_row(*cells)
+            out.append((facet.title, table))
+        return out
+
+    # table fallback ---------------------------------------------------------------------
+    def _table(self):
+        from rich import box
+        from rich.table import Table
+        from rich.text import Text
+
+        lay = self.layout
+        rows, elided = table_rows(lay, self.max_cells)
+        n_tiles = math.prod(lay.tiles)
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for name in ("tile", "devices", "slices", "shard", "buffer", "note"):
+            table.add_column(name, no_wrap=name != "devices")
+        for r in rows:
+            if r is None:
+                table.add_row("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", "")
+                continue
+            table.add_row(r.tile, r.devices, r.slices, r.shard, r.buffer, r.note)
+        yield Text(
+            f"{n_tiles} tiles ({' × '.join(map(str, lay.tiles)) or '1'}); "
+            f"table instead of a grid (raise --max-cells for a grid)",
+            style="italic",
+        )
+        yield table
+
+
+def render_text(
+    lay: Layout,
+    sharding_text: str | None = None,
+    *,
+    width: int = 100,
+    max_cells: int = 64,
+    color: bool = False,
+) -> str:
+    """The picture as plain text (or ANSI when `color`), for tests and captures."""
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        color_system="truecolor" if color else None,
+        force_terminal=color,
+        legacy_windows=False,
+    )
+    console.print(LayoutPicture(lay, sharding_text, max_cells=max_cells, use_color=color))
+    return buf.getvalue()

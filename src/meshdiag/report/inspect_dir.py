@@ -1,0 +1,147 @@
+"""Text output of `meshdiag inspect DIR`: a dump directory as one report (`DumpSummary`).
+
+First the summary — files, modules, meshes, the distinct shardings with how many values and
+files use them, findings by code — then each distinct sharding once: how it is written,
+its shapes, the files it appears in, its layout drawn (the legend once, above them all);
+then each distinct finding once, with how often and in how many files it fired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from meshdiag.report.grid import LEGEND, LayoutPicture
+from meshdiag.report.inspect_text import finding_lines, mesh_grid
+
+if TYPE_CHECKING:
+    from meshdiag.pipeline.dump_summary import DumpSummary, Group
+
+#: layouts drawn at most (the rest are listed)
+MAX_PICTURES = 64
+#: spellings listed per sharding
+MAX_SPELLINGS = 6
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k:,} {what}{'' if k == 1 else 's'}"
+
+
+def _shape(s: tuple[int, ...]) -> str:
+    return "×".join(map(str, s)) if s else "()"
+
+
+def _counts(d: dict, fmt=str) -> str:
+    return ", ".join(f"{fmt(k)} ×{n:,}" for k, n in sorted(d.items(), key=lambda kv: -kv[1]))
+
+
+def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
+    """The renderables of the whole report, in order."""
+    shown = _shower(roots)
+    head = ", ".join(
+        [
+            _n(s.files, "file") + " read",
+            f"{s.skipped:,} skipped (binary, LLVM IR)",
+            _n(s.modules, "module"),
+            _n(s.values, "sharded value"),
+        ]
+    )
+    yield Text(f"{', '.join(roots)}: {head}", style="bold underline")
+    yield Text(f"meshes: {len(s.meshes)}")
+    for (_, text), seen in s.meshes.items():
+        yield Text(f"  @{seen.decl.name} = {text}  in {_n(seen.files, 'file')}")
+    for label, files in s.id_spaces.items():
+        in_files = f"  ({_n(files, 'file')})" if len(s.id_spaces) > 1 else ""
+        yield Text(f"{label}{in_files}", style="dim")
+    groups = list(s.groups.values())
+    yield Text(f"shardings: {len(groups)} distinct device layouts")
+    width = max([len(f"{g.values:,}") for g in groups] + [6])
+    yield Text(f"  {'values':>{width}}  {'files':>6}  layout", style="dim")
+    for g in groups:
+        yield Text(f"  {g.values:>{width},}  {g.files:>6,}  {g.key}")
+    codes = ", ".join(f"{c} ×{n:,}" for c, n in sorted(s.by_code.items()))
+    yield Text(f"findings: {s.num_findings:,}" + (f" ({codes})" if codes else ""))
+    yield Text("")
+
+    for seen in s.meshes.values():
+        if seen.decl.mesh is not None:
+            yield mesh_grid(seen.decl)
+    yield Text(LEGEND, style="dim")
+    pictures = 0
+    for g in groups:
+        yield Text("")
+        yield from _group(g, shown)
+        if pictures < MAX_PICTURES:
+            pic = _picture(g, split)
+            if pic is not None:
+                pictures += 1
+                yield pic
+    if pictures == MAX_PICTURES and len(groups) > MAX_PICTURES:
+        yield Text(f"(layouts past the first {MAX_PICTURES} are listed, not drawn)")
+
+    if s.findings:
+        yield Text("")
+        yield Text(f"findings: {len(s.findings):,} distinct", style="bold")
+        for seen in s.findings.values():
+            (t,) = finding_lines([seen.first])
+            if seen.count > 1:
+                t.append(
+                    f"\n    (×{seen.count:,} in {_n(seen.files, 'file')}; the first shown)",
+                    style="dim",
+                )
+            yield t
+        if s.unlisted:
+            yield Text(f"(+{s.unlisted:,} findings with other texts, counted above)")
+    yield Text("")
+    yield Text(
+        f"{s.files} file(s) read, {s.skipped} skipped, {s.num_findings} finding(s)", style="bold"
+    )
+
+
+def _group(g: Group, shown) -> Iterator[Text]:
+    yield Text.assemble(
+        (g.key, "green bold"), f"  {_n(g.values, 'value')} in {_n(g.files, 'file')}"
+    )
+    if list(g.spellings) != [g.key]:
+        yield Text("  written as:")
+        ranked = sorted(g.spellings.items(), key=lambda kv: -kv[1])
+        for text, n in ranked[:MAX_SPELLINGS]:
+            yield Text(f"    {text}  ×{n:,}")
+        if len(ranked) > MAX_SPELLINGS:
+            yield Text(f"    (+{len(ranked) - MAX_SPELLINGS} more spellings)")
+    if g.shapes:
+        yield Text(f"  global shapes: {_counts(g.shapes, _shape)}")
+    if g.local_shapes:
+        yield Text(f"  per-device shapes: {_counts(g.local_shapes, _shape)}")
+    yield Text(f"  in {_n(g.files, 'file')}:")
+    for p, name, line in g.where:
+        yield Text(f"    {shown(p)}  ({name} line {line})")
+    if g.files > len(g.where):
+        yield Text(f"    (+{_n(g.files - len(g.where), 'more file')})")
+
+
+def _picture(g: Group, split: str):
+    if g.draw is None:
+        return None
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.layouts.engine import layout
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    shape, n = g.draw
+    try:
+        lay = layout(parse_gspmd(g.key), shape, split=split, num_devices=n)
+    except MeshdiagError:
+        return None
+    return LayoutPicture(lay, g.key, max_cells=32, compact=True, legend=False)
+
+
+def _shower(roots: list[str]):
+    """Paths as the report shows them: below the one directory given, relative to it."""
+    dirs = [r for r in roots if os.path.isdir(r)]
+    if len(dirs) != 1 or len(roots) != 1:
+        return lambda p: p
+    prefix = dirs[0].rstrip(os.sep) + os.sep
+    return lambda p: p[len(prefix) :] if p.startswith(prefix) else p
