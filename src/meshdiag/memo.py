@@ -1,0 +1,111 @@
+"""The memos of one run: every speed-up that remembers an answer lives in a `RunMemos`.
+
+Whoever starts a run (a CLI command, a library call such as `inspect_paths`) makes one
+`RunMemos` and passes it down; a function given none makes its own, so nothing is remembered
+across calls and no memo outlives its run. Each memo is a dict keyed by value (a string, a
+tuple of shardings, or an object itself, whose default identity hash is safe because the
+memo holds the object) and bounded: past its budget it starts over.
+
+    memos = RunMemos()
+    parsed = memos.table("gspmd.parse")          # a bounded dict, made on first use
+    hit = parsed.get(text)
+    if hit is None:
+        hit = parsed.put(text, parse(text))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: entries a table keeps before it starts over (each entry may keep a module's values alive:
+#: about 1 KB; a real program's every-pass dump has a few thousand distinct ones)
+MAX_ENTRIES = 1 << 14
+#: rows a content memo may hold before it starts over, and the largest module it memoises
+#: (a row costs about 16 bytes plus what it keeps alive)
+MAX_ROWS = 1 << 15
+MAX_MODULE_ROWS = 1 << 14
+
+
+class Table:
+    """A dict bounded by its number of entries: full, it starts over."""
+
+    __slots__ = ("data", "limit")
+
+    def __init__(self, limit: int = MAX_ENTRIES) -> None:
+        self.data: dict[Any, Any] = {}
+        self.limit = limit
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Remember `value` under `key`; returns `value`."""
+        data = self.data
+        if len(data) >= self.limit:
+            data.clear()
+        data[key] = value
+        return value
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class ContentTable:
+    """A memo keyed by a module's content (pass dumps print most modules again and again),
+    bounded by the rows its answers cover: past `MAX_ROWS` it starts over, and a module with
+    more than `MAX_MODULE_ROWS` rows is not memoised (its per-row work dominates anyway)."""
+
+    __slots__ = ("data", "rows", "max_rows", "max_module_rows")
+
+    def __init__(self, max_rows: int = MAX_ROWS, max_module_rows: int = MAX_MODULE_ROWS) -> None:
+        self.data: dict[Any, Any] = {}
+        self.rows = 0
+        self.max_rows = max_rows
+        self.max_module_rows = max_module_rows
+
+    def get(self, key: Any) -> Any:
+        return self.data.get(key)
+
+    def put(self, key: Any, rows: int, value: Any) -> Any:
+        """Remember `value` for a module of `rows` rows unless it is too big; returns `value`."""
+        if rows > self.max_module_rows:
+            return value
+        if self.rows + rows > self.max_rows:
+            self.data.clear()
+            self.rows = 0
+        self.data[key] = value
+        self.rows += rows + 1
+        return value
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class RunMemos:
+    """Every memo of one run, by name (`"<module>.<what>"`), each made on first use."""
+
+    __slots__ = ("_tables",)
+
+    def __init__(self) -> None:
+        self._tables: dict[str, Table | ContentTable] = {}
+
+    def table(self, name: str, limit: int = MAX_ENTRIES) -> Table:
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = Table(limit)
+        return t  # type: ignore[return-value]
+
+    def content(self, name: str) -> ContentTable:
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = ContentTable()
+        return t  # type: ignore[return-value]
+
+    def names(self) -> list[str]:
+        return sorted(self._tables)
+
+    def clear(self) -> None:
+        self._tables.clear()
