@@ -137,7 +137,7 @@ def _to_hlo(s):
 
 
 def check_mesh(text: str) -> None:
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
     from meshdiag.notation.pspec import named_to_pspec, parse_pspec, pspec_to_named
 
     # parse_mesh reads a file when the text looks like a path; the fuzzer must not go there
@@ -176,8 +176,9 @@ def check_files(text: str) -> None:
     import json
     import tomllib
 
-    from meshdiag.inputs.config_model import config_mesh, validate_config
-    from meshdiag.inputs.mesh_model import MeshTable, read_mesh_file
+    from meshdiag.inputs.config_model import validate_config
+    from meshdiag.inputs.mesh_input import config_mesh, read_mesh_file
+    from meshdiag.inputs.mesh_model import MeshTable
     from meshdiag.inputs.problems import FileError, Source
 
     # a mesh given as text may name a file; the fuzzer must not read any

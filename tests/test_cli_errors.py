@@ -215,7 +215,7 @@ def test_300k_axis_mesh_is_refused_fast(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "axes" in proc.stderr and "limit" in proc.stderr
     assert t < 10
     from meshdiag.errors import LimitError
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
 
     start = time.monotonic()
     with pytest.raises(LimitError):

@@ -13,7 +13,7 @@ from fixture_modules import load
 from meshdiag.comms.axes import refs_text
 from meshdiag.comms.report import measure_file
 from meshdiag.comms.scan import scan_path
-from meshdiag.notation.meshtext import parse_mesh
+from meshdiag.inputs.mesh_input import parse_mesh
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 XLA = FIXTURES / "comms" / "xla"

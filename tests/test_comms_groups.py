@@ -19,9 +19,9 @@ from meshdiag.comms.groups import (
     parse_replica_groups,
 )
 from meshdiag.errors import ParseError
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import AxisRef
-from meshdiag.notation.meshtext import parse_mesh
 
 
 def as_sets(rows) -> set[frozenset[int]]:

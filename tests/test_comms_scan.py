@@ -11,8 +11,8 @@ import pytest
 from meshdiag.comms import cost
 from meshdiag.comms.report import measure_module
 from meshdiag.comms.scan import scan_text
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.model.collective_bytes import array_bytes, dtype_bits
-from meshdiag.notation.meshtext import parse_mesh
 
 HLO = """\
 HloModule jit_step, is_scheduled=true, num_partitions=8

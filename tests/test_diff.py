@@ -14,8 +14,8 @@ from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.layouts.diff import PERMUTED, SAME, diff_shardings
-from meshdiag.notation.meshtext import parse_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "fixtures" / "seed"

@@ -106,8 +106,8 @@ def test_metadata_entry_starting_with_a_brace_round_trips() -> None:
 
 @pytest.mark.parametrize("digit", ["\u00b2", "\u0663", "\u09e8", "\uff12"])
 def test_only_ascii_digits_are_numbers(digit: str) -> None:
+    from meshdiag.inputs.mesh_input import parse_mesh
     from meshdiag.notation.gspmd import parse_gspmd
-    from meshdiag.notation.meshtext import parse_mesh
     from meshdiag.notation.pspec import parse_pspec
     from meshdiag.notation.shardy import parse_mesh_attr
     from meshdiag.notation.ttnn import parse_shape
@@ -135,7 +135,7 @@ def test_unclosed_python_literal_names_what_is_missing() -> None:
 
 
 def test_huge_mesh_sizes_are_refused_before_conversion() -> None:
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
 
     start = time.monotonic()
     for text in ("x=" + "9" * 100_000, "9" * 100_000 + "x2", "2x" + "9" * 25):
@@ -145,7 +145,7 @@ def test_huge_mesh_sizes_are_refused_before_conversion() -> None:
 
 
 def test_mesh_file_with_300k_axes_is_refused_at_once(tmp_path: Path) -> None:
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
 
     f = tmp_path / "mesh.json"
     f.write_text(json.dumps({"axes": {f"a{i}": 1 for i in range(300_000)}}))

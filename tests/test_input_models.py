@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.inputs.keyline import json_key_line, toml_key_line
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.inputs.problems import FileError
 from meshdiag.lint.config import CliOptions, resolve_settings
-from meshdiag.notation.meshtext import parse_mesh
 
 CODES = ["MD001", "MD101", "MD102", "MD103", "MD104", "MD105", "MD106", "MD107", "MD108"]
 

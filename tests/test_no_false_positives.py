@@ -161,8 +161,8 @@ REAL = sorted(k for k in manifest() if not k.startswith("seed/distorted") and no
 # "batch"}]): a layout of the global mesh, so neither MD101 nor MD102 may fire on it.
 @pytest.mark.parametrize("rel", REAL)
 def test_real_dumps_are_clean_on_their_global_mesh(rel):
+    from meshdiag.inputs.mesh_input import parse_mesh
     from meshdiag.ir.scan import scan_path
-    from meshdiag.notation.meshtext import parse_mesh
 
     mesh = parse_mesh(manifest()[rel])
     report = scan_path(str(FIXTURES / rel))

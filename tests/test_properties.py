@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
 from meshdiag.model.tiles import TileAssignment
 from meshdiag.notation.detect import parse_sharding
 from meshdiag.notation.gspmd import parse_gspmd, print_gspmd
 from meshdiag.notation.gspmd_v3 import print_v3
-from meshdiag.notation.meshtext import parse_mesh
 from meshdiag.notation.pspec import named_to_pspec, parse_pspec, pspec_to_named
 from meshdiag.notation.shardy import (
     parse_mesh_attr,

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from meshdiag.errors import LimitError, MeshdiagError, ParseError
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.notation.detect import parse_sharding, to_hlo
 from meshdiag.notation.gspmd import print_gspmd
-from meshdiag.notation.meshtext import parse_mesh
 from meshdiag.notation.pspec import named_to_pspec, parse_pspec, pspec_to_named
 from meshdiag.notation.shardy import parse_sdy_sharding
 

@@ -261,7 +261,7 @@ def test_directory_findings_once_with_counts(tmp_path, capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith(f"{tmp_path}: 3 files read, 2 skipped")
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
     from meshdiag.pipeline.inspect import iter_inspect
 
     (one,) = list(iter_inspect([str(tmp_path / "pass0.mlir")], mesh=parse_mesh("batch=2,model=4")))

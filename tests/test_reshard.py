@@ -20,6 +20,7 @@ from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.layouts.diff import diff_shardings
 from meshdiag.layouts.reshard import reshard
 from meshdiag.layouts.reshard_cost import cost_plan
@@ -35,7 +36,6 @@ from meshdiag.layouts.reshard_plan import (
 )
 from meshdiag.model.collective_bytes import dtype_bytes, wire_bytes
 from meshdiag.notation.detect import parse_sharding
-from meshdiag.notation.meshtext import parse_mesh
 from meshdiag.notation.shardy import print_sdy_dims
 
 # -- the compiled HLO, read here independently of meshdiag's own scanner ---------------------

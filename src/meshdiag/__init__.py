@@ -22,7 +22,7 @@ _LAZY = {
     "TileAssignment": ("meshdiag.model.tiles", "TileAssignment"),
     "MeshdiagError": ("meshdiag.errors", "MeshdiagError"),
     "ParseError": ("meshdiag.errors", "ParseError"),
-    "parse_mesh": ("meshdiag.notation.meshtext", "parse_mesh"),
+    "parse_mesh": ("meshdiag.inputs.mesh_input", "parse_mesh"),
     "parse_sharding": ("meshdiag.notation.detect", "parse_sharding"),
     "layout": ("meshdiag.layouts.engine", "layout"),
     "diff_shardings": ("meshdiag.layouts.diff", "diff_shardings"),

@@ -7,15 +7,15 @@ the command line; this module only says what a valid table is.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.inputs.mesh_model import MeshTable, build_mesh
+from meshdiag.inputs.mesh_model import MeshTable
 from meshdiag.inputs.problems import Source, validate
-from meshdiag.lint.config import FAIL_ON, SPLITS
+from meshdiag.model.findings import SEVERITIES
+from meshdiag.model.splits import SPLIT_RULES
 
 
 def _as_list(value: str | list[str]) -> list[str]:
@@ -45,8 +45,8 @@ class LintConfig(BaseModel):
     #: mesh text, a mesh file (relative to the config's directory), or a mesh table
     mesh: StrictStr | MeshTable | None = None
     target: StrictStr | None = None
-    split: Literal[SPLITS] | None = None  # type: ignore[valid-type]
-    fail_on: Literal[FAIL_ON] | None = Field(None, alias="fail-on")  # type: ignore[valid-type]
+    split: Literal[SPLIT_RULES] | None = None  # type: ignore[valid-type]
+    fail_on: Literal[SEVERITIES] | None = Field(None, alias="fail-on")  # type: ignore[valid-type]
     select: Strings | None = None
     extend_select: Strings | None = Field(None, alias="extend-select")
     ignore: Strings | None = None
@@ -64,23 +64,3 @@ def validate_config(table: dict, source: Source) -> LintConfig:
 def config_values(config: LintConfig) -> dict:
     """The keys the file set, by their TOML names (a mesh table as a plain dict)."""
     return config.model_dump(by_alias=True, exclude_unset=True, exclude_none=True)
-
-
-def config_mesh(config: LintConfig, source: Source, base: str):
-    """The config's mesh (None without one); a mesh file is taken relative to `base`."""
-    mesh = config.mesh
-    if mesh is None:
-        return None
-    if isinstance(mesh, MeshTable):
-        return build_mesh(mesh, source, ("mesh",), "mesh")
-    from meshdiag.notation.meshtext import parse_mesh
-
-    text = mesh
-    if text.endswith((".toml", ".json")) and not os.path.isabs(text):
-        candidate = os.path.join(base, text)
-        if os.path.exists(candidate):
-            text = candidate
-    try:
-        return parse_mesh(text)
-    except MeshdiagError as e:
-        raise source.located(("mesh",), f"mesh {mesh!r}: {e}") from None

@@ -14,14 +14,12 @@ at the key they concern.
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictInt, StrictStr, model_validator
 
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.inputs.problems import Source, key_path, validate
+from meshdiag.inputs.problems import Source, key_path
 from meshdiag.limits import MAX_RANK
 
 
@@ -109,55 +107,3 @@ def build_mesh(table: MeshTable, source: Source, loc: tuple[str, ...], what: str
         raise source.located(
             loc + (key,), f"{where!r}: {e}", limit=isinstance(e, LimitError)
         ) from None
-
-
-def mesh_from_mapping(data: object, source: Source, what: str = "mesh"):
-    """The mesh a parsed mapping declares: `mesh = "text"`, a `mesh` table, or the mapping
-    itself as the table."""
-    if not isinstance(data, dict):
-        raise source.located((), f"{what} must be a table/object")
-    if "mesh" in data:
-        doc = validate(MeshFileDoc, data, source)
-        if isinstance(doc.mesh, str):
-            from meshdiag.notation.meshtext import parse_mesh
-
-            return parse_mesh(doc.mesh)
-        return build_mesh(doc.mesh, source, ("mesh",), what)
-    table = validate(MeshTable, data, source)
-    return build_mesh(table, source, (), what)
-
-
-def read_mesh_file(path: str, raw: bytes):
-    """The mesh in a `.toml`/`.json` file's bytes (a pyproject.toml: its [tool.meshdiag])."""
-    is_json = path.lower().endswith(".json")
-    kind = "JSON" if is_json else "TOML"
-    from meshdiag.fileio import parse_nested
-
-    try:
-        text = raw.decode("utf-8")
-        if is_json:
-            data = parse_nested(json.loads, text, f"mesh file '{path}'")
-        else:
-            import tomllib
-
-            data = parse_nested(tomllib.loads, text, f"mesh file '{path}'")
-    except (ValueError, UnicodeDecodeError) as e:  # TOMLDecodeError is a ValueError
-        raise MeshdiagError(f"mesh file '{path}' is not valid {kind}: {e}") from None
-    if not isinstance(data, dict):
-        raise MeshdiagError(f"mesh file '{path}' must hold a table/object")
-    tool = data.get("tool")
-    if os.path.basename(path) == "pyproject.toml" or (
-        isinstance(tool, dict) and "meshdiag" in tool
-    ):
-        from meshdiag.inputs.config_model import config_mesh, validate_config
-
-        source = Source(path, text, is_json, ("tool", "meshdiag"))
-        table = tool.get("meshdiag") if isinstance(tool, dict) else None
-        if not isinstance(table, dict):
-            raise MeshdiagError(f"mesh file '{path}' has no [tool.meshdiag] table")
-        config = validate_config(table, source)
-        mesh = config_mesh(config, source, os.path.dirname(os.path.abspath(path)))
-        if mesh is None:
-            raise source.located((), "[tool.meshdiag] has no 'mesh'")
-        return mesh
-    return mesh_from_mapping(data, Source(path, text, is_json))

@@ -24,13 +24,15 @@ from meshdiag.lint.select import (
     resolve_selection,
     table_per_file_ignores,
 )
+from meshdiag.model.findings import SEVERITIES
+from meshdiag.model.splits import SPLIT_RULES
 
 if TYPE_CHECKING:
     from meshdiag.model.mesh import Mesh
 
 CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one directory
-FAIL_ON = ("error", "warning", "info")
-SPLITS = ("xla", "chunk", "array-split", "even")
+FAIL_ON = SEVERITIES
+SPLITS = SPLIT_RULES
 
 #: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
 REMAT_MIN_BYTES = 1 << 20
@@ -165,7 +167,7 @@ class LintSettings:
 
 
 def _parse_mesh(text: str, where: str):
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
 
     try:
         return parse_mesh(text)
@@ -210,7 +212,8 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
     elif config is not None and "mesh" in values:
-        from meshdiag.inputs.config_model import config_mesh, validate_config
+        from meshdiag.inputs.config_model import validate_config
+        from meshdiag.inputs.mesh_input import config_mesh
 
         source = _source(config.path, config.text)
         mesh = config_mesh(validate_config(values, source), source, base)

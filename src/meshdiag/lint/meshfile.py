@@ -86,7 +86,7 @@ def read_mesh_file(path: str, name: str | None = None) -> MeshFile | None:
         return MeshFile(path, None, line, column, f"mesh file is not valid {kind}: {e}")
     if not _holds_mesh(doc):
         return None
-    from meshdiag.inputs.mesh_model import read_mesh_file as read_validated
+    from meshdiag.inputs.mesh_input import read_mesh_file as read_validated
 
     try:  # the bytes already read (a FIFO's or stdin's copy cannot be read twice)
         mesh = read_validated(name, raw)

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
+#: most severe first (the order `--fail-on` lists them in)
+SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 

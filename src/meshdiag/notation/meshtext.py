@@ -1,13 +1,14 @@
-"""Every way a user can write a mesh on the command line or in a file.
+"""The mesh notations: `batch=2,model=4` · `2x4` · a preset (`t3k`) · Shardy `<["a"=2]>` /
+`#sdy.mesh<..>` / `sdy.mesh @m = <..>`. Sizes and axis counts are checked against the limits
+before anything is allocated.
 
-`batch=2,model=4` · `2x4` · a preset (`t3k`) · Shardy `<["a"=2]>` / `#sdy.mesh<..>` /
-`sdy.mesh @m = <..>` · torch_xla's `Mesh.__str__` dict · inline JSON · a `.toml`/`.json` path.
-Sizes and axis counts are checked against the limits before anything is allocated.
+A mesh as a user gives it can also be a mapping (torch_xla's `Mesh.__str__` dict, inline JSON)
+or a `.toml`/`.json` file: those are validated inputs, read by `inputs/mesh_input.py`, which
+hands the notations to `parse_mesh_notation` here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -15,7 +16,7 @@ from meshdiag.errors import LimitError, MeshdiagError, ParseError
 from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.mesh import PRESETS, Mesh, preset
 
-__all__ = ["mesh_from_axes", "parse_mesh"]
+__all__ = ["looks_like_mapping_or_file", "mesh_from_axes", "parse_mesh_notation"]
 
 _NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(-?[0-9]+)\s*")
 _SHAPE = re.compile(r"\s*-?[0-9]+\s*(?:[x×*]\s*-?[0-9]+\s*)*", re.IGNORECASE)
@@ -68,8 +69,16 @@ def _short_list(xs: list[int]) -> str:
     return f"[{s}{',...' if len(xs) > 16 else ''}]"
 
 
-def parse_mesh(text: str) -> Mesh:
-    """Parse a mesh given in any supported notation (see the module docstring)."""
+def looks_like_mapping_or_file(text: str) -> bool:
+    """A mesh written as a mapping (`{...}`) or a file path, not as a notation."""
+    t = text.strip()
+    return t.startswith("{") or t.lower().endswith((".toml", ".json")) or os.sep in t or (
+        bool(t) and os.path.isfile(t)
+    )
+
+
+def parse_mesh_notation(text: str) -> Mesh:
+    """Parse a mesh written in one of the notations of the module docstring."""
     t = text.strip()
     if not t:
         raise MeshdiagError("the mesh is empty; write e.g. 'batch=2,model=4' or '2x4'")
@@ -79,10 +88,6 @@ def parse_mesh(text: str) -> Mesh:
         return parse_mesh_attr(t)
     if t.startswith("sdy.mesh"):
         return _sdy_mesh_op(t)
-    if t.startswith("{"):
-        return _dict_mesh(t)
-    if t.lower().endswith((".toml", ".json")) or os.sep in t or os.path.isfile(t):
-        return _mesh_file(t)
     p = preset(t)
     if p is not None:
         return p
@@ -133,36 +138,3 @@ def _sdy_mesh_op(t: str) -> Mesh:
     if not (rest.at_end() or rest.startswith("{") or rest.startswith("loc(")):
         raise rest.error("end of the mesh op")
     return replace(mesh, name=name)
-
-
-def _dict_mesh(t: str) -> Mesh:
-    """torch_xla `Mesh.__str__` (Python dict) or JSON `{"axes": ..., "device_ids": ...}`."""
-    from meshdiag.fileio import parse_nested
-    from meshdiag.notation.pspec import parse_py_literal
-
-    try:
-        data = parse_nested(json.loads, t, "the mesh")
-    except ValueError:
-        data = parse_nested(
-            parse_py_literal, t, "the mesh"
-        )  # torch_xla prints a Python dict (single quotes, tuples)
-    if not isinstance(data, dict):
-        raise MeshdiagError("a mesh object must be a mapping")
-    return _mesh_from_mapping(data, "mesh")
-
-
-def _mesh_from_mapping(data: dict, what: str) -> Mesh:
-    """A mapping given as text (not a file): validated by the mesh model, errors unlocated."""
-    from meshdiag.inputs.mesh_model import mesh_from_mapping
-    from meshdiag.inputs.problems import Source
-
-    return mesh_from_mapping(data, Source(None), what)
-
-
-def _mesh_file(path: str) -> Mesh:
-    """A `.toml`/`.json` mesh file (a regular file of at most 4 MiB): validated by the mesh
-    model (`inputs/mesh_model.py`), so an error names the file, the key and its line."""
-    from meshdiag.fileio import read_small
-    from meshdiag.inputs.mesh_model import read_mesh_file
-
-    return read_mesh_file(path, read_small(path, "mesh file", limit=1 << 22))

@@ -69,7 +69,7 @@ def load_mesh(text: str | None):
     """Parse a --mesh value (None passes through)."""
     if text is None:
         return None
-    from meshdiag.notation.meshtext import parse_mesh
+    from meshdiag.inputs.mesh_input import parse_mesh
 
     return parse_mesh(text)
 
