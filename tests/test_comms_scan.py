@@ -351,7 +351,7 @@ def test_scan_path_small_memoised_and_big_streamed(block, monkeypatch, tmp_path)
     [("65536", 65536), ("64KiB", 65536), ("1.5 MiB", 3 << 19), ("2GB", 2 * 10**9), (7, 7)],
 )
 def test_sizes(text, n):
-    from meshdiag.comms.units import human_bytes, parse_size
+    from meshdiag.notation.byte_size import human_bytes, parse_size
 
     assert parse_size(text, "x") == n
     assert human_bytes(65536) == "64.0 KiB" and human_bytes(768) == "768 B"
@@ -359,8 +359,8 @@ def test_sizes(text, n):
 
 @pytest.mark.parametrize("bad", ["lots", "-1", "1 XB", True, -5])
 def test_bad_sizes(bad):
-    from meshdiag.comms.units import parse_size
     from meshdiag.errors import MeshdiagError
+    from meshdiag.notation.byte_size import parse_size
 
     with pytest.raises(MeshdiagError):
         parse_size(bad, "collective-budget")

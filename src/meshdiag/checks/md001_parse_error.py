@@ -1,11 +1,12 @@
 """MD001 parse-error: an annotation, mesh or config that cannot be parsed."""
 
 from meshdiag.checks.registry import Rule, register
+from meshdiag.model.findings import PARSE_ERROR
 
 RULE = register(
     Rule(
-        code="MD001",
-        name="parse-error",
+        code=PARSE_ERROR[0],
+        name=PARSE_ERROR[1],
         severity="error",
         summary="an annotation, mesh, file or config cannot be read or parsed",
         what="meshdiag found a sharding, mesh or config it could not parse, or a file it could "

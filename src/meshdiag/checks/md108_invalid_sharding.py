@@ -115,7 +115,7 @@ _HLO: dict = {}
 
 
 def _verify_named(s: NamedSharding) -> list[str]:
-    from meshdiag.notation.shardy import verify_named
+    from meshdiag.model.verify import verify_named
 
     return verify_named(s, s.mesh)
 

@@ -39,7 +39,7 @@ RULE = Rule(
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
     from meshdiag.comms.axes import refs_text
-    from meshdiag.comms.units import human_bytes
+    from meshdiag.notation.byte_size import human_bytes
 
     budget = ctx.collective_budget
     if budget is None:

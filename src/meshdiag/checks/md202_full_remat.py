@@ -40,7 +40,7 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from meshdiag.comms.units import human_bytes
+    from meshdiag.notation.byte_size import human_bytes
 
     m = mc.module
     devices = m.num_partitions

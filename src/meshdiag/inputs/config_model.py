@@ -27,7 +27,7 @@ Strings = Annotated[StrictStr | list[StrictStr], AfterValidator(_as_list)]
 
 
 def _as_bytes(value: int | str) -> int:
-    from meshdiag.comms.units import parse_size
+    from meshdiag.notation.byte_size import parse_size
 
     try:
         return parse_size(value, "the value")

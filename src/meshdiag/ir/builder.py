@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from meshdiag.checks.md001_parse_error import RULE as MD001
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
-from meshdiag.model.findings import Finding
+from meshdiag.model.findings import PARSE_ERROR, Finding
 
 
 @dataclass
@@ -230,13 +229,21 @@ class Builder:
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
         mod = self.module.name if self.module else None
         self.report.findings.append(
-            MD001.finding(message, path=self.report.path, line=line, column=column, module=mod)
+            Finding(
+                *PARSE_ERROR,
+                "error",
+                message,
+                path=self.report.path,
+                line=line,
+                column=column,
+                module=mod,
+            )
         )
 
     def note(self, message: str) -> None:
         """An info-level MD001 note about the whole file (skipped on purpose), not an error."""
         self.report.findings.append(
-            Finding(MD001.code, MD001.name, "info", message, None, path=self.report.path)
+            Finding(*PARSE_ERROR, "info", message, None, path=self.report.path)
         )
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from meshdiag.notation._cursor import unescape as _unescape
+
 _OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
 _CLOSE = {">", "]", "}", ")"}
 
@@ -135,22 +137,8 @@ def string_end(s: str, pos: int) -> int:
     return q if q < n else -1
 
 
-_ESC = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
-_SIMPLE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
-
-
-def unescape(s: str) -> str:
-    """Decode MLIR (`\\22`, `\\\\`, `\\NN` hex) and HLO (`\\"`) string escapes."""
-    if "\\" not in s:
-        return s
-
-    def rep(m: re.Match) -> str:
-        g = m.group(1)
-        if len(g) == 2:
-            return chr(int(g, 16))
-        return _SIMPLE.get(g, g)
-
-    return _ESC.sub(rep, s)
+# string escapes are the notations' (`notation/_cursor.py`); the scanner decodes with them
+unescape = _unescape
 
 
 # -- types ---------------------------------------------------------------------------------

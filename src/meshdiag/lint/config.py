@@ -231,7 +231,7 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     fail_on = cli.fail_on or values.get("fail-on") or "warning"
     if fail_on not in FAIL_ON:
         raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
-    from meshdiag.comms.units import parse_size
+    from meshdiag.notation.byte_size import parse_size
 
     budget = (
         parse_size(cli.collective_budget, "--collective-budget")

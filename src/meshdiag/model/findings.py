@@ -9,6 +9,9 @@ Severity = Literal["error", "warning", "info"]
 #: most severe first (the order `--fail-on` lists them in)
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+#: the one rule the scanner reports itself (what it could not read): MD001, documented in
+#: checks/md001_parse_error.py
+PARSE_ERROR = ("MD001", "parse-error")
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,9 @@ def _full(a: AxisRef, mesh: Mesh) -> AxisRef:
 
 
 def _check(s: NamedSharding, mesh: Mesh, manual: list[AxisRef]) -> None:
-    from meshdiag.notation.shardy import verify_mesh, verify_named
+    from meshdiag.model.verify import mesh_problems, verify_named
 
-    problems = verify_mesh(mesh)
+    problems = mesh_problems(mesh)
     if not problems:
         fatal = ("unknown axis", "duplicate axis", "overlapping", "sub-axis", "both sub-axis")
         probe = NamedSharding(

@@ -5,6 +5,8 @@ Every failure is a `ParseError` at the cursor position, so callers never see a b
 
 from __future__ import annotations
 
+import re
+
 from meshdiag.errors import ParseError
 from meshdiag.limits import check_annotation_length
 
@@ -143,19 +145,6 @@ class Cursor:
             p += 1
 
 
-def mlir_escape(s: str) -> str:
-    """MLIR's `printEscapedString`: `\\` doubled, `"` and non-printables as `\\XX` hex."""
-    out = []
-    for c in s:
-        if c == "\\":
-            out.append("\\\\")
-        elif c == '"' or not c.isprintable() or ord(c) > 126:
-            out.extend(f"\\{b:02X}" for b in c.encode())
-        else:
-            out.append(c)
-    return "".join(out)
-
-
 def matching_end(text: str, pos: int, open_: str, close: str) -> int:
     """Index after the bracket matching `text[pos] == open_`, skipping quoted strings."""
     if not text.startswith(open_, pos):
@@ -181,3 +170,21 @@ def matching_end(text: str, pos: int, open_: str, close: str) -> int:
                 return p + 1
         p += 1
     raise ParseError(f"'{close}' to match '{open_}'", text, pos, found="end of text")
+
+
+_ESC = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
+_SIMPLE = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
+
+
+def unescape(s: str) -> str:
+    """Decode MLIR (`\\22`, `\\\\`, `\\NN` hex) and HLO (`\\"`) string escapes."""
+    if "\\" not in s:
+        return s
+
+    def rep(m: re.Match) -> str:
+        g = m.group(1)
+        if len(g) == 2:
+            return chr(int(g, 16))
+        return _SIMPLE.get(g, g)
+
+    return _ESC.sub(rep, s)

@@ -37,7 +37,7 @@ def pasted(text: str) -> str:
     ):
         t = t[1:-1].strip()
     if t.startswith(_ANNOTATION_START) and _escaped(t):
-        from meshdiag.ir.text import unescape
+        from meshdiag.notation._cursor import unescape
 
         t = unescape(t)
     return t

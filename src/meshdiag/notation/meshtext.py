@@ -72,8 +72,11 @@ def _short_list(xs: list[int]) -> str:
 def looks_like_mapping_or_file(text: str) -> bool:
     """A mesh written as a mapping (`{...}`) or a file path, not as a notation."""
     t = text.strip()
-    return t.startswith("{") or t.lower().endswith((".toml", ".json")) or os.sep in t or (
-        bool(t) and os.path.isfile(t)
+    return (
+        t.startswith("{")
+        or t.lower().endswith((".toml", ".json"))
+        or os.sep in t
+        or (bool(t) and os.path.isfile(t))
     )
 
 

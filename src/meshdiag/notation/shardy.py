@@ -14,7 +14,9 @@ from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.limits import MAX_RANK
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
-from meshdiag.notation._cursor import Cursor, matching_end, mlir_escape
+from meshdiag.model.text import axis_ref_text, mlir_escape
+from meshdiag.model.verify import mesh_problems, verify_named
+from meshdiag.notation._cursor import Cursor, matching_end
 
 __all__ = [
     "find_sdy_sharding_end",
@@ -117,10 +119,8 @@ def print_mesh_attr(mesh: Mesh) -> str:
 
 
 def verify_mesh(mesh: str | Mesh) -> list[str]:
-    """Shardy's mesh verifier (`MeshAttr::verify`) as messages; [] when the mesh is valid.
-
-    A text that does not parse gives its parse error as the single message.
-    """
+    """Shardy's mesh verifier (`model/verify.py`) over a mesh or its text: a text that does
+    not parse gives its parse error as the single message."""
     if isinstance(mesh, str):
         text = mesh.strip()
         try:
@@ -135,29 +135,7 @@ def verify_mesh(mesh: str | Mesh) -> list[str]:
                 mesh = parse_mesh_attr(text)
         except MeshdiagError as e:
             return [str(e)]
-    msgs: list[str] = []
-    ids = mesh.device_ids
-    if ids is None:
-        return msgs
-    for d in ids:
-        if d < 0:
-            msgs.append(f"device id must be non-negative, got: {d}")
-            break
-    if not mesh.axes:
-        if len(ids) > 1:
-            msgs.append("axes is empty and device_ids has more than one element")
-        return msgs
-    n = mesh.size
-    if len(ids) != n:
-        msgs.append(
-            "total product of axis sizes must match total number of device ids, "
-            f"got: {n} != {len(ids)}"
-        )
-    elif sorted(ids) != list(range(n)):
-        msgs.append(
-            f"sorted device ids must be iota(product(axes)), got: {', '.join(map(str, sorted(ids)))}"
-        )
-    return msgs
+    return mesh_problems(mesh)
 
 
 # -- tensor shardings ----------------------------------------------------------------------
@@ -345,11 +323,7 @@ def find_sdy_sharding_end(text: str, pos: int) -> int:
 # -- printing ------------------------------------------------------------------------------
 
 
-def _print_axis(a: AxisRef) -> str:
-    s = f'"{mlir_escape(a.name)}"'
-    if a.pre is not None:
-        s += f":({a.pre}){a.size}"
-    return s
+_print_axis = axis_ref_text
 
 
 def _print_dim(d: DimSharding) -> str:
@@ -397,110 +371,6 @@ def _is_bare_symbol(name: str) -> bool:
         and all(c.isalnum() or c in "_$." for c in name)
         and name.isascii()
     )
-
-
-# -- verifier ------------------------------------------------------------------------------
-
-
-def _ref_text(a: AxisRef) -> str:
-    return _print_axis(a)
-
-
-def verify_named(s: NamedSharding, mesh: Mesh, rank: int | None = None) -> list[str]:
-    """Shardy's `verifyTensorShardingAttr` facts as messages ([] when valid).
-
-    Checks: maximal-mesh rules, rank, priorities, unknown axes, sub-axis bounds, duplicates,
-    overlapping / mergeable sub-axes, full and sub-axis of the same axis, and the mesh order of
-    `replicated` / `unreduced`. Divisibility is not a verifier error (a separate check).
-    """
-    msgs: list[str] = []
-    msgs.extend(verify_mesh(mesh))
-    if mesh.is_maximal and (s.dims or s.replicated or s.unreduced):
-        msgs.append(
-            "a maximal sharding can only have a sharding with rank 0 and no replicated or "
-            "unreduced axes."
-        )
-        return msgs
-    if rank is not None and rank != len(s.dims):
-        msgs.append(f"sharding doesn't match tensor rank: {len(s.dims)} != {rank}")
-    for i, d in enumerate(s.dims):
-        if d.priority is not None and d.priority < 0:
-            msgs.append(f"dim {i} has a negative priority")
-        if d.priority is not None and not d.axes and not d.is_open:
-            msgs.append(f"dim {i} is empty and closed but has a priority")
-    lists: list[tuple[str, tuple[AxisRef, ...]]] = [("dim", d.axes) for d in s.dims]
-    lists += [("replicated", s.replicated), ("unreduced", s.unreduced), ("manual", s.manual)]
-    seen: list[AxisRef] = []
-    known: list[AxisRef] = []
-    for kind, refs in lists:
-        prev: AxisRef | None = None
-        for a in refs:
-            if not mesh.has_axis(a.name):
-                msgs.append(f'unknown axis name: "{a.name}"')
-                prev = None
-                continue
-            if a.is_sub:
-                bad = _sub_axis_problem(a, mesh.axis_size(a.name))
-                if bad:
-                    msgs.append(bad)
-                    prev = None
-                    continue
-                if (
-                    prev is not None
-                    and prev.is_sub
-                    and prev.name == a.name
-                    and prev.pre * prev.size == a.pre  # type: ignore[operator]
-                ):
-                    msgs.append(
-                        f"two consecutive sub-axes can be merged: {_ref_text(prev)}, {_ref_text(a)}"
-                    )
-            if a in seen:
-                msgs.append(f"duplicate axis ref: {_ref_text(a)}")
-            seen.append(a)
-            known.append(a)
-            prev = a
-        if kind in ("replicated", "unreduced") and not _mesh_ordered(refs, mesh):
-            msgs.append(f"{kind} axes are not ordered w.r.t. mesh")
-    # full axis + sub-axis of the same axis, and overlapping sub-axes
-    by_name: dict[str, list[AxisRef]] = {}
-    for a in dict.fromkeys(known):
-        by_name.setdefault(a.name, []).append(a)
-    for name, refs in by_name.items():
-        subs = [a for a in refs if a.is_sub]
-        if subs and len(subs) != len(refs):
-            msgs.append(f'both sub-axis and full-axis are used for axis name: "{name}"')
-            continue
-        subs.sort(key=lambda a: (a.pre, a.size))
-        for x, y in zip(subs, subs[1:], strict=False):
-            if x.pre * x.size > y.pre:  # type: ignore[operator]
-                msgs.append(f"overlapping sub-axes: {_ref_text(x)}, {_ref_text(y)}")
-    return msgs
-
-
-def _sub_axis_problem(a: AxisRef, full: int) -> str | None:
-    pre, size = a.pre, a.size
-    assert pre is not None and size is not None
-    if pre < 1:
-        return f"sub-axis pre-size must be at least 1: {_ref_text(a)}"
-    if size <= 1:
-        return f"sub-axis sizes must be greater than 1: {_ref_text(a)}"
-    if full % (pre * size):
-        return (
-            f"sub-axis next pre-size {pre * size} doesn't divide the size of the full axis "
-            f"{full}: {_ref_text(a)}"
-        )
-    if size == full:
-        return f"sub-axis size is equal to the full axis size: {_ref_text(a)}"
-    return None
-
-
-def _mesh_ordered(refs: tuple[AxisRef, ...], mesh: Mesh) -> bool:
-    keys = []
-    for a in refs:
-        if not mesh.has_axis(a.name):
-            return True  # reported as unknown already
-        keys.append((mesh.axis_index(a.name), a.pre or 1))
-    return keys == sorted(keys)
 
 
 # -- shared with the collective scan (`comms/scan.py`): Shardy's collective ops print their

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.axes import refs_text
-from meshdiag.comms.units import human_bytes
+from meshdiag.notation.byte_size import human_bytes
 
 if TYPE_CHECKING:
     from meshdiag.comms.report import FileComms, ModuleComms, Row

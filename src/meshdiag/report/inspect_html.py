@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from meshdiag.comms.units import human_bytes
+from meshdiag.notation.byte_size import human_bytes
 from meshdiag.report.comms_text import axes_text, groups_text
 from meshdiag.report.inspect_text import MAX_GRID
 

@@ -30,10 +30,10 @@ def comms(
     from meshdiag.checks.context import CheckContext
     from meshdiag.cli.commands.common import check_format, load_mesh
     from meshdiag.comms.scan import scan_collectives
-    from meshdiag.comms.units import parse_size
     from meshdiag.errors import MeshdiagError
     from meshdiag.lint.config import REMAT_MIN_BYTES
     from meshdiag.model.findings import Finding
+    from meshdiag.notation.byte_size import parse_size
     from meshdiag.pipeline.comms_checks import run_collective_checks
     from meshdiag.report.comms_text import render
 
