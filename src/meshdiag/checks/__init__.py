@@ -1,5 +1,5 @@
-"""Checks: one module per check, each registering a `Rule` (code, name, docs) and a function.
-
-Like ruff's rules: a registry (`registry.py`) maps codes to rules; `meshdiag rule CODE`
-prints a rule's documentation. Checks are pure functions over the model and never print.
+"""Checks: one module per rule (`md101_mesh_mismatch.py`, ...), listed in one table
+(`registry.RULES`, like ruff's `codes.rs`); `meshdiag rule CODE` prints a rule's docs.
+Checks are functions of the model and the run's context; they never print and keep no
+state of their own.
 """

@@ -13,7 +13,7 @@ from meshdiag.checks.common import (
     sdy_mesh_text,
     where,
 )
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -103,6 +103,3 @@ def _difference(m, g, derived: bool) -> str:
         else "the shapes differ"
     )
     return f"{what} ({a.shape_text()} vs {b.shape_text()})"
-
-
-register(RULE, check)

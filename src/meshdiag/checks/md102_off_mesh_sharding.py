@@ -14,7 +14,7 @@ from meshdiag.checks.common import (
     same_mesh,
     value_hlo,
 )
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.checks.values import value_findings
 
 if TYPE_CHECKING:
@@ -181,6 +181,3 @@ def _fits(s: HloSharding, limit: int = 4) -> list[str]:
     if len(meshes) > limit:
         out.append(f"... ({len(meshes) - limit} more)")
     return out
-
-
-register(RULE, check)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, module_meshes, sdy_mesh_text, where
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.model.targets import get_target, shape_text
 
 if TYPE_CHECKING:
@@ -75,6 +75,3 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             fix += f"; also accepted: {', '.join(shape_text(s) for s in others)}"
         out.append(RULE.finding(message, fix, **where(ctx, module, mm.line, mm.column)))
     return out
-
-
-register(RULE, check)

@@ -11,7 +11,7 @@ from meshdiag.checks.common import (
     module_meshes,
     where,
 )
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.targets import get_target, shape_text
 
@@ -135,6 +135,3 @@ def _judge(v: Value, facts: tuple[int, str, bool]) -> list[tuple[str, str | None
         and (n := leaf.tile.num_devices) != ref  # type: ignore[union-attr]
         and not (partitioned and n < ref and ref % n == 0)
     ]
-
-
-register(RULE, check)

@@ -4,7 +4,7 @@ Three entry points share one message builder:
 - `uneven_findings(hlo, shape, split, where=...)` for a tiled GSPMD sharding (layout, inspect);
 - `sharded_dim_findings(ShardedDim, split, where=...)` for simulate-copy's TTNN mappers, whose
   device order (ROW_MAJOR / SUBMESH) is not a tile assignment;
-- `check_module(module, ctx)`, registered: every value with a global shape and a tiled sharding.
+- `check(module, ctx)` (the module rule): every value with a global shape and a tiled sharding.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.splits import split_dim
 from meshdiag.notation.devicelist import compress_devices
@@ -170,32 +170,32 @@ def _judge(v: Value, split: str) -> list[tuple[str, str | None]]:
 _SEEN: dict[tuple, tuple[object, list[Finding]]] = {}
 
 
-RULE = register(
-    Rule(
-        code="MD105",
-        name="uneven-shard",
-        severity="warning",
-        summary="a dimension is not divisible by its shard count: padding, short or empty devices",
-        what="A tensor dimension of size n is split over k shards and k does not divide n. "
-        "Which devices come up short depends on the split rule: XLA pads every buffer to "
-        "ceil(n/k) and the last tiles hold only padding; torch.chunk and TTNN's mappers make "
-        "ceil(n/k)-long chunks until the data runs out, so trailing devices hold nothing at "
-        "all; numpy.array_split spreads the remainder over the first shards; JAX's "
-        "NamedSharding refuses the layout. The finding names the short and the empty devices "
-        "under the active split rule (--split).",
-        why="Uneven shards are where runtimes disagree. A (1,7,32,32) tensor sharded on dim 1 "
-        "over 8 TTNN devices writes 7 devices and leaves the 8th without data; a destination "
-        "allocated with one uniform (1,1,32,32) spec still claims the 8th device holds data, "
-        "and reading it back returns stale memory (tt-metal PR #18833). Current TTNN rejects "
-        "unequal chunk shapes ('Shard shape mismatch'); JAX rejects any non-divisible dim.",
-        fix="Pad the dimension to a multiple of its shard count, or shard it over a mesh axis "
-        "whose size divides it. If the uneven split is intended, give each device a buffer "
-        "sized from its own shard (no buffer, or a zero-size spec, for empty devices) and copy "
-        "into the destination by reference.",
-        example="meshdiag simulate-copy --mesh t3k --shape 1,7,32,32 --mapper shard:1\n"
-        "  MD105 dimension 1 (size 7) does not divide into its 8 shards: under 'chunk' chunks "
-        "are 1 long, giving 7 chunks (1,1,1,1,1,1,1): device 7 holds nothing\n"
-        "Use instead: --shape 1,8,32,32 (padded), or per-device specs with device 7 empty.",
-    ),
-    check_module,
+RULE = Rule(
+    code="MD105",
+    name="uneven-shard",
+    severity="warning",
+    summary="a dimension is not divisible by its shard count: padding, short or empty devices",
+    what="A tensor dimension of size n is split over k shards and k does not divide n. "
+    "Which devices come up short depends on the split rule: XLA pads every buffer to "
+    "ceil(n/k) and the last tiles hold only padding; torch.chunk and TTNN's mappers make "
+    "ceil(n/k)-long chunks until the data runs out, so trailing devices hold nothing at "
+    "all; numpy.array_split spreads the remainder over the first shards; JAX's "
+    "NamedSharding refuses the layout. The finding names the short and the empty devices "
+    "under the active split rule (--split).",
+    why="Uneven shards are where runtimes disagree. A (1,7,32,32) tensor sharded on dim 1 "
+    "over 8 TTNN devices writes 7 devices and leaves the 8th without data; a destination "
+    "allocated with one uniform (1,1,32,32) spec still claims the 8th device holds data, "
+    "and reading it back returns stale memory (tt-metal PR #18833). Current TTNN rejects "
+    "unequal chunk shapes ('Shard shape mismatch'); JAX rejects any non-divisible dim.",
+    fix="Pad the dimension to a multiple of its shard count, or shard it over a mesh axis "
+    "whose size divides it. If the uneven split is intended, give each device a buffer "
+    "sized from its own shard (no buffer, or a zero-size spec, for empty devices) and copy "
+    "into the destination by reference.",
+    example="meshdiag simulate-copy --mesh t3k --shape 1,7,32,32 --mapper shard:1\n"
+    "  MD105 dimension 1 (size 7) does not divide into its 8 shards: under 'chunk' chunks "
+    "are 1 long, giving 7 chunks (1,1,1,1,1,1,1): device 7 holds nothing\n"
+    "Use instead: --shape 1,8,32,32 (padded), or per-device specs with device 7 empty.",
 )
+
+
+check = check_module

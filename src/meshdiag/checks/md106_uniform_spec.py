@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.notation.devicelist import compress_devices
 
 if TYPE_CHECKING:
@@ -92,33 +92,31 @@ def uniform_spec_findings(
     return out
 
 
-RULE = register(
-    Rule(
-        code="MD106",
-        name="uniform-spec-on-uneven-shards",
-        severity="error",
-        summary="a destination's per-device specs claim data on devices the source never wrote",
-        what="A mesh tensor was allocated with one spec on every device, then filled by a copy "
-        "from a host tensor whose shards do not match that spec: some devices received no shard "
-        "(fewer chunks than devices) or a shard of another shape. After the copy the "
-        "destination still lists its allocated specs, so reading it back includes buffers that "
-        "were never written, or reinterprets written buffers in the wrong shape. meshdiag "
-        "simulate-copy reports it with the devices that read back stale memory.",
-        why="This is tt-metal PR #18833: allocate_tensor_on_mesh gives every device a "
-        "(1,1,32,32) spec; a (1,7,32,32) tensor sharded on dim 1 over 8 devices writes only 7 "
-        "of them; copy_host_to_device_tensor took the destination by value, so its update of "
-        "the destination's specs was lost; t1.cpu() then reads all 8 devices and returns "
-        "(1,8,32,32) whose last slice is whatever that DRAM held before — silent corruption "
-        "with a plausible shape.",
-        fix="Give the destination per-device specs taken from the source (the written devices' "
-        "shard shapes; no buffer, or a zero-size shape such as (1,0,32,32), on devices without "
-        "a shard), or pass the destination by reference so the copy replaces its specs with "
-        "the devices it wrote (current TTNN's copy_to_device(const Tensor&, Tensor&)).",
-        example="meshdiag simulate-copy --mesh t3k --shape 1,7,32,32 --mapper shard:1 "
-        "--dest uniform:1,1,32,32 --write by-value\n"
-        "  MD106 the destination's specs claim (1,1,32,32) of data on device 7, which the copy "
-        "never wrote: read-back returns its stale memory (read-back (1,8,32,32), source "
-        "(1,7,32,32))\n"
-        "Use instead: --write by-reference, or --dest fresh (device 7: no buffer).",
-    )
+RULE = Rule(
+    code="MD106",
+    name="uniform-spec-on-uneven-shards",
+    severity="error",
+    summary="a destination's per-device specs claim data on devices the source never wrote",
+    what="A mesh tensor was allocated with one spec on every device, then filled by a copy "
+    "from a host tensor whose shards do not match that spec: some devices received no shard "
+    "(fewer chunks than devices) or a shard of another shape. After the copy the "
+    "destination still lists its allocated specs, so reading it back includes buffers that "
+    "were never written, or reinterprets written buffers in the wrong shape. meshdiag "
+    "simulate-copy reports it with the devices that read back stale memory.",
+    why="This is tt-metal PR #18833: allocate_tensor_on_mesh gives every device a "
+    "(1,1,32,32) spec; a (1,7,32,32) tensor sharded on dim 1 over 8 devices writes only 7 "
+    "of them; copy_host_to_device_tensor took the destination by value, so its update of "
+    "the destination's specs was lost; t1.cpu() then reads all 8 devices and returns "
+    "(1,8,32,32) whose last slice is whatever that DRAM held before — silent corruption "
+    "with a plausible shape.",
+    fix="Give the destination per-device specs taken from the source (the written devices' "
+    "shard shapes; no buffer, or a zero-size shape such as (1,0,32,32), on devices without "
+    "a shard), or pass the destination by reference so the copy replaces its specs with "
+    "the devices it wrote (current TTNN's copy_to_device(const Tensor&, Tensor&)).",
+    example="meshdiag simulate-copy --mesh t3k --shape 1,7,32,32 --mapper shard:1 "
+    "--dest uniform:1,1,32,32 --write by-value\n"
+    "  MD106 the destination's specs claim (1,1,32,32) of data on device 7, which the copy "
+    "never wrote: read-back returns its stale memory (read-back (1,8,32,32), source "
+    "(1,7,32,32))\n"
+    "Use instead: --write by-reference, or --dest fresh (device 7: no buffer).",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import DimSharding, HloSharding, NamedSharding
 from meshdiag.model.tiles import TileAssignment
@@ -143,6 +143,3 @@ def _reshaped(s: HloSharding, dims: list[int]) -> TileAssignment:
     if t.is_iota:
         return TileAssignment.iota(dims, t.reshape, t.perm)
     return TileAssignment.from_devices(dims, t.devices())
-
-
-register(RULE, check)

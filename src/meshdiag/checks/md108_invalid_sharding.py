@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import declared_meshes, memo, where
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.notation.shardy import verify_mesh
@@ -175,6 +175,3 @@ def _value_fix(message: str) -> str:
     if "maximal" in message:
         return "a sharding on a maximal mesh must be <@mesh, []>"
     return "correct the sharding as the message says"
-
-
-register(RULE, check)

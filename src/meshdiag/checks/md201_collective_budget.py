@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -67,6 +67,3 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
             )
         )
     return out
-
-
-register(RULE, collective_check=check)

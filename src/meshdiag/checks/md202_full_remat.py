@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -83,6 +83,3 @@ def _bytes(shape, dtype) -> int:
     from meshdiag.model.collective_bytes import array_bytes
 
     return array_bytes(shape, dtype) or 0
-
-
-register(RULE, collective_check=check)

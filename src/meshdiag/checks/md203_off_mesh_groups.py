@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
-from meshdiag.checks.registry import Rule, register
+from meshdiag.checks.registry import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -78,6 +78,3 @@ def _fix(r: Row, mesh: Mesh) -> str:
     if not options:
         return "partition the program on the global mesh, or use groups along its axes"
     return f"use groups along the global mesh's axes; of {n} devices: " + "; ".join(options[:4])
-
-
-register(RULE, collective_check=check)

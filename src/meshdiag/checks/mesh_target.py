@@ -28,11 +28,15 @@ def mesh_target_findings(mesh: Mesh, target: str | None, *, path: str = "--mesh"
     if not target:
         return []
     from meshdiag.checks.context import CheckContext
-    from meshdiag.checks.registry import module_checks
+    from meshdiag.checks.registry import module_checks, run_check
     from meshdiag.model.targets import get_target
 
     get_target(target)  # an unknown target is a usage error, before any check runs
     checks = module_checks()
     module = mesh_as_module(mesh)
     ctx = CheckContext(path, mesh=None, target=target)
-    return [f for code in MESH_ONLY_CODES for f in checks[code](module, ctx)]
+    return [
+        f
+        for code in MESH_ONLY_CODES
+        for f in run_check(code, checks[code], module, ctx, line=None, module=None)
+    ]

@@ -1,11 +1,48 @@
-"""The registry of checks: code → Rule (metadata and docs) and the function that runs it."""
+"""The rules: one table of every rule code and the module that defines it (like ruff's
+`codes.rs`), and how a check is run.
+
+A rule module under `meshdiag.checks` defines `RULE` (its `Rule`: code, name, severity and
+the docs `meshdiag rule CODE` prints) and, unless another part of the tool reports it,
+`check(subject, ctx) -> list[Finding]` — over a scanned module (`ir.model.ModuleReport`) for
+module rules, over a module's measured collectives (`comms.report.ModuleComms`) for
+collective rules. Checks keep no state of their own: what they remember lives in the run's
+memos (`ctx.memos`). A check that raises does not go silent: `run_check` turns the error into
+an MD002 finding at the module it was judging.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
+from meshdiag.errors import MeshdiagError
 from meshdiag.model.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from meshdiag.checks.context import CheckContext
+
+#: what a rule's `check` runs over; "reported" rules have none (the scanner, file readers
+#: and simulate-copy report them)
+Kind = Literal["module", "collectives", "reported"]
+
+#: code -> (module under meshdiag.checks, kind). The one list of rules.
+RULES: dict[str, tuple[str, Kind]] = {
+    "MD001": ("md001_parse_error", "reported"),
+    "MD002": ("md002_check_failed", "reported"),
+    "MD101": ("md101_mesh_mismatch", "module"),
+    "MD102": ("md102_off_mesh_sharding", "module"),
+    "MD103": ("md103_unsupported_mesh", "module"),
+    "MD104": ("md104_device_count_mismatch", "module"),
+    "MD105": ("md105_uneven_shard", "module"),
+    "MD106": ("md106_uniform_spec", "reported"),
+    "MD107": ("md107_rank_mismatch", "module"),
+    "MD108": ("md108_invalid_sharding", "module"),
+    "MD201": ("md201_collective_budget", "collectives"),
+    "MD202": ("md202_full_remat", "collectives"),
+    "MD203": ("md203_off_mesh_groups", "collectives"),
+}
 
 
 @dataclass(frozen=True)
@@ -25,54 +62,50 @@ class Rule:
         return Finding(self.code, self.name, self.severity, message, fix, **where)
 
 
-_RULES: dict[str, Rule] = {}
-#: functions that run a check over an inspected module: (ModuleReport, CheckContext) -> findings
-_MODULE_CHECKS: dict[str, Callable] = {}
-#: functions that run a check over a module's measured collectives:
-#: (comms.report.ModuleComms, CheckContext) -> findings
-_COLLECTIVE_CHECKS: dict[str, Callable] = {}
-
-
-def register(
-    rule: Rule, module_check: Callable | None = None, collective_check: Callable | None = None
-) -> Rule:
-    if rule.code in _RULES and _RULES[rule.code] != rule:
-        raise ValueError(f"duplicate rule code {rule.code}")
-    _RULES[rule.code] = rule
-    if module_check is not None:
-        _MODULE_CHECKS[rule.code] = module_check
-    if collective_check is not None:
-        _COLLECTIVE_CHECKS[rule.code] = collective_check
-    return rule
-
-
-def _load_all() -> None:
-    """Import every check module so each registers itself."""
-    import importlib
-    import pkgutil
-
-    from meshdiag import checks
-
-    for info in pkgutil.iter_modules(checks.__path__):
-        if info.name.startswith("md"):
-            importlib.import_module(f"meshdiag.checks.{info.name}")
+def _module(code: str):
+    return importlib.import_module(f"meshdiag.checks.{RULES[code][0]}")
 
 
 def all_rules() -> list[Rule]:
-    _load_all()
-    return [_RULES[c] for c in sorted(_RULES)]
+    return [_module(code).RULE for code in sorted(RULES)]
 
 
 def get_rule(code: str) -> Rule | None:
-    _load_all()
-    return _RULES.get(code.upper())
+    code = code.upper()
+    return _module(code).RULE if code in RULES else None
+
+
+def _checks(kind: Kind) -> dict[str, Callable]:
+    return {code: _module(code).check for code in sorted(RULES) if RULES[code][1] == kind}
 
 
 def module_checks() -> dict[str, Callable]:
-    _load_all()
-    return dict(sorted(_MODULE_CHECKS.items()))
+    """code -> check over a scanned module: (ModuleReport, CheckContext) -> findings."""
+    return _checks("module")
 
 
 def collective_checks() -> dict[str, Callable]:
-    _load_all()
-    return dict(sorted(_COLLECTIVE_CHECKS.items()))
+    """code -> check over a module's measured collectives: (ModuleComms, CheckContext) ->
+    findings."""
+    return _checks("collectives")
+
+
+def run_check(
+    code: str, check: Callable, subject, ctx: CheckContext, *, line: int | None, module: str | None
+) -> list[Finding]:
+    """`check(subject, ctx)`; an error it raises becomes an MD002 finding at `line` of
+    `module` naming the rule, instead of silence or a crash."""
+    try:
+        return check(subject, ctx)
+    except (MeshdiagError, ArithmeticError, ValueError, LookupError) as e:
+        from meshdiag.checks.md002_check_failed import RULE as MD002
+
+        detail = str(e) or type(e).__name__
+        return [
+            MD002.finding(
+                f"{code} could not judge this module: {detail}",
+                path=ctx.path,
+                line=line,
+                module=module,
+            )
+        ]

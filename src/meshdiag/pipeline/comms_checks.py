@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.report import FileComms, measure_file
-from meshdiag.errors import MeshdiagError
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -19,7 +18,7 @@ def run_collective_checks(
     f: CollectiveFile, ctx: CheckContext, checks: dict | None = None
 ) -> tuple[FileComms, list[Finding]]:
     """(the measured file, its findings: MD001 for unreadable text, then each check's)."""
-    from meshdiag.checks.registry import collective_checks, get_rule
+    from meshdiag.checks.registry import collective_checks, get_rule, run_check
 
     if checks is None:
         checks = collective_checks()
@@ -31,9 +30,6 @@ def run_collective_checks(
         for p in f.problems
     ]
     for mc in measured.modules:
-        for fn in checks.values():
-            try:
-                out.extend(fn(mc, ctx))
-            except MeshdiagError:  # a check that cannot judge this module says nothing
-                continue
+        for code, fn in checks.items():
+            out.extend(run_check(code, fn, mc, ctx, line=mc.module.line, module=mc.module.name))
     return measured, out

@@ -78,12 +78,12 @@ class ModuleChecker:
         key = _clean_key(module, self._setting)
         if _CLEAN.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
+        from meshdiag.checks.registry import run_check
+
         found = []
-        for fn in self._checks.values():
-            try:
-                found.extend(fn(module, self._ctx))
-            except MeshdiagError:  # a check that cannot judge this module says nothing
-                continue
+        where = {"line": module.line, "module": module.name}
+        for code, fn in self._checks.items():
+            found.extend(run_check(code, fn, module, self._ctx, **where))
         if found:
             self._found.extend(found)
         else:
