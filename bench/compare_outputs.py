@@ -38,11 +38,14 @@ COMMANDS = (
 CHILD = r"""
 import hashlib, json, sys
 from typer.testing import CliRunner
-from meshdiag.cli.app import app
+try:
+    from meshdiag.cli.app import build_app  # the layered tree
+except ImportError:
+    from meshdiag.cli import build_app  # before the restructure (cli.py)
 runner = CliRunner()
 out = []
 for args in json.loads(sys.argv[1]):
-    r = runner.invoke(app, args)
+    r = runner.invoke(build_app(args[0]), args)
     data = r.stdout_bytes
     out.append([args, r.exit_code, hashlib.sha256(data).hexdigest(), len(data)])
 json.dump(out, sys.stdout)

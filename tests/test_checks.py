@@ -16,6 +16,7 @@ from meshdiag.checks import (
 from meshdiag.checks.common import module_meshes
 from meshdiag.checks.context import CheckContext
 from meshdiag.ir.model import Diagnostic, MeshDecl, ModuleReport, Value
+from meshdiag.memo import RunMemos
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
@@ -184,7 +185,7 @@ def test_md101_md102_derived_mesh_that_splits_global_axes():
     # what XLA exports from [{"x","y":(1)2},{"y":(2)2}] next to plain specs: derived 2x2x2
     x4y2, x2y4 = "{devices=[4,2]<=[8]}", "{devices=[2,4]<=[8]}"
     m = module([gspmd(x4y2), gspmd(x2y4, name="%arg1", line=4)])
-    assert [mm.mesh.shape for mm in module_meshes(m)] == [(2, 2, 2)]
+    assert [mm.mesh.shape for mm in module_meshes(m, RunMemos())] == [(2, 2, 2)]
     assert md101_mesh_mismatch.check(m, ctx()) == []
     assert md102_off_mesh_sharding.check(m, ctx()) == []
     # alone, [4,2]<=[8] derives 4x2, whose first axis joins batch with half of model: the

@@ -22,6 +22,7 @@ from meshdiag.checks import md101_mesh_mismatch, md102_off_mesh_sharding
 from meshdiag.checks.common import module_meshes
 from meshdiag.checks.context import CheckContext
 from meshdiag.ir.model import ModuleReport, Value
+from meshdiag.memo import RunMemos
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
@@ -103,7 +104,7 @@ def test_plain_specs_from_jax_never_fire(chunk):
         got = findings(module, mesh)
         assert got == [], (mesh.short(), spec, str(h), got)
         # MD101 really compared a derived mesh (no silent "cannot derive")
-        assert bool(module_meshes(module)) is not h.is_replicated()
+        assert bool(module_meshes(module, RunMemos())) is not h.is_replicated()
         checked += 1
     assert checked == 120
 

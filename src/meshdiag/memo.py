@@ -3,8 +3,8 @@
 Whoever starts a run (a CLI command, a library call such as `inspect_paths`) makes one
 `RunMemos` and passes it down; a function given none makes its own, so nothing is remembered
 across calls and no memo outlives its run. Each memo is a dict keyed by value (a string, a
-tuple of shardings, or an object itself, whose default identity hash is safe because the
-memo holds the object) and bounded: past its budget it starts over.
+tuple of shardings; `identity` tables for objects compared by identity, holding them) and
+bounded: past its budget it starts over.
 
     memos = RunMemos()
     parsed = memos.table("gspmd.parse")          # a bounded dict, made on first use
@@ -53,6 +53,46 @@ class Table:
         return len(self.data)
 
 
+class IdentityTable:
+    """A memo keyed by an object's identity, for objects that are not hashable by value (a
+    scanned `Value` is a mutable dataclass; a module's column entries are compared by
+    identity on purpose). Each entry holds its object, so an identity is never reused while
+    its entry lives; `ids()` serves set algebra against a module's `item_ids()`."""
+
+    __slots__ = ("data", "limit")
+
+    def __init__(self, limit: int = MAX_ENTRIES) -> None:
+        self.data: dict[int, tuple[Any, Any]] = {}
+        self.limit = limit
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        hit = self.data.get(id(obj))
+        return hit[1] if hit is not None and hit[0] is obj else default
+
+    def put(self, obj: Any, value: Any) -> Any:
+        data = self.data
+        if len(data) >= self.limit:
+            data.clear()
+        data[id(obj)] = (obj, value)
+        return value
+
+    def pop(self, obj: Any) -> None:
+        hit = self.data.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            del self.data[id(obj)]
+
+    def ids(self):
+        """The identities held (a set-like view)."""
+        return self.data.keys()
+
+    def __contains__(self, obj: Any) -> bool:
+        hit = self.data.get(id(obj))
+        return hit is not None and hit[0] is obj
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
 class ContentTable:
     """A memo keyed by a module's content (pass dumps print most modules again and again),
     bounded by the rows its answers cover: past `MAX_ROWS` it starts over, and a module with
@@ -90,12 +130,18 @@ class RunMemos:
     __slots__ = ("_tables",)
 
     def __init__(self) -> None:
-        self._tables: dict[str, Table | ContentTable] = {}
+        self._tables: dict[str, Table | IdentityTable | ContentTable] = {}
 
     def table(self, name: str, limit: int = MAX_ENTRIES) -> Table:
         t = self._tables.get(name)
         if t is None:
             t = self._tables[name] = Table(limit)
+        return t  # type: ignore[return-value]
+
+    def identity(self, name: str, limit: int = MAX_ENTRIES) -> IdentityTable:
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = IdentityTable(limit)
         return t  # type: ignore[return-value]
 
     def content(self, name: str) -> ContentTable:

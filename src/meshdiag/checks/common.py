@@ -15,8 +15,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.memo import RunMemos, Table
 from meshdiag.model.sharding import HloSharding, NamedSharding
-from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -70,6 +70,7 @@ class ModuleMesh:
     decl: MeshDecl | None  # the declaration, when declared
     #: derived: the module it was derived from (its `sources` are found there when asked)
     module: ModuleReport | None = field(default=None, compare=False, repr=False)
+    memos: RunMemos | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def sources(self) -> tuple[Value, ...]:
@@ -77,7 +78,7 @@ class ModuleMesh:
         if self.decl is not None or self.module is None:
             return ()
         tiled = gspmd_tiled_values(self.module)
-        return _sources(tiled, _derive([s for _, s in tiled]))
+        return _sources(tiled, _derive([s for _, s in tiled], self.memos or RunMemos()))
 
     @property
     def derived(self) -> bool:
@@ -121,66 +122,57 @@ def gspmd_tiled_values(module: ModuleReport) -> list[tuple[Value, HloSharding]]:
     return out
 
 
-#: the last module_meshes answer: MD101, MD103 and MD104 each ask for the same module in turn
-_LAST_MESHES: tuple | None = None
-
-
-def module_meshes(module: ModuleReport) -> list[ModuleMesh]:
+def module_meshes(module: ModuleReport, memos: RunMemos) -> list[ModuleMesh]:
     """Declared meshes; when there are none, the mesh XLA's import derives from the GSPMD
-    shardings (empty when there is nothing to derive from or no common factorisation)."""
-    global _LAST_MESHES
+    shardings (empty when there is nothing to derive from or no common factorisation).
+    MD101, MD103 and MD104 each ask for the same module in turn: the last answer is kept."""
+    last = memos.identity("checks.module_meshes", limit=1)
     state = (len(module.meshes), len(module.items))  # checks never change a module
-    last = _LAST_MESHES
-    if last is not None and last[0] is module and last[1] == state:
-        return list(last[2])
-    result = _module_meshes(module)
-    _LAST_MESHES = (module, state, result)
+    hit = last.get(module)
+    if hit is not None and hit[0] == state:
+        return list(hit[1])
+    result = _module_meshes(module, memos)
+    last.put(module, (state, result))
     return list(result)
 
 
-def _module_meshes(module: ModuleReport) -> list[ModuleMesh]:
+def _module_meshes(module: ModuleReport, memos: RunMemos) -> list[ModuleMesh]:
     decls = declared_meshes(module)
     if decls:
         return [ModuleMesh(d.mesh, d) for d in decls]  # type: ignore[arg-type]
     # the distinct tiled shardings are enough for the mesh (refining by one twice changes
     # nothing); which values shaped it is only looked up when a finding shows them
-    shardings = tiled_shardings(module)
+    shardings = tiled_shardings(module, memos)
     if not shardings:
         return []
-    derived = _derive(shardings)
+    derived = _derive(shardings, memos)
     if derived is None or not derived.mesh.axes:
         return []
-    return [ModuleMesh(derived.mesh, None, module)]
+    return [ModuleMesh(derived.mesh, None, module, memos)]
 
 
-#: the tiled GSPMD leaves of a column entry's values, by identity: (entry, leaves)
-_LEAVES: dict[int, tuple[object, tuple[HloSharding, ...]]] = {}
-
-
-def tiled_shardings(module: ModuleReport) -> list[HloSharding]:
+def tiled_shardings(module: ModuleReport, memos: RunMemos) -> list[HloSharding]:
     """The distinct tiled leaves of the module's GSPMD shardings, in order of first use.
     Memoised by the module's column entries in order (pass dumps print the same annotated
     lines module after module)."""
     items, key = module.entries()
-    hit = _BY_ITEMS.get(key)
+    by_items = memos.content("checks.tiled_shardings")
+    hit = by_items.get(key)
     if hit is not None:
         return hit[1]
-    found = _tiled_shardings(items)
-    _BY_ITEMS.put(key, len(items), (items, found))  # holds the items: ids stay theirs
+    found = _tiled_shardings(items, memos)
+    by_items.put(key, len(items), (items, found))  # holds the items: their ids stay theirs
     return found
 
 
-_BY_ITEMS = ContentMemo()
-
-
-def _tiled_shardings(items: tuple) -> list[HloSharding]:
+def _tiled_shardings(items: tuple, memos: RunMemos) -> list[HloSharding]:
     from meshdiag.ir.model import Value
 
-    seen: dict[int, HloSharding] = {}
-    get = _LEAVES.get
+    seen: dict[HloSharding, None] = {}
+    known = memos.identity("checks.tiled_leaves")  # a column entry's tiled GSPMD leaves
     for item in items:
-        hit = get(id(item))
-        if hit is None or hit[0] is not item:
+        leaves = known.get(item)
+        if leaves is None:
             values = (item,) if item.__class__ is Value else item.protos  # type: ignore[attr-defined]
             leaves = tuple(
                 leaf
@@ -189,41 +181,27 @@ def _tiled_shardings(items: tuple) -> list[HloSharding]:
                 for leaf in v.sharding.leaves()
                 if leaf.is_tiled
             )
-            if item.__class__ is Value:  # one-off: not worth keeping
-                hit = (item, leaves)
-            else:
-                if len(_LEAVES) >= MAX_ENTRIES:
-                    _LEAVES.clear()
-                hit = _LEAVES[id(item)] = (item, leaves)
-        for leaf in hit[1]:
-            if id(leaf) not in seen:
-                seen[id(leaf)] = leaf
-    return list(seen.values())
+            if item.__class__ is not Value:  # a one-off Value is not worth keeping
+                known.put(item, leaves)
+        for leaf in leaves:
+            seen.setdefault(leaf, None)
+    return list(seen)
 
 
-#: derive_mesh's answer by the identities of the shardings it was given: pass dumps repeat
-#: one module many times, and the scanner hands out one sharding object per distinct text.
-#: Each entry holds its shardings, so their ids are not reused while it is cached.
-_DERIVED: dict[tuple[int, ...], tuple[list[HloSharding], object]] = {}
-
-
-def _derive(shardings: list[HloSharding]):
+def _derive(shardings: list[HloSharding], memos: RunMemos):
     """`derive_mesh(shardings)`, None where it raises (not factorisable: MD102/MD108 report
-    the sharding itself); memoised by the identities of `shardings`."""
-    key = tuple(map(id, shardings))
-    hit = _DERIVED.get(key)
-    if hit is not None:
-        return hit[1]
+    the sharding itself); memoised by the shardings (pass dumps repeat one module many times)."""
+    derived_by = memos.table("checks.derived", limit=256)
+    key = tuple(shardings)
+    if key in derived_by:
+        return derived_by.get(key)
     from meshdiag.model.derive import derive_mesh
 
     try:
         derived = derive_mesh(shardings)
     except MeshdiagError:
         derived = None
-    if len(_DERIVED) >= 256:
-        _DERIVED.clear()
-    _DERIVED[key] = (shardings, derived)
-    return derived
+    return derived_by.put(key, derived)
 
 
 def _sources(tiled: list[tuple[Value, HloSharding]], derived) -> tuple[Value, ...]:
@@ -280,7 +258,7 @@ def merges_adjacent_axes(derived: Mesh, global_mesh: Mesh) -> bool:
     return i == len(g)
 
 
-def refines_global(derived: Mesh, global_mesh: Mesh) -> bool:
+def refines_global(derived: Mesh, global_mesh: Mesh, memos: RunMemos) -> bool:
     """Is every axis of `derived` one global axis, a sub-axis of one, or whole global axes
     merged — decided from the devices: the derived mesh's device array, read as a tiling
     (one tensor dim per axis), must be a named sharding on the global mesh in which each dim
@@ -293,17 +271,8 @@ def refines_global(derived: Mesh, global_mesh: Mesh) -> bool:
     part of another (the seed's 4x2 on batch=2,model=4: batch times model:(1)2) or a device
     order no (sub-)axis assignment gives is not.
     """
-    key = (derived, global_mesh)  # meshes hash by axes and device ids
-    hit = _REFINES.get(key)
-    if hit is None:
-        if len(_REFINES) >= 1024:
-            _REFINES.clear()
-        hit = _REFINES[key] = _refines_global(derived, global_mesh)
-    return hit
-
-
-#: refines_global's answers (every module of a dump asks about the same few meshes)
-_REFINES: dict[tuple[Mesh, Mesh], bool] = {}
+    # every module of a dump asks about the same few meshes (they hash by axes and ids)
+    return memo(memos.table("checks.refines_global", 1024), _refines_global, derived, global_mesh)
 
 
 def _refines_global(derived: Mesh, g: Mesh) -> bool:
@@ -353,32 +322,23 @@ class SpecMatch:
     same_tiling: tuple[PlainSpec, ...]
 
 
-def match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
+def match_plain_spec(s: HloSharding, mesh: Mesh, memos: RunMemos) -> SpecMatch | None:
     """Is `s` what a plain spec on `mesh` gives? None when `s` is not comparable: not tiled,
     manual/unreduced subgroups, or a device count other than the mesh's."""
-    return memo(_MATCHES, _match_plain_spec, s, mesh)
+    return memo(memos.table("checks.plain_spec", 8192), _match_plain_spec, s, mesh)
 
 
-_MATCHES: dict = {}
+def memo(table: Table, fn, *args):
+    """`fn(*args)` through `table`, keyed by the arguments, for pure functions of shardings
+    and meshes, which repeat thousands of times per run (a sharding caches its hash; the
+    scanner shares one parsed object per distinct text, so most lookups match by identity)."""
+    hit = table.data.get(args, _MISSING)
+    if hit is _MISSING:
+        hit = table.put(args, fn(*args))
+    return hit
 
 
-def memo(cache: dict, fn, *args):
-    """`fn(*args)` through `cache`, for pure functions of shardings and meshes, which repeat
-    thousands of times per run. Looked up by the arguments' identities first (the scanner
-    shares one parsed object per distinct text; hashing a sharding hashes its tile
-    assignment), then by equality; entries hold their arguments, so ids are not reused while
-    cached."""
-    key = tuple(map(id, args))
-    hit = cache.get(key)
-    if hit is not None:
-        return hit[1]
-    hit = cache.get(args)
-    result = fn(*args) if hit is None else hit[1]
-    if len(cache) >= 8192:
-        cache.clear()
-    # the entry under the ids holds these very arguments (an equal hit's may be others)
-    cache[args] = cache[key] = (args, result)
-    return result
+_MISSING = object()
 
 
 def _match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
@@ -426,13 +386,13 @@ def pick_spec(m: SpecMatch, own: PlainSpec | None) -> PlainSpec | None:
     return m.same_tiling[0] if m.same_tiling else None
 
 
-def corrected_sharding(v: Value, global_mesh: Mesh) -> str | None:
+def corrected_sharding(v: Value, global_mesh: Mesh, memos: RunMemos) -> str | None:
     """The sharding `v` should have on the global mesh, in the value's notation: the plain
     spec with its tiling (`pick_spec`)."""
     s = value_hlo(v)
     if s is None:
         return None
-    m = match_plain_spec(s, global_mesh)
+    m = match_plain_spec(s, global_mesh, memos)
     if m is None:
         return None
     spec = pick_spec(m, own_spec(v))

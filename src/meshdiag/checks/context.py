@@ -1,10 +1,12 @@
 """What every check gets besides the module: the user's global mesh, target and split rule,
-and the collective budgets."""
+the collective budgets, and the run's memos."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from meshdiag.memo import RunMemos
 
 if TYPE_CHECKING:
     from meshdiag.model.mesh import Mesh
@@ -23,3 +25,5 @@ class CheckContext:
     #: and the size from which gathering a whole tensor onto every device is reported (MD202)
     collective_budget: int | None = None
     remat_min_bytes: int = 1 << 20
+    #: the run's memos (checks remember nothing themselves); one per run, shared by its files
+    memos: RunMemos = field(default_factory=RunMemos, compare=False, repr=False)

@@ -61,9 +61,9 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     if g is None or not g.axes:
         return []
     out: list[Finding] = []
-    for mm in module_meshes(module):
+    for mm in module_meshes(module, ctx.memos):
         m = mm.mesh
-        if same_mesh(m, g) or (mm.derived and refines_global(m, g)):
+        if same_mesh(m, g) or (mm.derived and refines_global(m, g, ctx.memos)):
             continue
         message = (
             f"{module_label(module)} runs on mesh {mm.describe()}, shape {m.shape_text()}, "
@@ -79,7 +79,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         else:
             users = [g.value for g in module.value_groups() if g.value.mesh_name in (name, None)]
         for v in users:
-            fixed = corrected_sharding(v, g)
+            fixed = corrected_sharding(v, g, ctx.memos)
             if fixed and len(fixes) < 4:
                 fixes.append(fixed)
         if mm.derived and len(fixes) == 1:

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
     declared_meshes,
-    memo,
     module_meshes,
     own_spec,
     pick_spec,
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from meshdiag.checks.common import PlainSpec
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import HloSharding
@@ -66,13 +66,15 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     # GSPMD values live on the module's mesh: when that is the global mesh or one derived
     # from correct shardings on it (MD101 is silent), sub-axis layouts are the compiler's own
     gspmd_on_global = all(
-        same_mesh(mm.mesh, g) or (mm.derived and refines_global(mm.mesh, g))
-        for mm in module_meshes(module)
+        same_mesh(mm.mesh, g) or (mm.derived and refines_global(mm.mesh, g, ctx.memos))
+        for mm in module_meshes(module, ctx.memos)
     )
     return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge)
 
 
-def _judge(v: Value, facts: tuple[Mesh, frozenset[str], bool]) -> list[tuple[str, str | None]]:
+def _judge(
+    v: Value, facts: tuple[Mesh, frozenset[str], bool], memos: RunMemos
+) -> list[tuple[str, str | None]]:
 
     g, on_global, gspmd_on_global = facts
     if v.notation == "sdy":
@@ -85,26 +87,27 @@ def _judge(v: Value, facts: tuple[Mesh, frozenset[str], bool]) -> list[tuple[str
     if s is None:
         return []
     out = []
+    verdicts = memos.table("md102.verdicts", 8192)
     for leaf in s.leaves():
         # each distinct sharding judged once
-        verdict = memo(_VERDICTS, _verdict, leaf, g, sub_axes_ok, own_spec(v))
+        args = (leaf, g, sub_axes_ok, own_spec(v))
+        verdict = verdicts.get(args, _UNJUDGED)
+        if verdict is _UNJUDGED:
+            verdict = verdicts.put(args, _verdict(*args, memos))
         if verdict is not None:
             message, fix = verdict
             out.append((f"{_name(v)} {message}", fix))
     return out
 
 
-_VERDICTS: dict = {}
-
-
 def _verdict(
-    leaf: HloSharding, g: Mesh, sub_axes_ok: bool, own: PlainSpec | None
+    leaf: HloSharding, g: Mesh, sub_axes_ok: bool, own: PlainSpec | None, memos: RunMemos
 ) -> tuple[str, str] | None:
     """(message, fix) when `leaf` is not a plain spec on `g` (with `sub_axes_ok`: when no
     named sharding on `g`, sub-axes allowed, gives its devices), else None."""
     from meshdiag.checks.common import match_plain_spec
 
-    m = match_plain_spec(leaf, g)
+    m = match_plain_spec(leaf, g, memos)
     if m is None or m.exact is not None:
         return None
     if sub_axes_ok and _on_global(leaf, g) is not None:
@@ -181,3 +184,6 @@ def _fits(s: HloSharding, limit: int = 4) -> list[str]:
     if len(meshes) > limit:
         out.append(f"... ({len(meshes) - limit} more)")
     return out
+
+
+_UNJUDGED = object()

@@ -49,7 +49,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         return []  # a system target only limits the device count: MD104 reports that
     diag = next((d for d in module.diagnostics if "Mesh is not valid" in d.message), None)
     out: list[Finding] = []
-    for mm in module_meshes(module):
+    for mm in module_meshes(module, ctx.memos):
         reason = target.rejection(mm.mesh.shape)
         if reason is None:
             continue

@@ -18,6 +18,7 @@ from meshdiag.model.targets import get_target, shape_text
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
 
 RULE = Rule(
@@ -95,7 +96,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     if ctx.target:
         target = get_target(ctx.target)
         if target.kind == "system":
-            for mm in module_meshes(module):
+            for mm in module_meshes(module, ctx.memos):
                 if mm.mesh.size != target.chips:
                     canon = shape_text(target.canonical_shape or ())
                     out.append(
@@ -109,7 +110,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _judge(v: Value, facts: tuple[int, str, bool]) -> list[tuple[str, str | None]]:
+def _judge(v: Value, facts: tuple[int, str, bool], memos: RunMemos) -> list[tuple[str, str | None]]:
     """GSPMD tiled shardings over another device count than the module's.
 
     After SPMD partitioning (`partitioned`), the shardings left on instructions are

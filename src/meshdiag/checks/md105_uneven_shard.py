@@ -20,6 +20,7 @@ from meshdiag.notation.devicelist import compress_devices
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
     from meshdiag.model.sharding import HloSharding
     from meshdiag.simulate.copy import ShardedDim
@@ -151,23 +152,17 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, ctx.split, _judge)
 
 
-def _judge(v: Value, split: str) -> list[tuple[str, str | None]]:
+def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]]:
     h = v.hlo
     if v.shape is None or h is None:
         return []
-    # (sharding, shape) pairs repeat across values: judge each once, looked up by the
-    # sharding's identity (the scanner shares one object per text)
-    key = (id(h), v.shape, split)
-    hit = _SEEN.get(key)
-    if hit is None or hit[0] is not h:
-        found = uneven_findings(h, v.shape, split, where={}) if h.is_tiled else []
-        if len(_SEEN) >= 8192:
-            _SEEN.clear()
-        hit = _SEEN[key] = (h, found)  # holds `h`: its id is not reused while cached
-    return [(f"{v.name}: {f.message}", f.fix) for f in hit[1]]
-
-
-_SEEN: dict[tuple, tuple[object, list[Finding]]] = {}
+    # (sharding, shape) pairs repeat across values: judge each once
+    seen = memos.table("md105.uneven", 8192)
+    key = (h, v.shape, split)
+    found = seen.get(key)
+    if found is None:
+        found = seen.put(key, uneven_findings(h, v.shape, split, where={}) if h.is_tiled else [])
+    return [(f"{v.name}: {f.message}", f.fix) for f in found]
 
 
 RULE = Rule(

@@ -12,6 +12,7 @@ from meshdiag.model.tiles import TileAssignment
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
 
 RULE = Rule(
@@ -43,22 +44,16 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, None, _judge)
 
 
-#: the rank each sharding describes, by identity (the scanner shares one object per text;
-#: each entry holds its sharding, so ids are not reused meanwhile)
-_RANKS: dict[int, tuple[object, int | None]] = {}
-
-
-def _judge(v: Value, facts: None) -> list[tuple[str, str | None]]:
+def _judge(v: Value, facts: None, memos: RunMemos) -> list[tuple[str, str | None]]:
     shape = v.shape if v.shape is not None else v.local_shape
     s = v.sharding
     if shape is None or s is None:
         return []
-    hit = _RANKS.get(id(s))
-    if hit is None or hit[0] is not s:
-        if len(_RANKS) >= 8192:
-            _RANKS.clear()
-        hit = _RANKS[id(s)] = (s, _rank(v))
-    got, rank = hit[1], len(shape)
+    ranks = memos.table("md107.ranks", 8192)  # the rank each sharding describes
+    got = ranks.get(s, _UNKNOWN)
+    if got is _UNKNOWN:
+        got = ranks.put(s, _rank(v))
+    rank = len(shape)
     if got is None or got == rank:
         return []
     shape_txt = "x".join(map(str, shape)) or "scalar"
@@ -143,3 +138,6 @@ def _reshaped(s: HloSharding, dims: list[int]) -> TileAssignment:
     if t.is_iota:
         return TileAssignment.iota(dims, t.reshape, t.perm)
     return TileAssignment.from_devices(dims, t.devices())
+
+
+_UNKNOWN = object()

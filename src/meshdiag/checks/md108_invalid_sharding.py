@@ -13,6 +13,7 @@ from meshdiag.notation.shardy import verify_mesh
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
 
 RULE = Rule(
@@ -50,7 +51,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     for d in module.meshes:
         if d.mesh is None:
             continue  # did not parse: MD001
-        msgs = memo(_MESHES, verify_mesh, d.mesh)  # the same meshes in every module
+        # the same meshes in every module
+        msgs = memo(ctx.memos.table("md108.meshes", 8192), verify_mesh, d.mesh)
         mesh_msgs[d.name] = msgs
         for m in msgs:
             out.append(
@@ -69,9 +71,9 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _judge(v: Value, facts: tuple) -> list[tuple[str, str | None]]:
+def _judge(v: Value, facts: tuple, memos: RunMemos) -> list[tuple[str, str | None]]:
     declared, mesh_msgs, count = facts
-    msgs = _value_problems(v, declared, dict(mesh_msgs), count)
+    msgs = _value_problems(v, declared, dict(mesh_msgs), count, memos)
     return [(f"{v.name}'s sharding {v.text}: {m}.", _value_fix(m)) for m in msgs]
 
 
@@ -90,7 +92,11 @@ def _device_count(module: ModuleReport, ctx: CheckContext) -> int | None:
 
 
 def _value_problems(
-    v: Value, declared: frozenset[str], mesh_msgs: dict[str, tuple[str, ...]], count: int | None
+    v: Value,
+    declared: frozenset[str],
+    mesh_msgs: dict[str, tuple[str, ...]],
+    count: int | None,
+    memos: RunMemos,
 ) -> list[str]:
 
     s = v.sharding
@@ -101,17 +107,11 @@ def _value_problems(
                 return [f"unknown mesh: @{ref}"]
             return []
         known = set(mesh_msgs.get(s.mesh_ref or "", []))
-        found = memo(_NAMED, _verify_named, s)
+        found = memo(memos.table("md108.named", 8192), _verify_named, s)
         return [m for m in found if m not in known and "tensor rank" not in m]
     if isinstance(s, HloSharding):
-        return list(memo(_HLO, _hlo_problems, s, count))
+        return list(memo(memos.table("md108.hlo", 8192), _hlo_problems, s, count))
     return []
-
-
-#: the verifiers' messages per mesh, per sharding (and device count), across modules and files
-_MESHES: dict = {}
-_NAMED: dict = {}
-_HLO: dict = {}
 
 
 def _verify_named(s: NamedSharding) -> list[str]:

@@ -14,68 +14,78 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from meshdiag.ir.model import Value, per_device
+from meshdiag.memo import IdentityTable
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.checks.registry import Rule
     from meshdiag.ir.model import ModuleReport
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
 
 #: a rule's verdict on one value: (message, fix) per problem, empty when clean
-Judge = Callable[[Value, Hashable], list[tuple[str, str | None]]]
+Judge = Callable[[Value, Hashable, "RunMemos"], list[tuple[str, str | None]]]
 
-#: (rule code, facts, partitioned) → {id(item): item} of the column entries judged under
-#: those facts, and of those that got findings: {id(item): (item, verdicts)}. Entries hold
-#: their item, so ids are not reused meanwhile.
-_JUDGED: dict[tuple, dict[int, object]] = {}
-_FOUND: dict[tuple, dict[int, tuple[object, list]]] = {}
 #: column entries all rules keep judged before starting over (each holds its values: about
 #: 1 KB; a real program's every-pass dump has a few thousand distinct ones)
 MAX_JUDGED = 1 << 15
+_UNBOUNDED = 1 << 62  # the pair is bounded as a whole (MAX_JUDGED), never one table alone
+
+
+class _Verdicts:
+    """Under one (rule, facts, partitioned): the column entries judged, and of those the
+    ones with findings and their verdicts. Both clear together: an entry judged but missing
+    from `found` would read as clean."""
+
+    __slots__ = ("judged", "found")
+
+    def __init__(self) -> None:
+        self.judged = IdentityTable(_UNBOUNDED)
+        self.found = IdentityTable(_UNBOUNDED)
 
 
 def value_findings(
     module: ModuleReport, ctx: CheckContext, rule: Rule, facts: Hashable, judge: Judge
 ) -> list[Finding]:
-    """`judge(v, facts)` for every value of `module`, as findings of `rule` at each value's
-    line and column. `judge` must depend on nothing but the value and `facts`."""
+    """`judge(v, facts, memos)` for every value of `module`, as findings of `rule` at each
+    value's line and column. `judge` must depend on nothing but the value and `facts` (the
+    memos only remember its answers)."""
     items = module.items
     if not items:
         return []
     part = module.partitioned
-    key = (rule.code, facts, part)
+    memos = ctx.memos
+    by_facts = memos.table("checks.verdicts", _UNBOUNDED)
     # bounded whether the facts are new or not (a big file of new lines under the same
-    # facts grows one dict)
-    if sum(map(len, _JUDGED.values())) > MAX_JUDGED:
-        _JUDGED.clear()
-        _FOUND.clear()
-    judged = _JUDGED.get(key)
-    if judged is None:
-        judged = _JUDGED[key] = {}
-        _FOUND[key] = {}
-    found = _FOUND[key]
+    # facts grows one table)
+    if sum(len(v.judged) for v in by_facts.data.values()) > MAX_JUDGED:
+        by_facts.data.clear()
+    key = (rule.code, facts, part)
+    verdicts = by_facts.get(key)
+    if verdicts is None:
+        verdicts = by_facts.put(key, _Verdicts())
+    judged, found = verdicts.judged, verdicts.found
     ids = module.item_ids()
-    one_off: list[int] = []  # Values of this module only: their verdicts are dropped after
-    if not ids <= judged.keys():  # lines not seen before under these facts
+    one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
+    if not ids <= judged.ids():  # lines not seen before under these facts
         for item in items:
-            i = id(item)
-            if i in judged:
+            if item in judged:
                 continue
             if item.__class__ is Value:
                 values = [item]
             else:
                 values = [per_device(p) if part else p for p in item.protos]  # type: ignore[attr-defined]
-            verdicts = [(v, res) for v in values if (res := judge(v, facts))]
+            bad = [(v, res) for v in values if (res := judge(v, facts, memos))]
             if item.__class__ is not Value:  # one-off Values are never seen again
-                judged[i] = item
-            if verdicts:
-                found[i] = (item, verdicts)
+                judged.put(item, True)
+            if bad:
+                found.put(item, bad)
                 if item.__class__ is Value:
-                    one_off.append(i)
+                    one_off.append(item)
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
         return out
-    dirty = ids & found.keys()
+    dirty = ids & found.ids()
     for item in items if dirty else ():  # module order: equal-keyed findings keep it
         i = id(item)
         if i not in dirty:
@@ -83,7 +93,7 @@ def value_findings(
         dirty.discard(i)
         lines = [item.line] if item.__class__ is Value else module.lines_of(item)  # type: ignore[attr-defined]
         for line in lines:
-            for v, res in found[i][1]:
+            for v, res in found.get(item):
                 for message, fix in res:
                     out.append(
                         rule.finding(
@@ -95,11 +105,6 @@ def value_findings(
                             module=module.name,
                         )
                     )
-    for i in one_off:
-        del found[i]
+    for item in one_off:
+        found.pop(item)
     return out
-
-
-def clear() -> None:
-    _JUDGED.clear()
-    _FOUND.clear()

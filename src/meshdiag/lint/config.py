@@ -24,6 +24,7 @@ from meshdiag.lint.select import (
     resolve_selection,
     table_per_file_ignores,
 )
+from meshdiag.memo import RunMemos
 from meshdiag.model.findings import SEVERITIES
 from meshdiag.model.splits import SPLIT_RULES
 
@@ -164,6 +165,9 @@ class LintSettings:
     remat_min_bytes: int = REMAT_MIN_BYTES  # MD202's smallest reported tensor
     #: what a dump on stdin is called (reports, per-file ignores); None: `<stdin>`
     stdin_filename: str | None = None
+    #: the run's memos: shared by the files linted in one process (a worker process gets its
+    #: own copy with the settings)
+    memos: RunMemos = field(default_factory=RunMemos, compare=False, repr=False)
 
 
 def _parse_mesh(text: str, where: str):

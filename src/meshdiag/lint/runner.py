@@ -15,7 +15,6 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
@@ -198,28 +197,28 @@ def _nothing_to_lint(paths: Sequence[str], unreadable: list) -> str:
 # -- one file --------------------------------------------------------------------------------
 
 
-_REGISTERED: dict | None = None
-
-
 def _checks(codes: Iterable[str]) -> dict:
     """The module checks of `codes` (codes without a module check, like MD001, have none)."""
-    global _REGISTERED
-    if _REGISTERED is None:  # once per process: loading the registry walks the package
-        from meshdiag.checks.registry import module_checks
+    from meshdiag.checks.registry import module_checks
 
-        _REGISTERED = module_checks()
-    return {c: _REGISTERED[c] for c in codes if c in _REGISTERED}
+    registered = module_checks()
+    return {c: registered[c] for c in codes if c in registered}
 
 
 _NONE: frozenset[str] = frozenset()
 
 
-@lru_cache(maxsize=64)
-def _selection(all_codes, off: frozenset[str]) -> tuple[list[str], dict, frozenset[str]]:
+def _selection(
+    settings: LintSettings, off: frozenset[str]
+) -> tuple[list[str], dict, frozenset[str]]:
     """(enabled codes sorted, their module checks, the enabled set) once per distinct set of
     per-file ignores, not once per file."""
-    codes = sorted(c for c in all_codes if c not in off)
-    return codes, _checks(codes), frozenset(codes)
+    chosen = settings.memos.table("lint.selection", 64)
+    hit = chosen.get(off)
+    if hit is None:
+        codes = sorted(c for c in settings.codes if c not in off)
+        hit = chosen.put(off, (codes, _checks(codes), frozenset(codes)))
+    return hit
 
 
 def lint_file(path: str, settings: LintSettings) -> list[Finding]:
@@ -275,7 +274,7 @@ def _lint_file(
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
     off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
-    codes, checks, enabled = _selection(settings.codes, off)
+    codes, checks, enabled = _selection(settings, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
     if name.endswith(MESH_SUFFIXES):  # configs, never IR
@@ -291,13 +290,13 @@ def _lint_file(
         else:
             report = FileReport(shown, modules=[as_module(mf)])
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
-            findings = run_checks(report, *where, checks=_checks(mesh_codes))
+            findings = run_checks(report, *where, checks=_checks(mesh_codes), memos=settings.memos)
     else:
         from meshdiag.pipeline.inspect import scan_checked
 
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
-        findings = scan_checked(path, *where, checks=checks)[2]
+        findings = scan_checked(path, *where, checks=checks, memos=settings.memos)[2]
         findings += _collective_findings(path, shown, settings, codes)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
@@ -313,12 +312,10 @@ def _collective_findings(
 ) -> list[Finding]:
     """The enabled collective checks (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled."""
-    global _COLLECTIVE
-    if _COLLECTIVE is None:
-        from meshdiag.checks.registry import collective_checks
+    from meshdiag.checks.registry import collective_checks
 
-        _COLLECTIVE = collective_checks()
-    checks = {c: _COLLECTIVE[c] for c in codes if c in _COLLECTIVE}
+    registered = collective_checks()
+    checks = {c: registered[c] for c in codes if c in registered}
     if not checks:
         return []
     from meshdiag.checks.context import CheckContext
@@ -332,12 +329,10 @@ def _collective_findings(
         split=settings.split,
         collective_budget=settings.collective_budget,
         remat_min_bytes=settings.remat_min_bytes,
+        memos=settings.memos,
     )
     _, found = run_collective_checks(scan_collectives(path), ctx, checks)
     return found
-
-
-_COLLECTIVE: dict | None = None
 
 
 # -- many files ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
+from meshdiag.memo import RunMemos
 from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
 
 if TYPE_CHECKING:
@@ -41,10 +42,11 @@ def run_checks(
     target: str | None,
     split: str,
     checks: dict | None = None,
+    memos: RunMemos | None = None,
 ) -> list[Finding]:
     """Every registered module check (or `checks`) over every module of `report`, plus its
     MD001s."""
-    checker = ModuleChecker(report.path, mesh, target, split, checks)
+    checker = ModuleChecker(report.path, mesh, target, split, checks, memos)
     for module in report.modules:
         checker.check(module)
     return checker.findings(report)
@@ -61,6 +63,7 @@ class ModuleChecker:
         target: str | None,
         split: str,
         checks: dict | None = None,
+        memos: RunMemos | None = None,
     ) -> None:
         from meshdiag.checks.context import CheckContext
 
@@ -70,7 +73,14 @@ class ModuleChecker:
             checks = module_checks()
         self._checks = checks
         mesh, ids_note = logical_global_mesh(path, mesh)
-        self._ctx = CheckContext(path, mesh=mesh, target=target, split=split, ids_note=ids_note)
+        self._ctx = CheckContext(
+            path,
+            mesh=mesh,
+            target=target,
+            split=split,
+            ids_note=ids_note,
+            memos=RunMemos() if memos is None else memos,
+        )
         self._setting = (mesh, target, split, tuple(checks))
         self._found: list[Finding] = []
 
@@ -104,13 +114,14 @@ def scan_checked(
     split: str,
     checks: dict | None = None,
     each: Callable[[ModuleReport], None] | None = None,
+    memos: RunMemos | None = None,
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
     modules), how many modules it had, and the findings `run_checks` gives on the whole."""
     from meshdiag.ir.scan import scan_path
 
-    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks)
+    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks, memos)
     count = 0
 
     def done(module: ModuleReport) -> None:
