@@ -255,20 +255,17 @@ def test_v1_form_always_lists_devices() -> None:
         print_gspmd(s, form="v9")
 
 
-def test_canonical_is_memoised() -> None:
+def test_canonical_is_what_xla_prints() -> None:
     text = "{devices=[2,2]<=[2,2]T(1,0) last_tile_dims={manual} shard_as 7}"
-    before = canonical_gspmd.cache_info().hits
     first = canonical_gspmd(text)
-    for _ in range(5):
-        assert canonical_gspmd(text) == first
-    assert canonical_gspmd.cache_info().hits >= before + 5
-    assert parse_gspmd(text) is parse_gspmd(text)
-    assert first == str(xla(text)) + "" or first == str(xla(text))
+    assert canonical_gspmd(text) == first
+    assert parse_gspmd(text) == parse_gspmd(text)
+    assert first == str(xla(text))
 
 
 def test_parse_is_fast_enough() -> None:
     text = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"
-    raw = gspmd.parse_gspmd.__wrapped__
+    raw = gspmd.parse_gspmd
     raw(text)
     start = time.perf_counter()
     for _ in range(200):
@@ -411,9 +408,9 @@ def test_v3_leaves_are_handed_to_gspmd_v3(monkeypatch: pytest.MonkeyPatch) -> No
     fake.parse_v3_leaf = parse_v3_leaf  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "meshdiag.notation.gspmd_v3", fake)
     leaf = "{mesh[a=2,b=4], [{a}, {b}]}"
-    assert print_gspmd(gspmd.parse_gspmd.__wrapped__(leaf)) == "{devices=[2,4]<=[8]}"
+    assert print_gspmd(gspmd.parse_gspmd(leaf)) == "{devices=[2,4]<=[8]}"
     tup = "{{replicated}, {maximal_mesh[device_id=0]}, {mesh[x=8], [{x}]}}"
-    s = gspmd.parse_gspmd.__wrapped__(tup)
+    s = gspmd.parse_gspmd(tup)
     assert [e.kind for e in s.elements] == ["replicated", "tiled", "tiled"]
     assert calls == [0, tup.index("{maximal_mesh"), tup.index("{mesh[x")]
 
@@ -498,7 +495,7 @@ def test_deep_nesting_is_refused_cleanly() -> None:
 def test_overlong_annotation_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("meshdiag.limits.MAX_ANNOTATION_CHARS", 100)
     with pytest.raises(LimitError):
-        gspmd.parse_gspmd.__wrapped__("{devices=[64]" + ",".join(map(str, range(64))) + "}")
+        gspmd.parse_gspmd("{devices=[64]" + ",".join(map(str, range(64))) + "}")
 
 
 VALID_SEEDS = CORPUS + GENERATED[:60]

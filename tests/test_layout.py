@@ -155,10 +155,14 @@ def test_bad_inputs_are_meshdiag_errors():
         layout(SEED_V2, (32, 32), split="ragged")
 
 
-def test_memoised_and_readonly():
-    a = layout(SEED_FIXED, (32, 32))
-    b = layout(SEED_FIXED, [32, 32])
+def test_memoised_in_the_runs_memos_and_readonly():
+    from meshdiag.memo import RunMemos
+
+    memos = RunMemos()
+    a = layout(SEED_FIXED, (32, 32), memos=memos)
+    b = layout(SEED_FIXED, [32, 32], memos=memos)
     assert a is b
+    assert layout(SEED_FIXED, (32, 32)) is not a  # no memos given: nothing is remembered
     with pytest.raises(ValueError):
         a.starts[0, 0] = 5
 

@@ -15,7 +15,10 @@ bounded: past its budget it starts over.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: entries a table keeps before it starts over (each entry may keep a module's values alive:
 #: about 1 KB; a real program's every-pass dump has a few thousand distinct ones)
@@ -130,7 +133,7 @@ class RunMemos:
     __slots__ = ("_tables",)
 
     def __init__(self) -> None:
-        self._tables: dict[str, Table | IdentityTable | ContentTable] = {}
+        self._tables: dict[str, Any] = {}
 
     def table(self, name: str, limit: int = MAX_ENTRIES) -> Table:
         t = self._tables.get(name)
@@ -142,6 +145,14 @@ class RunMemos:
         t = self._tables.get(name)
         if t is None:
             t = self._tables[name] = IdentityTable(limit)
+        return t  # type: ignore[return-value]
+
+    def slot(self, name: str, make: Callable[[], T]) -> T:
+        """The memo called `name`, made by `make()` on first use: for memos bounded by
+        something other than their entries (layouts, by the devices they hold)."""
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = make()  # type: ignore[assignment]
         return t  # type: ignore[return-value]
 
     def content(self, name: str) -> ContentTable:

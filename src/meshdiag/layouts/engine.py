@@ -31,6 +31,7 @@ from meshdiag.model.splits import check_rule, split_dim
 if TYPE_CHECKING:
     import numpy as np
 
+    from meshdiag.memo import RunMemos
     from meshdiag.model.mesh import Mesh
 
 JSON_VERSION = 1
@@ -244,15 +245,15 @@ def layout(
     split: str = "xla",
     num_devices: int | None = None,
     mesh: Mesh | None = None,
-    remember: bool = True,
+    memos: RunMemos | None = None,
 ) -> Layout:
     """Per-device slices of a tensor of `shape` under `sharding`.
 
     `sharding` is an `HloSharding`, a `NamedSharding` (converted to its tiled form), or text in
     any notation `meshdiag.parse_sharding` reads (a PartitionSpec needs `mesh`). `num_devices`
     defaults to the mesh's size, else the tile assignment's device count (1 for untiled kinds,
-    `device+1` for maximal). `remember=False`: a layout drawn once (a page of many
-    distinct layouts) is not kept for later calls.
+    `device+1` for maximal). Given the run's `memos`, a layout asked for again (pass dumps
+    repeat the same few) is remembered there, within a million devices' worth.
     """
     if isinstance(sharding, str):
         from meshdiag.notation.detect import parse_sharding
@@ -271,21 +272,18 @@ def layout(
     split = check_rule(split)
     if num_devices is not None:
         num_devices = check_device_count(int(num_devices), "layout")
+    if memos is None:
+        return _compute(sharding, shape, split, num_devices)
+    known = memos.slot("layouts.engine", lambda: LayoutMemo(max_devices=1 << 20))
     key = (sharding, shape, split, num_devices)
-    hit = _CACHE.get(key)
+    hit = known.get(key)
     if hit is None:
         hit = _compute(sharding, shape, split, num_devices)
-        if remember:
-            _CACHE.put(key, hit)
+        known.put(key, hit)
     return hit
 
 
-def forget_layouts() -> None:
-    """Drop every remembered layout (their arrays: up to a million devices' worth)."""
-    _CACHE.clear()
-
-
-class _LayoutCache:
+class LayoutMemo:
     """Layouts by (sharding, shape, split, device count), least recently used out first,
     bounded by the devices they hold: a layout of a million devices is ~70 MB of arrays, so a
     count of entries would not bound memory."""
@@ -315,10 +313,6 @@ class _LayoutCache:
     def clear(self) -> None:
         self._data.clear()
         self._devices = 0
-
-
-#: every layout asked for again (pass dumps repeat the same few), within 1M devices' worth
-_CACHE = _LayoutCache(max_devices=1 << 20)
 
 
 def _check_shape(shape: Any) -> tuple[int, ...]:

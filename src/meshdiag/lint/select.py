@@ -13,7 +13,6 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import PurePosixPath
 
 from meshdiag.errors import MeshdiagError
@@ -96,7 +95,6 @@ def resolve_selection(codes: Iterable[str], layers: Sequence[SelectionLayer]) ->
 # -- globs ---------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=256)
 def glob_regex(pattern: str) -> re.Pattern:
     """Translate a path glob: `*` and `?` stay inside one path segment, `**` crosses
     segments (`**/` may match nothing), `[...]` is a character class, `{a,b}` alternation."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 from meshdiag.errors import MeshdiagError
@@ -143,7 +142,6 @@ def _shape(text: str) -> Shape:
     return tuple(int(p) for p in text.split("x"))
 
 
-@cache
 def _data() -> dict:
     import tomllib
     from importlib import resources
@@ -209,7 +207,6 @@ def _ttmlir(version: str | None) -> Target:
     )
 
 
-@cache  # checks ask once per module; a Target is immutable
 def get_target(name: str) -> Target:
     """The target called `name` (`tt-mlir`, `tt-mlir@2025-07`, `t3k`, `galaxy`, `generic`)."""
     text = name.strip()

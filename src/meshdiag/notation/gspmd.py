@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from functools import lru_cache
 
 from meshdiag.errors import LimitError, MeshdiagError, ParseError
 from meshdiag.limits import MAX_DEVICES, MAX_NESTING, check_annotation_length, check_device_count
@@ -182,7 +181,6 @@ _FAST_V2 = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
 def parse_gspmd(text: str) -> HloSharding:
     """Parse GSPMD HloSharding text (the whole string) into a normalised `HloSharding`."""
     check_annotation_length(text, "sharding")
@@ -548,7 +546,6 @@ def _print(s: HloSharding, v1: bool, with_metadata: bool, out: list[str]) -> Non
     out.append("}")
 
 
-@lru_cache(maxsize=4096)
 def canonical_gspmd(text: str) -> str:
     """The canonical (XLA-printed, V2) form of GSPMD sharding text."""
     return print_gspmd(parse_gspmd(text))

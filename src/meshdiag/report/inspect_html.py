@@ -235,7 +235,7 @@ def _picture(g: Group, split: str, hatch: str) -> tuple[str | None, str]:
     shape, n = g.draw
     try:
         # each layout is drawn once: kept, a million-device one would hold ~70 MB
-        lay = layout(parse_gspmd(g.key), shape, split=split, num_devices=n, remember=False)
+        lay = layout(parse_gspmd(g.key), shape, split=split, num_devices=n)
     except MeshdiagError as e:
         return None, f"not drawn: {e}"
     return to_svg(lay, g.key, width=PICTURE_WIDTH, hatch_id=hatch), ""

@@ -16,17 +16,11 @@ def write_page(
 ) -> None:
     """Write the page for `paths` to `target` (atomically: a failed write keeps the old
     file). Collectives are measured as `meshdiag comms` measures them."""
-    import gc
-
     from meshdiag.comms.report import measure_file
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.fileio import write_atomic
-    from meshdiag.layouts.engine import forget_layouts
     from meshdiag.report.inspect_html import page
 
-    # the report's layouts are done with: the page's own pictures get their memory
-    forget_layouts()
-    gc.collect()
     comms = [measure_file(f, mesh) for f in scan_collectives(paths)]
     doc = page(summary, comms, roots=list(paths), split=split)
     write_atomic(target, doc, "--html")
