@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.model.mesh import Mesh, preset
+from meshdiag.model.mesh import Mesh
 from meshdiag.model.splits import split_dim
+from meshdiag.model.targets import preset_mesh as preset
 from meshdiag.model.tiles import TileAssignment, canonicalize_iota
 
 

@@ -18,7 +18,8 @@ from meshdiag.checks.registry import get_rule, module_checks
 from meshdiag.cli.app import main
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.model import ModuleReport, Value
-from meshdiag.model.mesh import mesh_from_shape, preset
+from meshdiag.model.mesh import mesh_from_shape
+from meshdiag.model.targets import preset_mesh as preset
 from meshdiag.notation.gspmd import parse_gspmd
 from meshdiag.simulate.copy import region_sum, simulate_copy
 

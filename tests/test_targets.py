@@ -5,8 +5,7 @@ import math
 import pytest
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.model.mesh import PRESETS
-from meshdiag.model.targets import get_target, target_names
+from meshdiag.model.targets import get_target, preset_mesh, preset_names, target_names
 
 # SupportedMeshes at HEAD (tt-mlir PR #7450), shardy_ttmlir.md §4.1
 HEAD = [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64), (2, 2), (2, 4), (2, 8),
@@ -121,11 +120,25 @@ def test_systems_accept_their_chip_count_and_report_their_shape():
     assert get_target("p150x4").shapes == ((1, 4), (2, 2))
 
 
-def test_system_table_agrees_with_mesh_presets():
-    for name, shape in PRESETS.items():
+#: the mesh presets users rely on (`--mesh t3k`), as they were before they came from the table
+KNOWN_PRESETS = {
+    "n150": (1, 1), "n300": (1, 2), "t3k": (2, 4), "t3000": (2, 4), "llmbox": (2, 4),
+    "loudbox": (2, 4), "galaxy": (8, 4), "tg": (8, 4), "tgg": (8, 8), "p100": (1, 1),
+    "p150": (1, 1), "p300": (1, 2), "p150x2": (1, 2), "p150x4": (1, 4), "p150x8": (2, 4),
+    "bhglx": (8, 4),
+}  # fmt: skip
+
+
+def test_mesh_presets_are_the_system_table():
+    assert set(KNOWN_PRESETS) <= set(preset_names())
+    for name in preset_names():
         t = get_target(name)
-        assert t.chips == math.prod(shape), name
-        assert shape in t.shapes, name
+        mesh = preset_mesh(name.upper())
+        assert mesh.shape == t.canonical_shape and t.chips == math.prod(mesh.shape), name
+        assert mesh.names == ("rows", "cols") and mesh.name == name
+        if name in KNOWN_PRESETS:
+            assert mesh.shape == KNOWN_PRESETS[name], name
+    assert preset_mesh("batch") is None
 
 
 def test_generic_accepts_everything():

@@ -122,34 +122,6 @@ class Mesh:
         return self.short()
 
 
-#: Tenstorrent systems (canonical mesh shapes; see the reference notes, ttnn_uneven.md §3).
-PRESETS: dict[str, tuple[int, int]] = {
-    "n150": (1, 1),
-    "n300": (1, 2),
-    "t3k": (2, 4),
-    "t3000": (2, 4),
-    "llmbox": (2, 4),
-    "loudbox": (2, 4),
-    "galaxy": (8, 4),
-    "tg": (8, 4),
-    "tgg": (8, 8),
-    "p100": (1, 1),
-    "p150": (1, 1),
-    "p300": (1, 2),
-    "p150x2": (1, 2),
-    "p150x4": (1, 4),
-    "p150x8": (2, 4),
-    "bhglx": (8, 4),
-}
-
-
-def preset(name: str) -> Mesh | None:
-    shape = PRESETS.get(name.lower())
-    if shape is None:
-        return None
-    return Mesh((("rows", shape[0]), ("cols", shape[1])), name=name.lower())
-
-
 def mesh_from_shape(shape: tuple[int, ...] | list[int], names: list[str] | None = None) -> Mesh:
     names = names or [f"axis_{i}" for i in range(len(shape))]
     return Mesh(tuple(zip(names, shape, strict=True)))

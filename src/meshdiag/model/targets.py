@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.model.mesh import Mesh
 
 Shape = tuple[int, ...]
 TTMLIR = "tt-mlir"
@@ -162,6 +163,21 @@ def _systems() -> dict[str, tuple[str, dict]]:
         for alias in entry.get("aliases", ()):
             out[alias] = (name, entry)
     return out
+
+
+def preset_names() -> list[str]:
+    """Every system name and alias: each is also a mesh (`--mesh t3k`)."""
+    return sorted(_systems())
+
+
+def preset_mesh(name: str) -> Mesh | None:
+    """The system called `name` as a mesh: its canonical shape, axes `rows` and `cols`
+    (None when no system has that name)."""
+    hit = _systems().get(name.lower())
+    if hit is None:
+        return None
+    rows, cols = _shape(hit[1]["shapes"][0])
+    return Mesh((("rows", rows), ("cols", cols)), name=name.lower())
 
 
 def target_names() -> list[str]:

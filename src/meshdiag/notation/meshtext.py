@@ -14,10 +14,12 @@ import re
 
 from meshdiag.errors import LimitError, MeshdiagError, ParseError
 from meshdiag.limits import MAX_RANK, check_device_count
-from meshdiag.model.mesh import PRESETS, Mesh, preset
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.targets import preset_mesh, preset_names
 
 __all__ = ["looks_like_mapping_or_file", "mesh_from_axes", "parse_mesh_notation"]
 
+_WORD = re.compile(r"[A-Za-z][\w]*")
 _NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(-?[0-9]+)\s*")
 _SHAPE = re.compile(r"\s*-?[0-9]+\s*(?:[x×*]\s*-?[0-9]+\s*)*", re.IGNORECASE)
 
@@ -91,7 +93,7 @@ def parse_mesh_notation(text: str) -> Mesh:
         return parse_mesh_attr(t)
     if t.startswith("sdy.mesh"):
         return _sdy_mesh_op(t)
-    p = preset(t)
+    p = preset_mesh(t) if _WORD.fullmatch(t) else None
     if p is not None:
         return p
     if _SHAPE.fullmatch(t):
@@ -106,7 +108,7 @@ def parse_mesh_notation(text: str) -> Mesh:
             col = text.find(part.strip(), offset) if part.strip() else offset
             raise ParseError(
                 "a mesh like 'batch=2,model=4', '2x4', a preset ("
-                + ", ".join(sorted(PRESETS)[:6])
+                + ", ".join(preset_names()[:6])
                 + ", ...), a Shardy mesh '<[\"x\"=2]>' or a .toml/.json file",
                 text,
                 max(col, 0),
