@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.lint.result import LintResult, OutputContext
 from meshdiag.lint.suppress import fingerprint
 from meshdiag.model.findings import Finding

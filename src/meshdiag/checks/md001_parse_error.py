@@ -1,6 +1,6 @@
 """MD001 parse-error: an annotation, mesh or config that cannot be parsed."""
 
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.model.findings import PARSE_ERROR
 
 RULE = Rule(

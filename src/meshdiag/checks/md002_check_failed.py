@@ -1,6 +1,6 @@
 """MD002 check-failed: a check could not judge a module."""
 
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 
 RULE = Rule(
     code="MD002",

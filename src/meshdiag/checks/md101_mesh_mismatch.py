@@ -13,7 +13,7 @@ from meshdiag.checks.common import (
     sdy_mesh_text,
     where,
 )
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext

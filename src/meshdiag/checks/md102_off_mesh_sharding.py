@@ -13,7 +13,7 @@ from meshdiag.checks.common import (
     same_mesh,
     value_hlo,
 )
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 
 if TYPE_CHECKING:

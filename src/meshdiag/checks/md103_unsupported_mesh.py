@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import memo, module_label, module_meshes, sdy_mesh_text, where
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.model.targets import get_target, shape_text
 
 if TYPE_CHECKING:

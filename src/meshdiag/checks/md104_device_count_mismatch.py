@@ -12,7 +12,7 @@ from meshdiag.checks.common import (
     module_meshes,
     where,
 )
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.targets import get_target, shape_text
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.splits import split_dim
 from meshdiag.notation.devicelist import compress_devices

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import declared_meshes, memo, where
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.notation.shardy import verify_mesh

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
-from meshdiag.checks.registry import Rule
+from meshdiag.checks.rule import Rule
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext

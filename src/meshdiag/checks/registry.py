@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from meshdiag.checks.rule import Rule
 from meshdiag.errors import MeshdiagError
-from meshdiag.model.findings import Finding, Severity
+from meshdiag.model.findings import Finding
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -43,23 +43,6 @@ RULES: dict[str, tuple[str, Kind]] = {
     "MD202": ("md202_full_remat", "collectives"),
     "MD203": ("md203_off_mesh_groups", "collectives"),
 }
-
-
-@dataclass(frozen=True)
-class Rule:
-    code: str  # "MD101"
-    name: str  # "mesh-mismatch"
-    severity: Severity
-    summary: str  # one line: fires when ...
-    #: markdown-ish sections shown by `meshdiag rule CODE`
-    what: str = ""
-    why: str = ""
-    fix: str = ""
-    example: str = ""
-
-    def finding(self, message: str, fix: str | None = None, **where) -> Finding:
-        """A Finding of this rule at `where` (path=, line=, column=, module=)."""
-        return Finding(self.code, self.name, self.severity, message, fix, **where)
 
 
 def _module(code: str):

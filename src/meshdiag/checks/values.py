@@ -18,7 +18,7 @@ from meshdiag.memo import IdentityTable
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
-    from meshdiag.checks.registry import Rule
+    from meshdiag.checks.rule import Rule
     from meshdiag.ir.model import ModuleReport
     from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding

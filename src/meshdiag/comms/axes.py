@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.groups import axis_groups
@@ -33,7 +32,6 @@ def _canon(rows) -> tuple:
     return tuple(sorted(tuple(sorted(int(x) for x in r)) for r in rows))
 
 
-@lru_cache(maxsize=4096)
 def attribute(groups: Groups, mesh: Mesh) -> tuple[AxisRef, ...] | None:
     """The (sub-)axes of `mesh` whose groups are `groups` (full axes as plain names, in mesh
     order), `()` for groups of one device each; None when no axes give them (devices outside

@@ -10,12 +10,12 @@ collective prints itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.comms import cost
 from meshdiag.comms.axes import attribute, refs_text
 from meshdiag.comms.groups import axis_groups
+from meshdiag.memo import RunMemos, Table
 from meshdiag.model.collective_bytes import array_bytes
 
 if TYPE_CHECKING:
@@ -79,11 +79,16 @@ class FileComms:
     modules: list[ModuleComms] = field(default_factory=list)
 
 
-def measure_file(f: CollectiveFile, mesh: Mesh | None) -> FileComms:
-    return FileComms(f.path, [measure_module(m, mesh) for m in f.modules if m.collectives])
+def measure_file(f: CollectiveFile, mesh: Mesh | None, memos: RunMemos | None = None) -> FileComms:
+    """Every collective of `f` measured; equal collectives are measured once per run (the
+    run's `memos`; a dump repeats the same few on thousands of lines)."""
+    memos = RunMemos() if memos is None else memos
+    return FileComms(f.path, [measure_module(m, mesh, memos) for m in f.modules if m.collectives])
 
 
-def measure_module(m: CollectiveModule, mesh: Mesh | None) -> ModuleComms:
+def measure_module(
+    m: CollectiveModule, mesh: Mesh | None, memos: RunMemos | None = None
+) -> ModuleComms:
     note = None
     use_global = mesh
     if mesh is not None and m.num_partitions and mesh.size != m.num_partitions:
@@ -92,7 +97,8 @@ def measure_module(m: CollectiveModule, mesh: Mesh | None) -> ModuleComms:
             f"{m.num_partitions}: axes are not attributed on it"
         )
         use_global = None
-    rows = [measure(c, m, use_global) for c in m.collectives]
+    measured = (RunMemos() if memos is None else memos).table("comms.measured", 4096)
+    rows = [measure(c, m, use_global, measured) for c in m.collectives]
     rows.sort(key=lambda r: (-r.per_device, r.collective.line))
     return ModuleComms(m, rows, note)
 
@@ -122,7 +128,6 @@ def groups_of(c: Collective, m: CollectiveModule) -> tuple[tuple[int, ...], ...]
     return _axis_rows(sharding.mesh, c.sdy_axes)
 
 
-@lru_cache(maxsize=4096)
 def _axis_rows(mesh: Mesh, refs: tuple[AxisRef, ...]) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(x) for x in r) for r in axis_groups(mesh, refs))
 
@@ -147,7 +152,7 @@ class _What(NamedTuple):
     partitions: bool
 
 
-def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
+def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None, measured: Table) -> Row:
     what = _What(
         c.kind,
         c.dialect,
@@ -162,10 +167,13 @@ def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None) -> Row:
         m.num_partitions,
         c.dialect == "sdy" or c.channel_id is not None,
     )
-    return Row(c, *_measured(what, mesh, module_mesh(m)))
+    key = (what, mesh, module_mesh(m))
+    hit = measured.get(key)
+    if hit is None:
+        hit = measured.put(key, _measured(*key))
+    return Row(c, *hit)
 
 
-@lru_cache(maxsize=4096)
 def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:
     """(groups, group size, traffic, exact, axes, mesh source, mesh) of a collective."""
     groups = groups_of(c, c)  # type: ignore[arg-type]

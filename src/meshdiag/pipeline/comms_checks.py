@@ -22,7 +22,7 @@ def run_collective_checks(
 
     if checks is None:
         checks = collective_checks()
-    measured = measure_file(f, ctx.mesh)
+    measured = measure_file(f, ctx.mesh, ctx.memos)
     md001 = get_rule("MD001")
     assert md001 is not None
     out = [

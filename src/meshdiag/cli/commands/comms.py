@@ -32,6 +32,7 @@ def comms(
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.errors import MeshdiagError
     from meshdiag.lint.config import REMAT_MIN_BYTES
+    from meshdiag.memo import RunMemos
     from meshdiag.model.findings import Finding
     from meshdiag.notation.byte_size import parse_size
     from meshdiag.pipeline.comms_checks import run_collective_checks
@@ -46,13 +47,18 @@ def comms(
             raise MeshdiagError(f"{p}: no such file or directory")
     files = []
     findings: list[Finding] = []
+    memos = RunMemos()
     for f in scan_collectives(paths):
         if f.problems:  # bad input: one line with its location, exit 2
             pr = f.problems[0]
             where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path
             raise MeshdiagError(f"{where}: {pr.message}")
         ctx = CheckContext(
-            f.path, mesh=global_mesh, collective_budget=budget, remat_min_bytes=remat
+            f.path,
+            mesh=global_mesh,
+            collective_budget=budget,
+            remat_min_bytes=remat,
+            memos=memos,
         )
         measured, found = run_collective_checks(f, ctx)
         files.append(measured)

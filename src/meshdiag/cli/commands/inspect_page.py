@@ -19,9 +19,11 @@ def write_page(
     from meshdiag.comms.report import measure_file
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.fileio import write_atomic
+    from meshdiag.memo import RunMemos
     from meshdiag.report.inspect_html import page
 
-    comms = [measure_file(f, mesh) for f in scan_collectives(paths)]
+    memos = RunMemos()
+    comms = [measure_file(f, mesh, memos) for f in scan_collectives(paths)]
     doc = page(summary, comms, roots=list(paths), split=split)
     write_atomic(target, doc, "--html")
     print(f"meshdiag: wrote {target}", file=sys.stderr)
