@@ -77,3 +77,25 @@ def test_split_dim(n, k, rule, sizes, present):
 def test_split_even_refuses_uneven():
     with pytest.raises(MeshdiagError, match="not divisible"):
         split_dim(7, 8, "even")
+
+
+def test_a_sharding_is_checked_when_built() -> None:
+    import pytest
+
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.model.sharding import HloSharding
+    from meshdiag.model.tiles import TileAssignment
+
+    tile = TileAssignment.iota((2, 2))
+    for make in (
+        lambda: HloSharding("tiled"),
+        lambda: HloSharding("replicated", tile=tile),
+        lambda: HloSharding.tiled(tile, replicate_on_last=True, subgroup_types=("manual",)),
+        lambda: HloSharding.tiled(tile, subgroup_types=("manual", "replicated", "manual")),
+        lambda: HloSharding.tiled(tile, subgroup_types=("sideways",)),
+        lambda: HloSharding.maximal(-1),
+        lambda: HloSharding("replicated", elements=(HloSharding.replicated(),)),
+    ):
+        with pytest.raises(MeshdiagError):
+            make()
+    assert HloSharding.tiled(tile, replicate_on_last=True).data_rank == 1

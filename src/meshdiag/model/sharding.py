@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from meshdiag.errors import MeshdiagError
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.tiles import TileAssignment
 
@@ -41,6 +42,28 @@ class HloSharding:
     metadata: tuple[str, ...] = field(default=(), compare=False)
     #: the named (V3) form this was read from, if any; ignored by equality
     named: NamedSharding | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        """The structural facts every sharding keeps, checked when it is built (parsers
+        normalise to XLA's canonical form on top: `normalize.normal_form`)."""
+        if (self.kind == "tiled") != (self.tile is not None):
+            raise MeshdiagError(
+                f"a {self.kind} sharding {'needs' if self.kind == 'tiled' else 'has no'} tile assignment"
+            )
+        if self.replicate_on_last and self.subgroup_types:
+            raise MeshdiagError("last_tile_dim_replicate and last_tile_dims are exclusive")
+        if self.tile is not None and self.num_subgroup_dims > self.tile.rank:
+            raise MeshdiagError(
+                f"{self.num_subgroup_dims} subgroup dims but the tile assignment has rank "
+                f"{self.tile.rank}"
+            )
+        bad = [t for t in self.subgroup_types if t not in SUBGROUP_ORDER]
+        if bad:
+            raise MeshdiagError(f"unknown subgroup type {bad[0]!r}")
+        if self.kind == "maximal" and (self.device is None or self.device < 0):
+            raise MeshdiagError(f"a maximal sharding needs a device id >= 0, got {self.device}")
+        if self.elements and self.kind != "tuple":
+            raise MeshdiagError(f"a {self.kind} sharding has no elements")
 
     # -- constructors --------------------------------------------------------------------
     @classmethod
