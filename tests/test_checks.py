@@ -467,3 +467,28 @@ def test_e2e_gspmd_seed(capsys):
     assert RIGHT_GSPMD in md101["fix"]
     fixed = inspect_json(capsys, "fixed_mesh_gspmd.mlir", "--target", "tt-mlir")
     assert not {f["code"] for f in fixed} & {"MD101", "MD102", "MD103"}
+
+
+def test_a_check_that_raises_is_an_md002_finding_not_silence() -> None:
+    from meshdiag.checks.registry import RULES, get_rule, module_checks, run_check
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.pipeline.inspect import run_checks
+
+    def boom(module, ctx):
+        raise MeshdiagError("mesh axis size 0")
+
+    from meshdiag.ir.scan import scan_bytes
+
+    text = (
+        'module @m {\nsdy.mesh @mesh = <["x"=2]>\nfunc.func @main(%arg0: tensor<8xf32>) {\n}\n}\n'
+    )
+    report = scan_bytes("x.mlir", text.encode())
+    found = run_checks(report, None, None, "xla", checks={"MD104": boom})
+    (f,) = found
+    assert (f.code, f.severity, f.line) == ("MD002", "warning", report.modules[0].line)
+    assert f.message == "MD104 could not judge this module: mesh axis size 0"
+    assert get_rule("MD002").name == "check-failed"
+    # every rule in the table has its module, and every module rule its check
+    assert set(module_checks()) == {c for c, (_, kind) in RULES.items() if kind == "module"}
+    ctx = CheckContext("x.mlir")
+    assert run_check("MD101", lambda m, c: [], report.modules[0], ctx, line=1, module=None) == []
