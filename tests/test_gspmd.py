@@ -9,9 +9,7 @@ it: XLA aborts the process (CHECK failure) on some invalid ones.
 from __future__ import annotations
 
 import random
-import sys
 import time
-import types
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -404,9 +402,7 @@ def test_v3_leaves_are_handed_to_gspmd_v3(monkeypatch: pytest.MonkeyPatch) -> No
                 break
         return HloSharding.tiled(TileAssignment.iota((2, 4))), end + 1
 
-    fake = types.ModuleType("meshdiag.notation.gspmd_v3")
-    fake.parse_v3_leaf = parse_v3_leaf  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "meshdiag.notation.gspmd_v3", fake)
+    monkeypatch.setattr(gspmd, "parse_v3_leaf", parse_v3_leaf)
     leaf = "{mesh[a=2,b=4], [{a}, {b}]}"
     assert print_gspmd(gspmd.parse_gspmd(leaf)) == "{devices=[2,4]<=[8]}"
     tup = "{{replicated}, {maximal_mesh[device_id=0]}, {mesh[x=8], [{x}]}}"

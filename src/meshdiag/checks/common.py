@@ -15,8 +15,20 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos, Table
-from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.model.derive import (
+    derive_mesh,
+    hlo_to_named,
+    plain_spec,
+    plain_specs_with_same_tiling,
+)
+from meshdiag.model.named_to_tiled import named_to_hlo
+from meshdiag.model.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd import print_gspmd
+from meshdiag.notation.pspec import print_pspec_entry
+from meshdiag.notation.shardy import print_mesh_attr
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -43,14 +55,12 @@ def module_label(module: ModuleReport) -> str:
 # -- text ----------------------------------------------------------------------------------
 def sdy_mesh_text(mesh: Mesh, name: str = "mesh") -> str:
     """`sdy.mesh @mesh = <["batch"=2, "model"=4]>` (with `device_ids` when not iota)."""
-    from meshdiag.notation.shardy import print_mesh_attr
 
     return f"sdy.mesh @{name} = {print_mesh_attr(mesh)}"
 
 
 def pspec_text(spec: PlainSpec) -> str:
     """`(None, 'model')`, `(('x', 'y'), None)`."""
-    from meshdiag.notation.pspec import print_pspec_entry
 
     inner = ", ".join(map(print_pspec_entry, spec))
     return f"({inner},)" if len(spec) == 1 else f"({inner})"
@@ -166,7 +176,6 @@ def tiled_shardings(module: ModuleReport, memos: RunMemos) -> list[HloSharding]:
 
 
 def _tiled_shardings(items: tuple, memos: RunMemos) -> list[HloSharding]:
-    from meshdiag.ir.model import Value
 
     seen: dict[HloSharding, None] = {}
     known = memos.identity("checks.tiled_leaves")  # a column entry's tiled GSPMD leaves
@@ -195,7 +204,6 @@ def _derive(shardings: list[HloSharding], memos: RunMemos):
     key = tuple(shardings)
     if key in derived_by:
         return derived_by.get(key)
-    from meshdiag.model.derive import derive_mesh
 
     try:
         derived = derive_mesh(shardings)
@@ -276,8 +284,6 @@ def refines_global(derived: Mesh, global_mesh: Mesh, memos: RunMemos) -> bool:
 
 
 def _refines_global(derived: Mesh, g: Mesh) -> bool:
-    from meshdiag.model.derive import hlo_to_named
-    from meshdiag.model.tiles import TileAssignment
 
     d, g1 = derived.without_size1_axes(), g.without_size1_axes()
     if d.size != g1.size:
@@ -306,8 +312,6 @@ def spec_of(ns: NamedSharding) -> PlainSpec:
 
 def plain_spec_hlo(spec: PlainSpec, mesh: Mesh) -> HloSharding:
     """The GSPMD sharding XLA's export gives a plain spec on `mesh`."""
-    from meshdiag.model.named_to_tiled import named_to_hlo
-    from meshdiag.model.sharding import AxisRef, DimSharding
 
     dims = tuple(DimSharding(tuple(AxisRef(a) for a in axes)) for axes in spec)
     return named_to_hlo(NamedSharding(mesh, dims, mesh_ref=mesh.name), mesh)
@@ -342,7 +346,6 @@ _MISSING = object()
 
 
 def _match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:
-    from meshdiag.model.derive import plain_spec, plain_specs_with_same_tiling
 
     if not s.is_tiled or s.tile is None or s.tile.num_devices != mesh.size:
         return None
@@ -398,7 +401,6 @@ def corrected_sharding(v: Value, global_mesh: Mesh, memos: RunMemos) -> str | No
     spec = pick_spec(m, own_spec(v))
     if spec is None:
         return None
-    from meshdiag.notation.gspmd import print_gspmd
 
     if v.notation == "sdy":
         return f"{v.name}: <@mesh, {sdy_dims_text(spec)}> ({pspec_text(spec)})"

@@ -6,15 +6,24 @@ from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
     declared_meshes,
+    match_plain_spec,
     module_meshes,
+    named_sharding,
     own_spec,
     pick_spec,
+    plain_spec_hlo,
+    pspec_text,
     refines_global,
     same_mesh,
+    sdy_dims_text,
     value_hlo,
 )
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
+from meshdiag.errors import MeshdiagError
+from meshdiag.model.derive import hlo_to_named, meshes_fitting
+from meshdiag.notation.gspmd import print_gspmd
+from meshdiag.notation.shardy import print_sdy_dims
 
 if TYPE_CHECKING:
     from meshdiag.checks.common import PlainSpec
@@ -105,7 +114,6 @@ def _verdict(
 ) -> tuple[str, str] | None:
     """(message, fix) when `leaf` is not a plain spec on `g` (with `sub_axes_ok`: when no
     named sharding on `g`, sub-axes allowed, gives its devices), else None."""
-    from meshdiag.checks.common import match_plain_spec
 
     m = match_plain_spec(leaf, g, memos)
     if m is None or m.exact is not None:
@@ -116,7 +124,6 @@ def _verdict(
 
 
 def _has_sub_axes(v: Value) -> bool:
-    from meshdiag.checks.common import named_sharding
 
     n = named_sharding(v)
     if n is None:
@@ -130,8 +137,6 @@ def _name(v: Value) -> str:
 
 
 def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, str]:
-    from meshdiag.checks.common import plain_spec_hlo, pspec_text, sdy_dims_text
-    from meshdiag.notation.gspmd import print_gspmd
 
     parts = [f"is not any plain spec on the global mesh <{g.short()}>"]
     on_global = _on_global(s, g)
@@ -158,9 +163,6 @@ def _explain(s: HloSharding, g: Mesh, m, own: PlainSpec | None) -> tuple[str, st
 
 def _on_global(s: HloSharding, g: Mesh) -> str | None:
     """The sharding as Shardy dims (with sub-axes) on the global mesh, when it has one."""
-    from meshdiag.errors import MeshdiagError
-    from meshdiag.model.derive import hlo_to_named
-    from meshdiag.notation.shardy import print_sdy_dims
 
     try:
         named = hlo_to_named(s, g)
@@ -170,8 +172,6 @@ def _on_global(s: HloSharding, g: Mesh) -> str | None:
 
 
 def _fits(s: HloSharding, limit: int = 4) -> list[str]:
-    from meshdiag.errors import MeshdiagError
-    from meshdiag.model.derive import meshes_fitting
 
     try:
         meshes = list(meshes_fitting(s))

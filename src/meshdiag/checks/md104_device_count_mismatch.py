@@ -14,6 +14,7 @@ from meshdiag.checks.common import (
 )
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
+from meshdiag.model.sharding import HloSharding
 from meshdiag.model.targets import get_target, shape_text
 
 if TYPE_CHECKING:
@@ -121,7 +122,6 @@ def _judge(v: Value, facts: tuple[int, str, bool], memos: RunMemos) -> list[tupl
     device count, a divisor of num_partitions. Only counts that no device group has (not a
     divisor) are reported there.
     """
-    from meshdiag.model.sharding import HloSharding
 
     s = v.sharding
     if v.notation != "gspmd" or not isinstance(s, HloSharding):

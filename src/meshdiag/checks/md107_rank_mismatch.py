@@ -8,6 +8,8 @@ from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import DimSharding, HloSharding, NamedSharding
 from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd import print_gspmd
+from meshdiag.notation.shardy import print_sdy_dims
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -88,8 +90,6 @@ def _fix(v: Value, rank: int) -> str:
 def _fix_named(s: NamedSharding, rank: int) -> str:
     from dataclasses import replace
 
-    from meshdiag.notation.shardy import print_sdy_dims
-
     dims = list(s.dims)
     if len(dims) < rank:
         dims += [DimSharding()] * (rank - len(dims))
@@ -105,7 +105,6 @@ def _fix_named(s: NamedSharding, rank: int) -> str:
 
 
 def _fix_tiled(s: HloSharding, rank: int) -> str:
-    from meshdiag.notation.gspmd import print_gspmd
 
     data = list(s.data_dims)
     if len(data) < rank:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.common import declared_meshes, memo, where
+from meshdiag.checks.common import declared_meshes, memo, sdy_mesh_text, where
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.model.verify import verify_named
+from meshdiag.notation.gspmd import validate_hlo
 from meshdiag.notation.shardy import verify_mesh
 
 if TYPE_CHECKING:
@@ -115,13 +117,11 @@ def _value_problems(
 
 
 def _verify_named(s: NamedSharding) -> list[str]:
-    from meshdiag.model.verify import verify_named
 
     return verify_named(s, s.mesh)
 
 
 def _hlo_problems(s: HloSharding, count: int | None) -> list[str]:
-    from meshdiag.notation.gspmd import validate_hlo
 
     msgs = list(validate_hlo(s))
     if count is not None:
@@ -147,7 +147,6 @@ def _out_of_range(s: HloSharding, count: int) -> list[str]:
 
 
 def _mesh_fix(mesh) -> str:
-    from meshdiag.checks.common import sdy_mesh_text
 
     ids = mesh.device_ids
     if ids is not None and sorted(ids) != list(range(mesh.size)):

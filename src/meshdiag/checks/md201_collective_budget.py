@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
 from meshdiag.checks.rule import Rule
+from meshdiag.comms.axes import refs_text
+from meshdiag.notation.byte_size import human_bytes
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -38,8 +40,6 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from meshdiag.comms.axes import refs_text
-    from meshdiag.notation.byte_size import human_bytes
 
     budget = ctx.collective_budget
     if budget is None:

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
 from meshdiag.checks.rule import Rule
+from meshdiag.model.collective_bytes import array_bytes
+from meshdiag.notation.byte_size import human_bytes
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -40,7 +42,6 @@ RULE = Rule(
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
-    from meshdiag.notation.byte_size import human_bytes
 
     m = mc.module
     devices = m.num_partitions
@@ -80,6 +81,5 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
 
 
 def _bytes(shape, dtype) -> int:
-    from meshdiag.model.collective_bytes import array_bytes
 
     return array_bytes(shape, dtype) or 0

@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import module_label, where
 from meshdiag.checks.rule import Rule
+from meshdiag.comms.axes import refs_text
+from meshdiag.comms.groups import axis_groups
+from meshdiag.model.sharding import AxisRef
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
@@ -63,9 +66,6 @@ def _groups_text(groups, limit: int = 4) -> str:
 
 def _fix(r: Row, mesh: Mesh) -> str:
     """The single axes and sub-axes with groups of the same size, with their groups."""
-    from meshdiag.comms.axes import refs_text
-    from meshdiag.comms.groups import axis_groups
-    from meshdiag.model.sharding import AxisRef
 
     n = r.group_size or 0
     options = []

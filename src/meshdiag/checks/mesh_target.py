@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from meshdiag.checks.context import CheckContext
+from meshdiag.checks.registry import module_checks, run_check
+from meshdiag.ir.model import MeshDecl, ModuleReport
+from meshdiag.model.targets import get_target
+
 if TYPE_CHECKING:
     from meshdiag.ir.model import ModuleReport
     from meshdiag.model.findings import Finding
@@ -17,7 +22,6 @@ MESH_ONLY_CODES = ("MD103", "MD104")
 
 
 def mesh_as_module(mesh: Mesh | None, line: int = 1, column: int = 1) -> ModuleReport:
-    from meshdiag.ir.model import MeshDecl, ModuleReport
 
     decl = MeshDecl("mesh", mesh, line, column, text=str(mesh), source="inline")
     return ModuleReport(name=None, line=line, meshes=[decl])
@@ -27,9 +31,6 @@ def mesh_target_findings(mesh: Mesh, target: str | None, *, path: str = "--mesh"
     """MD103/MD104 for `mesh` on `target` (none without a target)."""
     if not target:
         return []
-    from meshdiag.checks.context import CheckContext
-    from meshdiag.checks.registry import module_checks, run_check
-    from meshdiag.model.targets import get_target
 
     get_target(target)  # an unknown target is a usage error, before any check runs
     checks = module_checks()

@@ -16,6 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from meshdiag.checks.md002_check_failed import RULE as MD002
 from meshdiag.checks.rule import Rule
 from meshdiag.errors import MeshdiagError
 from meshdiag.model.findings import Finding
@@ -81,8 +82,6 @@ def run_check(
     try:
         return check(subject, ctx)
     except (MeshdiagError, ArithmeticError, ValueError, LookupError) as e:
-        from meshdiag.checks.md002_check_failed import RULE as MD002
-
         detail = str(e) or type(e).__name__
         return [
             MD002.finding(

@@ -23,7 +23,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.ir.text import brace_end
 from meshdiag.limits import MAX_RANK, check_device_count
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation._cursor import Cursor
+from meshdiag.notation.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,7 +70,6 @@ _IOTA = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 
 def replica_groups_end(line: str, pos: int) -> int:
     """Index after the `replica_groups=` value starting at `line[pos]`; -1 when unclosed."""
-    from meshdiag.ir.text import brace_end
 
     c = line[pos : pos + 1]
     if c == "{":
@@ -109,7 +113,6 @@ def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
 
 def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
     """`{{0,1},{2,3}}` → [(0, 1), (2, 3)] (spaces allowed), `{}` → []."""
-    from meshdiag.notation._cursor import Cursor
 
     cur = Cursor(text)
     cur.expect("{", "'{'")
@@ -131,7 +134,6 @@ def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
 
 
 def _iota(text: str) -> ReplicaGroups:
-    from meshdiag.model.tiles import TileAssignment
 
     m = _IOTA.fullmatch(text)
     if m is None:
@@ -150,9 +152,6 @@ def _iota(text: str) -> ReplicaGroups:
 
 
 def _mesh_form(text: str) -> ReplicaGroups:
-    from meshdiag.model.mesh import Mesh
-    from meshdiag.notation._cursor import Cursor
-    from meshdiag.notation.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
 
     cur = Cursor(text)
     close = ">" if cur.accept("@mesh<") else None

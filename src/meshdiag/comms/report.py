@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from meshdiag.comms import cost
 from meshdiag.comms.axes import attribute, refs_text
 from meshdiag.comms.groups import axis_groups
+from meshdiag.errors import MeshdiagError
+from meshdiag.layouts.engine import layout
 from meshdiag.memo import RunMemos, Table
 from meshdiag.model.collective_bytes import array_bytes
 
@@ -237,8 +239,6 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
 def _sdy_permute(c: Collective, nbytes: int) -> cost.Traffic | None:
     """A Shardy collective_permute whose operand's sharding the dump gives: the devices whose
     slice of the global tensor changes (None when the layouts cannot be computed)."""
-    from meshdiag.errors import MeshdiagError
-    from meshdiag.layouts.engine import layout
 
     src, dst, shape = c.in_sharding, c.out_sharding, c.global_shape
     if src is None or dst is None or shape is None or src.mesh is None or dst.mesh is None:

@@ -17,8 +17,10 @@ import math
 from dataclasses import dataclass
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.layouts.engine import Layout
+from meshdiag.layouts.engine import Layout, layout
+from meshdiag.limits import check_annotation_length
 from meshdiag.model.sharding import HloSharding
+from meshdiag.notation.detect import parse_sharding, to_hlo
 
 SAME, PERMUTED, DIFFERENT = "same", "permuted", "different"
 
@@ -135,9 +137,6 @@ def diff_shardings(
     split: str = "xla",
 ) -> ShardingDiff:
     """Parse two shardings (any notations) and compare their per-device slices."""
-    from meshdiag.layouts.engine import layout
-    from meshdiag.limits import check_annotation_length
-    from meshdiag.notation.detect import parse_sharding, to_hlo
 
     parsed = [
         parse_sharding(

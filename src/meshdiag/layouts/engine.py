@@ -25,8 +25,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.limits import MAX_RANK, check_device_count
+from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.model.splits import check_rule, split_dim
+from meshdiag.notation.detect import parse_sharding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -256,12 +258,8 @@ def layout(
     repeat the same few) is remembered there, within a million devices' worth.
     """
     if isinstance(sharding, str):
-        from meshdiag.notation.detect import parse_sharding
-
         sharding = parse_sharding(sharding, mesh=mesh, rank=len(shape))
     if isinstance(sharding, NamedSharding):
-        from meshdiag.model.named_to_tiled import named_to_hlo
-
         mesh = sharding.mesh or mesh  # the devices are the named sharding's mesh
         sharding = named_to_hlo(sharding, mesh)
     if not isinstance(sharding, HloSharding):

@@ -16,6 +16,7 @@ from meshdiag.model.mesh import Mesh
 from meshdiag.model.normalize import subgroup
 from meshdiag.model.sharding import AxisRef, HloSharding, NamedSharding
 from meshdiag.model.tiles import TileAssignment
+from meshdiag.model.verify import mesh_problems, verify_named
 
 #: `subgroup` is re-exported for callers that build a tile and its types themselves
 __all__ = ["named_to_hlo", "ordered_axis_refs", "subgroup"]
@@ -49,7 +50,6 @@ def _full(a: AxisRef, mesh: Mesh) -> AxisRef:
 
 
 def _check(s: NamedSharding, mesh: Mesh, manual: list[AxisRef]) -> None:
-    from meshdiag.model.verify import mesh_problems, verify_named
 
     problems = mesh_problems(mesh)
     if not problems:

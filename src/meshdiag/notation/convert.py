@@ -6,14 +6,18 @@ import json
 from dataclasses import replace
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.model.derive import derive_mesh, hlo_to_named, import_sharding, meshes_fitting
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.notation.detect import parse_sharding, to_hlo
+from meshdiag.notation.gspmd import print_gspmd
+from meshdiag.notation.gspmd_v3 import print_v3
+from meshdiag.notation.pspec import named_to_pspec
+from meshdiag.notation.shardy import print_mesh_attr, print_sdy_sharding
 
 
 def _named_on_mesh(s: HloSharding | NamedSharding, mesh: Mesh | None) -> tuple[NamedSharding, str]:
     """A named form of `s`: on `mesh` if given, else on the mesh XLA's import would derive."""
-    from meshdiag.model.derive import derive_mesh, hlo_to_named, import_sharding
 
     if isinstance(s, NamedSharding):
         return s, "as given"
@@ -33,26 +37,19 @@ def _named_on_mesh(s: HloSharding | NamedSharding, mesh: Mesh | None) -> tuple[N
 
 def convert(text: str, to: str, mesh: Mesh | None = None) -> tuple[str, str]:
     """`text` in notation `to`; returns (converted text, a note on the mesh used)."""
-    from meshdiag.notation.gspmd import print_gspmd
 
     s = parse_sharding(text, mesh=mesh)
     if to in ("gspmd", "gspmd-v1"):
         return print_gspmd(to_hlo(s, mesh), form="v1" if to == "gspmd-v1" else "v2"), ""
     named, note = _named_on_mesh(s, mesh)
     if to == "gspmd-v3":
-        from meshdiag.notation.gspmd_v3 import print_v3
-
         return print_v3(named), note
     if to == "sdy":
-        from meshdiag.notation.shardy import print_mesh_attr, print_sdy_sharding
-
         out = print_sdy_sharding(named)
         if named.mesh is not None:
             out = f"sdy.mesh @{named.mesh_ref or 'mesh'} = {print_mesh_attr(named.mesh)}\n{out}"
         return out, note
     if to == "pspec":
-        from meshdiag.notation.pspec import named_to_pspec
-
         out = named_to_pspec(named)
         if out is None:
             raise MeshdiagError(
@@ -65,9 +62,6 @@ def convert(text: str, to: str, mesh: Mesh | None = None) -> tuple[str, str]:
 
 def derive_report(text: str, mesh: Mesh | None = None) -> dict:
     """The mesh XLA's import derives from this one sharding, and every mesh it fits."""
-    from meshdiag.model.derive import derive_mesh, import_sharding, meshes_fitting
-    from meshdiag.notation.gspmd import print_gspmd
-    from meshdiag.notation.shardy import print_mesh_attr, print_sdy_sharding
 
     hlo = to_hlo(parse_sharding(text, mesh=mesh), mesh)
     derived = derive_mesh([hlo])

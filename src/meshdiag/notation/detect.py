@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.model.mesh import Mesh
+from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
+from meshdiag.notation._cursor import Cursor, unescape
+from meshdiag.notation.gspmd import parse_gspmd
+from meshdiag.notation.pspec import parse_pspec, pspec_to_named
+from meshdiag.notation.shardy import _dims_list, parse_sdy_sharding, parse_sharding_per_value
 
 __all__ = ["parse_sharding", "to_hlo"]
 
@@ -37,8 +42,6 @@ def pasted(text: str) -> str:
     ):
         t = t[1:-1].strip()
     if t.startswith(_ANNOTATION_START) and _escaped(t):
-        from meshdiag.notation._cursor import unescape
-
         t = unescape(t)
     return t
 
@@ -65,12 +68,8 @@ def parse_sharding(
     if not t:
         raise ParseError("a sharding", text, 0, found="nothing")
     if t.startswith("{"):
-        from meshdiag.notation.gspmd import parse_gspmd
-
         return parse_gspmd(t)
     if t.startswith(("#sdy.sharding_per_value", "#sdy.sharding<", "<")) or t.startswith("#sdy"):
-        from meshdiag.notation.shardy import parse_sdy_sharding, parse_sharding_per_value
-
         if t.startswith("#sdy.sharding_per_value"):
             values = parse_sharding_per_value(t, meshes)
             if len(values) != 1:
@@ -86,15 +85,12 @@ def parse_sharding(
     if t.startswith("[") and t[1:].lstrip().startswith("{"):
         if mesh is None:
             raise _needs_mesh("Shardy dimension list", "--mesh batch=2,model=4")
-        from meshdiag.notation._cursor import Cursor
-        from meshdiag.notation.shardy import _dims_list
 
         cur = Cursor(t)
         dims = _dims_list(cur)
         if not cur.at_end():
             raise cur.error("end of the dimension shardings")
         return NamedSharding(mesh=mesh, dims=dims, mesh_ref=mesh.name)
-    from meshdiag.notation.pspec import parse_pspec, pspec_to_named
 
     spec = parse_pspec(t)
     if mesh is None:
@@ -108,6 +104,5 @@ def to_hlo(s: HloSharding | NamedSharding, mesh: Mesh | None = None) -> HloShard
     """The tiled (GSPMD) form: an HloSharding as is, a named sharding exported like XLA."""
     if isinstance(s, HloSharding):
         return s
-    from meshdiag.model.named_to_tiled import named_to_hlo
 
     return named_to_hlo(s, mesh)

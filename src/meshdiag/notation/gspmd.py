@@ -22,6 +22,7 @@ from meshdiag.limits import MAX_DEVICES, MAX_NESTING, check_annotation_length, c
 from meshdiag.model.normalize import iota_tile, subgroup
 from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
+from meshdiag.notation.gspmd_v3 import parse_v3_leaf
 
 __all__ = ["canonical_gspmd", "parse_gspmd", "print_gspmd", "validate_hlo"]
 
@@ -249,12 +250,6 @@ def _parse_leaf_body(sc: _Scanner, open_pos: int) -> HloSharding:
     """Items of one `{...}` sharding, in any order; `open_pos` is its '{'."""
     text = sc.text
     if _is_v3_start(text, sc.pos):
-        try:
-            from meshdiag.notation.gspmd_v3 import parse_v3_leaf
-        except ImportError:  # pragma: no cover - the module ships with meshdiag
-            raise ParseError(
-                "a V1/V2 sharding (V3 named shardings are not supported here)", text, sc.pos
-            ) from None
         leaf, end = parse_v3_leaf(text, open_pos)
         sc.pos = end
         return leaf

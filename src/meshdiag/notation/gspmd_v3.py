@@ -15,7 +15,9 @@ from dataclasses import replace
 from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.mesh import Mesh
+from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import AxisRef, DimSharding, HloSharding, NamedSharding
+from meshdiag.model.tiles import TileAssignment, iota_form_of
 from meshdiag.notation._cursor import Cursor, matching_end
 
 __all__ = ["parse_v3_leaf", "print_v3"]
@@ -227,7 +229,6 @@ def parse_v3_leaf(text: str, pos: int) -> tuple[HloSharding, int]:
         manual=lists.get("manual", ()),
         whole=whole,  # type: ignore[arg-type]
     )
-    from meshdiag.model.named_to_tiled import named_to_hlo
 
     try:
         hlo = named_to_hlo(named)
@@ -236,8 +237,6 @@ def parse_v3_leaf(text: str, pos: int) -> tuple[HloSharding, int]:
             raise
         raise ParseError(f"a valid named sharding ({e})", text, body_pos) from None
     if mesh.device_ids is not None and hlo.tile is not None and not hlo.tile.is_iota:
-        from meshdiag.model.tiles import iota_form_of
-
         iota = iota_form_of(hlo.tile)
         if iota is not None:
             hlo = replace(hlo, tile=iota)
@@ -257,7 +256,6 @@ def _ref(a: AxisRef) -> str:
 
 def _ids_text(mesh: Mesh) -> str:
     """`(3,2,1,0)`, or the iota form `([4,16]T(1,0))` when one exists."""
-    from meshdiag.model.tiles import TileAssignment, iota_form_of
 
     ids = mesh.device_ids or ()
     iota = None

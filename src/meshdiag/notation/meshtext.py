@@ -16,6 +16,8 @@ from meshdiag.errors import LimitError, MeshdiagError, ParseError
 from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.targets import preset_mesh, preset_names
+from meshdiag.notation._cursor import Cursor
+from meshdiag.notation.shardy import parse_mesh_attr, parse_mesh_attr_at
 
 __all__ = ["looks_like_mapping_or_file", "mesh_from_axes", "parse_mesh_notation"]
 
@@ -88,8 +90,6 @@ def parse_mesh_notation(text: str) -> Mesh:
     if not t:
         raise MeshdiagError("the mesh is empty; write e.g. 'batch=2,model=4' or '2x4'")
     if t.startswith(("<", "#sdy.mesh")):
-        from meshdiag.notation.shardy import parse_mesh_attr
-
         return parse_mesh_attr(t)
     if t.startswith("sdy.mesh"):
         return _sdy_mesh_op(t)
@@ -129,9 +129,6 @@ def parse_mesh_notation(text: str) -> Mesh:
 def _sdy_mesh_op(t: str) -> Mesh:
     """`sdy.mesh @name = <[...]>` (a trailing attr-dict or `loc(...)` is ignored)."""
     from dataclasses import replace
-
-    from meshdiag.notation._cursor import Cursor
-    from meshdiag.notation.shardy import parse_mesh_attr_at
 
     cur = Cursor(t)
     cur.expect("sdy.mesh")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from meshdiag.errors import LimitError, MeshdiagError, ParseError
+from meshdiag.fileio import parse_nested
 from meshdiag.limits import MAX_DIM, MAX_RANK, check_annotation_length
 
 #: per mesh axis: the tensor dim it shards, or None (replicate)
@@ -269,7 +270,6 @@ def parse_per_device_specs(
     JSON: `[[1,1,32,32], ..., null]` or `{"devices": [...]}`. TOML: `devices = [[1,1,32,32],
     ..., "none"]` (TOML has no null; the string "none" means no buffer on that device).
     """
-    from meshdiag.fileio import parse_nested
 
     try:
         if fmt == "json":
