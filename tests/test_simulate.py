@@ -21,7 +21,8 @@ from meshdiag.ir.model import ModuleReport, Value
 from meshdiag.model.mesh import mesh_from_shape
 from meshdiag.model.targets import preset_mesh as preset
 from meshdiag.notation.gspmd import parse_gspmd
-from meshdiag.simulate.copy import region_sum, simulate_copy
+from meshdiag.simulate.copy import simulate_copy
+from meshdiag.simulate.regions import region_sum
 
 SEED = (1, 7, 32, 32)
 T3K = preset("t3k")
@@ -415,7 +416,7 @@ def test_md105_module_check_registered_and_fires():
 
 
 def test_block_arange_equals_numpy_arange_past_float32_exact_integers():
-    from meshdiag.simulate.copy import _arange_f32
+    from meshdiag.simulate.data import arange_f32
 
     for n in (0, 1, 5, (1 << 16) + 3, (1 << 25) + 12345):  # 2**24 is float32's last exact int
-        np.testing.assert_array_equal(_arange_f32(n), np.arange(n, dtype=np.float32))
+        np.testing.assert_array_equal(arange_f32(n), np.arange(n, dtype=np.float32))

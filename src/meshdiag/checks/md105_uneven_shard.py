@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext
     from meshdiag.ir.model import ModuleReport, Value
     from meshdiag.memo import RunMemos
+    from meshdiag.model.copy import ShardedDim
     from meshdiag.model.findings import Finding
     from meshdiag.model.sharding import HloSharding
-    from meshdiag.simulate.copy import ShardedDim
 
 
 def _hold(ids) -> str:

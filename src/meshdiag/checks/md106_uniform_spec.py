@@ -16,8 +16,8 @@ from meshdiag.checks.rule import Rule
 from meshdiag.notation.devicelist import compress_devices
 
 if TYPE_CHECKING:
+    from meshdiag.model.copy import DeviceCopy, Readback
     from meshdiag.model.findings import Finding
-    from meshdiag.simulate.copy import DeviceCopy, Readback
 
 
 def _shape(s: Sequence[int]) -> str:

@@ -10,6 +10,7 @@
     splits.py            how a dim splits into shards (xla, torch.chunk, array_split, even)
     targets.py           what backends accept; the Tenstorrent systems (data/targets.toml)
     findings.py          Finding and severities; collective_bytes.py  dtype sizes, ring factors
+    copy.py              a simulated copy's devices, read-back pieces, split dims (simulate/)
     text.py              names in messages (MLIR escapes, axis refs)
 
 Nothing here parses text or prints a report: `notation/` reads and writes these.

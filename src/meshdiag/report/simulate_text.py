@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from meshdiag.simulate.regions import region_text
+
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from meshdiag.simulate.copy import CopySimulation, DeviceCopy
+    from meshdiag.model.copy import DeviceCopy
+    from meshdiag.simulate.result import CopySimulation
 
 MAX_CELLS = 64
 
@@ -42,8 +45,6 @@ def cell_status(d: DeviceCopy) -> str:
 
 
 def cell_lines(d: DeviceCopy, shape: tuple[int, ...]) -> list[str]:
-    from meshdiag.simulate.copy import region_text
-
     coord = ",".join(map(str, d.coord))
     lines = [f"({coord}) dev {d.device}"]
     spec = "none" if d.dest_shape is None else _shape(d.dest_shape)
@@ -77,8 +78,6 @@ def grid_rows(sim: CopySimulation) -> tuple[list[str], list[list[DeviceCopy]]]:
 
 def readback_lines(sim: CopySimulation, limit: int = 12) -> list[str]:
     """Read-back shape against the source, and which pieces differ and where they came from."""
-    from meshdiag.simulate.copy import region_text
-
     rb = sim.readback
     out = [
         f"read-back ({rb.composer}): {_shape(rb.shape)}   source: {_shape(sim.shape)}   "
