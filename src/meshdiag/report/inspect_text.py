@@ -4,7 +4,6 @@ then the findings."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -270,76 +269,8 @@ def _file_tail(item: Inspected) -> list:
     return [Text(f"{len(item.findings)} finding(s):", style="bold"), *finding_lines(item.findings)]
 
 
-def _plain(t: Text, width: int) -> str | None:
-    """What rich prints for `t` on a colourless console `width` cells wide (None when rich
-    must do it: justification, overflow or no-wrap settings)."""
-    if t.end != "\n" or t.justify not in (None, "default") or t.overflow not in (None, "fold"):
-        return None
-    return None if t.no_wrap else _plain_lines(t.plain, width)
-
-
-def _plain_lines(p: str, width: int) -> str | None:
-    """`p` as rich prints it on a colourless console `width` cells wide, computed directly:
-    each line word-wrapped the way rich breaks lines, and cut to the width. None when rich
-    must do it: control characters, or characters other than ASCII and `×` (which may be
-    wider than one cell)."""
-    if not (p.isascii() or p.replace("×", "").isascii()):
-        return None
-    out = []
-    for line in p.split("\n"):
-        if not line.isprintable():  # tabs, control characters
-            return None
-        if len(line) <= width:
-            out.append(line)
-            continue
-        bounds = [0, *_line_breaks(line, width), len(line)]
-        # rich then drops trailing spaces past the width and folds the rest: the same cut
-        out.extend(line[a:b][:width] for a, b in zip(bounds, bounds[1:], strict=False))
-    out.append("")
-    return "\n".join(out)
-
-
-_WORD = re.compile(r"\s*\S+\s*")
-
-
-def _line_breaks(text: str, width: int) -> list[int]:
-    """Where rich's word wrap (`rich._wrap.divide_line`, fold on) breaks `text`, for text
-    whose characters are one cell each and whose only space is " ".
-
-    A word (with the spaces after it) stays on the current line while its non-space part
-    ends within `width` of the line's start, so each break is at the start of the word that
-    crosses that limit: found with two string searches per output line, not a Python step
-    per word. A line's first word wider than the line is folded into `width`-long pieces
-    (its trailing spaces included); the next line starts at the last piece."""
-    breaks: list[int] = []
-    n = len(text)
-    last = len(text.rstrip(" "))  # where the last word's non-space part ends
-    s = 0  # start of the current line
-    while last > s + width:
-        limit = s + width  # index of the first cell past the line
-        # where the line's first word starts: the text's first word takes the spaces
-        # before it; a line after a fold starts in the folded word's last piece
-        first = n - len(text.lstrip(" ")) if s == 0 else s
-        if text[limit] == " ":
-            w = n - len(text[limit:].lstrip(" "))  # the next word after the limit
-        else:
-            w = text.rfind(" ", s, limit) + 1  # the word running over the limit
-        if w > first:
-            breaks.append(w)
-            s = w
-            continue
-        # the line's first word is wider than a line: fold it where each piece ends
-        end = text.find(" ", max(limit, first))  # its non-space part ends here ...
-        end = n if end < 0 else n - len(text[end:].lstrip(" "))  # ... its spaces here
-        breaks.extend(range(s + width, end, width))
-        s = breaks[-1]
-    return breaks
-
-
-#: rendered text by key, for one console (`render_file`); `_WRAPPED`: a Line's plain text
-#: wrapped to that console's width ("" when rich must render it)
+#: rendered text by key, for one console (`render_file`)
 _RENDERED: dict = {}
-_WRAPPED: dict[str, str] = {}
 _RENDERED_FOR: list = [None]
 
 
@@ -388,7 +319,6 @@ def _use(console) -> None:
     """The memos below hold what one console rendered: start over for another."""
     if _RENDERED_FOR[0] is not console:
         _RENDERED.clear()
-        _WRAPPED.clear()
         _MODULES.clear()
         _RENDERED_FOR[0] = console
 
@@ -421,8 +351,9 @@ def _summary_key(m: ModuleReport, mesh: Mesh | None, split: str) -> tuple[dict, 
 
 
 def _render(part, console) -> str:
-    """One renderable as `console` prints it: plain text computed directly on a colourless
-    console, rich's rendering otherwise (cached by key for repeated parts)."""
+    """One renderable as `console` prints it: a piped colourless console's lines are their
+    plain text (rich's soft wrap keeps them whole), others are rich's rendering (cached by
+    key for repeated parts)."""
     plain_ok = console.color_system is None
     if plain_ok and console.soft_wrap and part.__class__ in (Line, Text):
         # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
@@ -433,22 +364,7 @@ def _render(part, console) -> str:
         ):
             return plain + "\n"
     if part.__class__ is Line:
-        if plain_ok:
-            # the same lines come back file after file: wrapped once per distinct text
-            plain = part.plain
-            text = _WRAPPED.get(plain)
-            if text is None:
-                text = _plain_lines(plain, console.width)
-                if len(_WRAPPED) >= 16384:
-                    _WRAPPED.clear()
-                _WRAPPED[plain] = text or ""
-            if text:
-                return text
         part = part.text()
-    elif plain_ok and part.__class__ is Text:
-        text = _plain(part, console.width)
-        if text is not None:
-            return text
     if isinstance(part, Cached):
         key = part.key
     elif isinstance(part, Text) and part.end == "\n":
