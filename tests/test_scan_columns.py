@@ -5,7 +5,6 @@ the columns (values, groups, JSON, text summaries, checks) sees each occurrence.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from meshdiag.ir import lines, scan
 from meshdiag.ir.model import LineValues, ModuleReport, Value
 from meshdiag.ir.scan import clear_caches, scan_file, scan_path
-from meshdiag.pipeline.inspect import file_json, file_json_text, run_checks
+from meshdiag.pipeline.inspect import file_json, run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file())
@@ -85,12 +84,6 @@ def test_groups_counts_and_lines():
     assert sum(g.count for g in groups) == len(m.values) == 5
     assert [g.lines for g in groups] == [[v.line] for v in m.values]
     assert [g.value.name for g in groups] == ["%arg0", "%arg1", "%0", "%1", "%2"]
-
-
-def test_json_from_fragments_equals_plain_json():
-    r = scan_file("d.mlir", io.BytesIO(dump(3)))
-    assert json.loads(file_json_text(r)) == file_json(r)
-    assert file_json_text(r) == json.dumps(file_json(r))
 
 
 def test_findings_for_every_occurrence():

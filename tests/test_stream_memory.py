@@ -13,7 +13,7 @@ import pytest
 
 from meshdiag.cli.commands import inspect_worker as worker
 from meshdiag.ir.scan import scan_path
-from meshdiag.pipeline.inspect import Inspected, file_json_text, run_checks
+from meshdiag.pipeline.inspect import Inspected, file_json, run_checks
 from meshdiag.pipeline.spool import SpoolDir
 from meshdiag.report.inspect_text import render_file
 
@@ -143,7 +143,7 @@ def test_streamed_output_matches_whole_report(spooled, tmp_path, mesh):
             assert b"".join(parts).decode() == expect, path
             parts = []
             found = worker.json_one(path, parts.append)
-            assert b"".join(parts).decode() == file_json_text(report), path
+            assert b"".join(parts).decode() == json.dumps(file_json(report, mesh=gm)), path
             assert found == [json.dumps(f.to_json()) for f in whole.findings], path
 
 

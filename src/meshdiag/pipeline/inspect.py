@@ -17,8 +17,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
-from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
+from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
+from meshdiag.pipeline.contentmemo import ContentMemo
 
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
@@ -335,6 +335,16 @@ def file_json(
     return {"path": report.path, **ids_json(report.path), "modules": modules}
 
 
+def file_json_parts(path: str) -> tuple[str, str]:
+    """`json.dumps` of a file's JSON around its modules: the file's JSON is the first part,
+    its modules' `json.dumps` joined by ", ", then the second part (so a file streams out a
+    module at a time with the bytes one `json.dumps(file_json(...))` writes)."""
+    import json
+
+    text = json.dumps({"path": path, **ids_json(path), "modules": []})
+    return text[:-2], text[-2:]
+
+
 def ids_json(path: str) -> dict:
     """Which id space the file's device numbers are in, and the dump's device assignment
     (logical partition → physical device) when its directory states one."""
@@ -385,148 +395,6 @@ def module_json(
     if values:
         d["values"] = [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values]
     return d
-
-
-def file_json_text(report: FileReport) -> str:
-    """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
-    value's JSON is its line number between two fragments shared by every occurrence of the
-    same value (they repeat thousands of times). No `--layouts`."""
-    mods = ", ".join(module_json_text(m) for m in report.modules)
-    return f"{file_json_head(report.path)}{mods}{FILE_JSON_TAIL}"
-
-
-def file_json_head(path: str) -> str:
-    """A file's JSON up to its modules: the file's JSON is this, its modules' JSON joined
-    by ", ", and `FILE_JSON_TAIL` (what `json.dumps(file_json(...))` writes)."""
-    import json
-
-    ids = json.dumps(ids_json(path))[1:-1]
-    return f'{{"path": {json.dumps(path)}, {ids}, "modules": ['
-
-
-FILE_JSON_TAIL = "]}"
-
-
-def module_json_text(m: ModuleReport) -> str:
-    """`json.dumps(module_json(m))`, the same bytes, from pre-serialised pieces (see
-    `file_json_text`)."""
-    import json
-
-    head = json.dumps(module_json(m, values=False))
-    items, ids = m.entries()
-    # a module printed again at the same lines (pass dumps): its whole JSON once
-    key = (head, ids, tuple(m.lines), m.partitioned)
-    hit = _MODULE_JSON.get(key)
-    if hit is None:
-        text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
-        # holds the entries: their ids are not reused meanwhile
-        hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
-    return hit[1]
-
-
-#: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)
-_MODULE_JSON = ContentMemo()
-
-
-#: the JSON of a column entry's values around their line number, by the entry's identity:
-#: (entry, partitioned, [(before, after) per value]); each entry holds its item, so ids are
-#: not reused meanwhile
-_AROUND: dict[int, tuple[object, bool, list[tuple[str, str]]]] = {}
-#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype,
-#: notation, mesh name): (the tiled sharding it was printed from, the text); the tiled form
-#: is compared by identity, as the same text can have another tiled form in a module with
-#: other meshes
-_REST: dict[tuple, tuple[object, str]] = {}
-
-
-def _values_text(m: ModuleReport) -> str:
-    """The module's values as JSON array items (joined by ", "). The fragments around each
-    row's line number are memoised per module content (repeated modules are the common
-    case), and the rows are joined at C speed."""
-    items, ids = m.entries()
-    if any(it.__class__ is Value for it in items):  # one-off values: row by row
-        return ", ".join(_value_texts(m))
-    key = (ids, m.partitioned)
-    hit = _ROWS_JSON.get(key)
-    if hit is None:
-        befores: list[str] = []
-        afters: list[str] = []
-        counts: list[int] = []
-        for item in items:
-            frags = _fragments(item, m.partitioned)
-            counts.append(len(frags))
-            for before, after in frags:
-                befores.append(before)
-                afters.append(after)
-        single = all(c == 1 for c in counts)
-        hit = (items, befores, afters, None if single else counts)
-        _ROWS_JSON.put(key, 3 * len(befores), hit)
-    _, befores, afters, counts = hit
-    lines = m.lines
-    if counts is not None:  # an entry with several values: its line once per value
-        lines = [ln for ln, c in zip(lines, counts, strict=True) for _ in range(c)]
-    return ", ".join(map("".join, zip(befores, map(str, lines), afters, strict=True)))
-
-
-#: per module content (entry identities, partitioned): (entries, fragments before and after
-#: each row's line number, values per entry when some entry has several)
-_ROWS_JSON = ContentMemo()
-
-
-def _fragments(item, part: bool) -> list[tuple[str, str]]:
-    """(before, after) the line number of each value of a column entry, memoised."""
-    import json
-
-    hit = _AROUND.get(id(item))
-    if hit is None or hit[0] is not item or hit[1] is not part:
-        dumps = json.dumps
-        frags = []
-        for p in item.protos:
-            v = per_device(p) if part else p
-            frags.append(
-                (
-                    f'{{"name": {dumps(v.name)}, "line": ',
-                    f', "column": {v.column}, {_rest_text(v)}',
-                )
-            )
-        if len(_AROUND) >= MAX_ENTRIES:
-            _AROUND.clear()
-        hit = _AROUND[id(item)] = (item, part, frags)
-    return hit[2]
-
-
-def _value_texts(m: ModuleReport) -> list[str]:
-    """Each value's JSON in file order, row by row (for modules holding one-off Values)."""
-    import json
-
-    part = m.partitioned
-    out: list[str] = []
-    for line, item in zip(m.lines, m.items, strict=True):
-        if item.__class__ is Value:  # a one-off value: printed whole, not kept
-            v = item
-            out.append(
-                f'{{"name": {json.dumps(v.name)}, "line": {line}, "column": {v.column}, '  # type: ignore[union-attr]
-                f"{_rest_text(v)}"  # type: ignore[arg-type]
-            )
-        else:
-            out.extend(f"{before}{line}{after}" for before, after in _fragments(item, part))
-    return out
-
-
-def _rest_text(v: Value) -> str:
-    """A value's JSON after its column (without the opening brace's fields)."""
-    import json
-
-    key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
-    hit = _REST.get(key)
-    if hit is None or hit[0] is not v.hlo:
-        d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
-        del d["name"], d["line"], d["column"]
-        hit = (v.hlo, json.dumps(d)[1:])
-        if len(_REST) >= 8192:
-            _REST.clear()
-        _REST[key] = hit
-    return hit[1]
 
 
 def own_text(v: Value) -> str:

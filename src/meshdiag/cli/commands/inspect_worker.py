@@ -20,14 +20,7 @@ from rich.console import Console
 from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
 from meshdiag.ir.model import ModuleReport
-from meshdiag.pipeline.inspect import (
-    FILE_JSON_TAIL,
-    Inspected,
-    file_json_head,
-    module_json,
-    module_json_text,
-    scan_checked,
-)
+from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json, scan_checked
 from meshdiag.pipeline.spool import SpoolStream
 from meshdiag.report.inspect_text import render_head, render_module, render_tail
 
@@ -86,26 +79,24 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
     finding's JSON."""
     st = _STATE
     shown = "<stdin>" if path == "-" else path
-    write(file_json_head(shown).encode("ascii"))
+    head, tail = file_json_parts(shown)
+    write(head.encode("ascii"))
     first = True
 
     def each(m: ModuleReport) -> None:
         nonlocal first
-        if st["layouts"]:
-            try:
-                doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=True)
-            except LimitError as e:  # name the file: the value's location is line:column only
-                raise LimitError(f"{shown}: {e}") from None
-            text = json.dumps(doc)
-        else:
-            text = module_json_text(m)
+        try:
+            doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"])
+        except LimitError as e:  # name the file: the value's location is line:column only
+            raise LimitError(f"{shown}: {e}") from None
+        text = json.dumps(doc)
         if not first:
             write(b", ")
         write(text.encode("ascii"))
         first = False
 
     _, _, findings = _scan(path, each, summary)
-    write(FILE_JSON_TAIL.encode("ascii"))
+    write(tail.encode("ascii"))
     return [json.dumps(f.to_json()) for f in findings]
 
 
