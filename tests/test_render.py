@@ -226,7 +226,8 @@ def test_piped_lines_match_rich_for_summary_lines():
     from rich.console import Console
     from rich.text import Text
 
-    from meshdiag.report.inspect_text import Line, _render, _use
+    from meshdiag.memo import RunMemos
+    from meshdiag.report.inspect_text import Line, _render
 
     samples = [
         Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),
@@ -243,10 +244,11 @@ def test_piped_lines_match_rich_for_summary_lines():
             console = Console(
                 file=io.StringIO(), width=width, height=25, color_system=None, soft_wrap=soft
             )
-            _use(console)  # the rendering memos hold one console's output
+            memos = RunMemos()
             for line in samples:
                 with console.capture() as cap:
                     console.print(line.text())
-                assert _render(line, console) == cap.get()
-                assert _render(line.text(), console) == cap.get()
+                for _ in range(2):  # rendered, then from the memo
+                    assert _render(line, console, memos) == cap.get()
+                    assert _render(line.text(), console, memos) == cap.get()
     assert isinstance(samples[0].text(), Text)

@@ -119,11 +119,12 @@ def test_text_summary_names_each_location():
     from rich.console import Console
 
     from meshdiag.pipeline.inspect import Inspected
+    from meshdiag.pipeline.module_summary import summarise_file
     from meshdiag.report.inspect_text import render_file
 
     r = scan_file("d.mlir", io.BytesIO(dump(2)))
     console = Console(file=io.StringIO(), width=200, height=25, color_system=None)
-    out = render_file(Inspected(r, []), console, mesh=None, split="xla")
+    out = render_file(Inspected(r, []), summarise_file(r, mesh=None, split="xla"), console)
     # the sharding shared by %arg0, %0 and %1 lists each of them at its own line
     assert "%arg0@14:" in out and "%0@15:" in out and "%1@16:" in out
     assert "5 sharded values" in out

@@ -13,12 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
-from meshdiag.pipeline.contentmemo import ContentMemo
+from meshdiag.memo import RunMemos
 
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
@@ -41,10 +40,11 @@ def run_checks(
     target: str | None,
     split: str,
     checks: dict | None = None,
+    memos: RunMemos | None = None,
 ) -> list[Finding]:
     """Every registered module check (or `checks`) over every module of `report`, plus its
     MD001s."""
-    checker = ModuleChecker(report.path, mesh, target, split, checks)
+    checker = ModuleChecker(report.path, mesh, target, split, checks, memos)
     for module in report.modules:
         checker.check(module)
     return checker.findings(report)
@@ -61,6 +61,7 @@ class ModuleChecker:
         target: str | None,
         split: str,
         checks: dict | None = None,
+        memos: RunMemos | None = None,
     ) -> None:
         from meshdiag.checks.context import CheckContext
 
@@ -73,10 +74,14 @@ class ModuleChecker:
         self._ctx = CheckContext(path, mesh=mesh, target=target, split=split, ids_note=ids_note)
         self._setting = (mesh, target, split, tuple(checks))
         self._found: list[Finding] = []
+        #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a
+        #: real every-pass dump repeats most modules' annotated lines exactly (27 of 36 in
+        #: one XLA dump of a sharded MLP), and they need no second look
+        self._clean = (memos if memos is not None else RunMemos()).content("inspect.clean")
 
     def check(self, module: ModuleReport) -> None:
         key = _clean_key(module, self._setting)
-        if _CLEAN.get(key) is not None:
+        if key is not None and self._clean.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
         found = []
         for fn in self._checks.values():
@@ -86,9 +91,8 @@ class ModuleChecker:
                 continue
         if found:
             self._found.extend(found)
-        else:
-            # holds the items: their ids are not reused meanwhile
-            _CLEAN.put(key, len(module.items), module.entries()[0])
+        elif key is not None:
+            self._clean.put(key, len(module.items), True)
 
     def findings(self, report: FileReport) -> list[Finding]:
         """The scan's MD001s, then every module's findings, sorted."""
@@ -104,13 +108,14 @@ def scan_checked(
     split: str,
     checks: dict | None = None,
     each: Callable[[ModuleReport], None] | None = None,
+    memos: RunMemos | None = None,
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
     modules), how many modules it had, and the findings `run_checks` gives on the whole."""
     from meshdiag.ir.scan import scan_path
 
-    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks)
+    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks, memos)
     count = 0
 
     def done(module: ModuleReport) -> None:
@@ -152,18 +157,16 @@ def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]
     )
 
 
-#: modules whose checks found nothing, by what the checks look at (`_clean_key`): a real
-#: every-pass dump repeats most modules' annotated lines exactly (27 of 36 in one XLA dump
-#: of a sharded MLP), and they need no second look
-_CLEAN = ContentMemo()
-
-
-def _clean_key(module: ModuleReport, setting: tuple) -> tuple:
+def _clean_key(module: ModuleReport, setting: tuple) -> tuple | None:
     """Everything a check's verdict on `module` depends on, except positions (which only
     say where a finding goes): its values (by their shared column entries), its meshes and
-    diagnostics, how it is partitioned, and the global settings."""
+    diagnostics, how it is partitioned, and the global settings. None for a module holding
+    one-off values (they are not shared: nothing to remember it by)."""
+    items = module.entries()[0]
+    if any(it.__class__ is Value for it in items):
+        return None
     return (
-        module.entries()[1],
+        items,
         module.partitioned,
         module.num_partitions,
         tuple((d.name, d.text, d.source) for d in module.meshes),
@@ -178,13 +181,16 @@ def iter_inspect(
     mesh: Mesh | None = None,
     target: str | None = None,
     split: str = "xla",
+    memos: RunMemos | None = None,
 ) -> Iterator[Inspected]:
+    """One `Inspected` per file; `memos` (made here when None) serve every file."""
     from meshdiag.checks.registry import module_checks
     from meshdiag.ir.scan import scan_paths
 
+    memos = memos if memos is not None else RunMemos()
     checks = module_checks()  # once: loading the registry walks the checks package
     for report in scan_paths(paths):
-        yield Inspected(report, run_checks(report, mesh, target, split, checks))
+        yield Inspected(report, run_checks(report, mesh, target, split, checks, memos))
 
 
 # -- many files in worker processes -----------------------------------------------------------
@@ -310,10 +316,11 @@ def inspect_paths(
     layouts: bool = False,
 ) -> dict:
     """The whole inspect JSON document (docs/json.md) for `paths`."""
+    memos = RunMemos()  # this run's
     files = []
     findings: list[Finding] = []
-    for item in iter_inspect(paths, mesh=mesh, target=target, split=split):
-        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts))
+    for item in iter_inspect(paths, mesh=mesh, target=target, split=split, memos=memos):
+        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts, memos=memos))
         findings.extend(item.findings)
     return {
         "version": JSON_VERSION,
@@ -326,10 +333,18 @@ def inspect_paths(
 
 
 def file_json(
-    report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+    report: FileReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+    memos: RunMemos | None = None,
 ) -> dict:
     try:
-        modules = [module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules]
+        modules = [
+            module_json(m, mesh=mesh, split=split, layouts=layouts, memos=memos)
+            for m in report.modules
+        ]
     except LimitError as e:  # name the file: the value's location is line:column only
         raise LimitError(f"{report.path}: {e}") from None
     return {"path": report.path, **ids_json(report.path), "modules": modules}
@@ -377,6 +392,7 @@ def module_json(
     split: str = "xla",
     layouts: bool = False,
     values: bool = True,
+    memos: RunMemos | None = None,
 ) -> dict:
     """A module's JSON; without `values` the "values" key (always last) is left out."""
     d = {
@@ -393,11 +409,13 @@ def module_json(
         ],
     }
     if values:
-        d["values"] = [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values]
+        d["values"] = [
+            value_json(v, m, mesh=mesh, split=split, layouts=layouts, memos=memos) for v in m.values
+        ]
     return d
 
 
-def own_text(v: Value) -> str:
+def own_text(v: Value, memos: RunMemos | None = None) -> str:
     """The value's own sharding as written: its text, except for an element of a tuple
     (`{{...}, {replicated}}`) or of a per-value list holding several (`#sdy.sharding_per_value<
     [<@mesh, ...>, <@mesh, ...>]>`), which shows that element alone (printed)."""
@@ -407,14 +425,16 @@ def own_text(v: Value) -> str:
         return text
     if v.notation == "gspmd":
         if text.startswith("{{") or text.replace(" ", "").startswith("{{"):
-            return gspmd_text(v) or text
+            return gspmd_text(v, memos) or text
         return text
     if text.startswith("#sdy.sharding_per_value") and _per_value_count(text) > 1:
-        return _print_sdy(s)
+        # rare (258 in the 929 every-pass fixture files): not memoised
+        from meshdiag.notation.shardy import print_sdy_sharding
+
+        return print_sdy_sharding(s)
     return text
 
 
-@lru_cache(maxsize=4096)
 def _per_value_count(text: str) -> int:
     from meshdiag.ir.text import match_end, split_top
 
@@ -423,30 +443,26 @@ def _per_value_count(text: str) -> int:
     return len(split_top(text, lb + 1, end - 1)) if end > 0 else 1
 
 
-@lru_cache(maxsize=4096)
-def _print_sdy(s) -> str:
-    from meshdiag.notation.shardy import print_sdy_sharding
-
-    return print_sdy_sharding(s)
-
-
-def gspmd_text(v: Value) -> str | None:
+def gspmd_text(v: Value, memos: RunMemos | None = None) -> str | None:
+    """The V2 text of the value's tiled form (None without one, or when it has none)."""
     h = v.hlo
     if h is None:
         return None
-    # keyed by identity (the parse caches hand out one object per distinct text): hashing a
-    # sharding means hashing its tile assignment
-    hit = _GSPMD.get(id(h))
-    if hit is not None and hit[0] is h:
-        return hit[1]
-    text = _print_gspmd(h)
-    if len(_GSPMD) >= 4096:
-        _GSPMD.clear()
-    _GSPMD[id(h)] = (h, text)  # holds `h`, so its id is not reused while cached
-    return text
+    return _memoised(memos, "inspect.gspmd_text", h, _print_gspmd)
 
 
-_GSPMD: dict[int, tuple[object, str | None]] = {}
+_MISSING = object()
+
+
+def _memoised(memos: RunMemos | None, name: str, key, fn):
+    """`fn(key)`, remembered in `memos`' table `name` (computed when there are no memos)."""
+    if memos is None:
+        return fn(key)
+    table = memos.table(name)
+    hit = table.get(key, _MISSING)
+    if hit is _MISSING:
+        hit = table.put(key, fn(key))
+    return hit
 
 
 def _print_gspmd(h) -> str | None:
@@ -505,6 +521,7 @@ def value_json(
     mesh: Mesh | None = None,
     split: str = "xla",
     layouts: bool = False,
+    memos: RunMemos | None = None,
 ) -> dict:
     d = {
         "name": v.name,
@@ -518,7 +535,7 @@ def value_json(
         "notation": v.notation,
         "sharding": v.text,
         "mesh": v.mesh_name,
-        "gspmd": gspmd_text(v),
+        "gspmd": gspmd_text(v, memos),
     }
     if layouts:
         from meshdiag.limits import check_listed_devices
