@@ -130,13 +130,10 @@ def test_text_summary_names_each_location():
     assert "5 sharded values" in out
 
 
-def test_content_memos_are_bounded(monkeypatch):
-    from meshdiag.pipeline import contentmemo
-    from meshdiag.pipeline.contentmemo import ContentMemo
+def test_content_memos_are_bounded():
+    from meshdiag.memo import ContentTable
 
-    monkeypatch.setattr(contentmemo, "MAX_ROWS", 100)
-    monkeypatch.setattr(contentmemo, "MAX_MODULE_ROWS", 10)
-    memo = ContentMemo()
+    memo = ContentTable(max_rows=100, max_module_rows=10)
     assert memo.put("big", 11, "v") == "v" and memo.get("big") is None  # too big to keep
     for k in range(30):
         memo.put(k, 9, k)

@@ -15,8 +15,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.memo import MAX_ENTRIES
+from meshdiag.memo import ContentTable as ContentMemo
 from meshdiag.model.sharding import HloSharding, NamedSharding
-from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
 
 if TYPE_CHECKING:
     from meshdiag.checks.context import CheckContext

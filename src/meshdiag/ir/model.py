@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from meshdiag.pipeline.contentmemo import MAX_ENTRIES
+from meshdiag.memo import MAX_ENTRIES
 
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
