@@ -12,11 +12,11 @@ from rich.text import Text
 
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
+from meshdiag.report.finding_text import located
 from meshdiag.report.grid import LEGEND, LayoutPicture
 
 if TYPE_CHECKING:
     from meshdiag.ir.model import MeshDecl
-    from meshdiag.model.findings import Finding
     from meshdiag.pipeline.inspect import Inspected
     from meshdiag.pipeline.module_summary import ModuleSummary
 
@@ -127,18 +127,6 @@ class Cached:
         yield self.renderable
 
 
-def finding_lines(findings: list[Finding]) -> Iterator:
-    style = {"error": "bold red", "warning": "yellow", "info": "blue"}
-    for f in findings:
-        loc = f"{f.path}:{f.line or 0}:{f.column or 0}"
-        t = Text.assemble(
-            (loc, "bold"), " ", (f.code, style.get(f.severity, "")), f" [{f.severity}] {f.message}"
-        )
-        if f.fix:
-            t.append(f"\n    fix: {f.fix}", style="green")
-        yield t
-
-
 def _file_head(item: Inspected, count: int | None = None, values: bool | None = None) -> Text:
     """The file's header line; `count` is its number of modules and `values` whether any
     holds a sharded value, when the report does not hold them (a file scanned module by
@@ -160,7 +148,7 @@ def _file_head(item: Inspected, count: int | None = None, values: bool | None = 
 def _file_tail(item: Inspected) -> list:
     if not item.findings:
         return []
-    return [Text(f"{len(item.findings)} finding(s):", style="bold"), *finding_lines(item.findings)]
+    return [Text(f"{len(item.findings)} finding(s):", style="bold"), *map(located, item.findings)]
 
 
 def render_file(
