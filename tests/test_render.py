@@ -227,7 +227,7 @@ def test_piped_lines_match_rich_for_summary_lines():
     from rich.text import Text
 
     from meshdiag.memo import RunMemos
-    from meshdiag.report.inspect_text import Line, _render
+    from meshdiag.report.file_text import Line, _render
 
     samples = [
         Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),

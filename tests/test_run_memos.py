@@ -15,7 +15,7 @@ from meshdiag.memo import ContentTable, RunMemos, Table
 from meshdiag.pipeline import dump_summary, inspect, module_summary
 from meshdiag.pipeline.inspect import Inspected, ModuleChecker, file_json
 from meshdiag.pipeline.module_summary import summarise_file, text_groups
-from meshdiag.report import inspect_text
+from meshdiag.report import file_text
 from tests.test_scan_columns import dump
 
 
@@ -29,11 +29,11 @@ def test_shown_and_rendered_alike_with_and_without_memos():
     item = Inspected(report, [])
     memos = RunMemos()
     outs = [
-        inspect_text.render_file(item, summarise_file(report, mesh=None, split="xla"), console),
-        inspect_text.render_file(
+        file_text.render_file(item, summarise_file(report, mesh=None, split="xla"), console),
+        file_text.render_file(
             item, summarise_file(report, mesh=None, split="xla", memos=memos), console, memos
         ),
-        inspect_text.render_file(
+        file_text.render_file(
             item, summarise_file(report, mesh=None, split="xla", memos=memos), console, memos
         ),
     ]
@@ -60,7 +60,7 @@ def test_repeated_modules_come_from_the_run_memos():
 def test_no_module_level_caches():
     """Nothing in these modules remembers across runs: no dict, memo or lru_cache at module
     level (constants are tuples, strings and numbers)."""
-    for mod in (inspect, dump_summary, module_summary, inspect_text):
+    for mod in (inspect, dump_summary, module_summary, file_text):
         for name, value in vars(mod).items():
             if isinstance(value, types.ModuleType) or name.startswith("__"):
                 continue

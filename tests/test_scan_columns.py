@@ -120,7 +120,7 @@ def test_text_summary_names_each_location():
 
     from meshdiag.pipeline.inspect import Inspected
     from meshdiag.pipeline.module_summary import summarise_file
-    from meshdiag.report.inspect_text import render_file
+    from meshdiag.report.file_text import render_file
 
     r = scan_file("d.mlir", io.BytesIO(dump(2)))
     console = Console(file=io.StringIO(), width=200, height=25, color_system=None)

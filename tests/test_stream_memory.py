@@ -16,7 +16,7 @@ from meshdiag.ir.scan import scan_path
 from meshdiag.pipeline.inspect import Inspected, file_json, run_checks
 from meshdiag.pipeline.module_summary import summarise_file
 from meshdiag.pipeline.spool import SpoolDir
-from meshdiag.report.inspect_text import render_file
+from meshdiag.report.file_text import render_file
 
 ROOT = Path(__file__).resolve().parent.parent
 MESHDIAG = str(Path(sys.executable).parent / "meshdiag")

@@ -24,7 +24,7 @@ from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json, scan_checked
 from meshdiag.pipeline.module_summary import summarise_module
 from meshdiag.pipeline.spool import SpoolStream
-from meshdiag.report.inspect_text import render_head, render_module, render_tail
+from meshdiag.report.file_text import render_head, render_module, render_tail
 
 #: what every file of the run shares: global mesh, target, split, layouts, text look,
 #: the console the text is rendered with, the checks, whether batches also fold their files

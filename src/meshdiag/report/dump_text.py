@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from meshdiag.report.file_text import mesh_grid
 from meshdiag.report.finding_text import located
 from meshdiag.report.grid import LEGEND, LayoutPicture
-from meshdiag.report.inspect_text import mesh_grid
 
 if TYPE_CHECKING:
     from meshdiag.pipeline.dump_summary import DumpSummary, Group
