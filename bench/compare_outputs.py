@@ -38,7 +38,8 @@ COMMANDS = (
 CHILD = r"""
 import hashlib, json, sys
 from typer.testing import CliRunner
-from meshdiag.cli.app import app
+from meshdiag.cli.app import build_app
+app = build_app()
 runner = CliRunner()
 out = []
 for args in json.loads(sys.argv[1]):
