@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from meshdiag.pipeline.dump_summary import DumpSummary
-from meshdiag.report.inspect_html import page
+from meshdiag.report.dump_html import page
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

@@ -109,7 +109,8 @@ def test_manual_values_have_local_shapes(dump):
 
 def test_tuple_elements_grouped_under_their_own_sharding(dump):
     from meshdiag.ir.scan import scan_path
-    from meshdiag.report.inspect_text import _by_text
+    from meshdiag.memo import RunMemos
+    from meshdiag.pipeline.module_summary import text_groups
 
     path, _ = dump
     checked = 0
@@ -119,7 +120,7 @@ def test_tuple_elements_grouped_under_their_own_sharding(dump):
             tuples = [v for v in m.values if v.text.startswith("{{")]
             if not tuples:
                 continue
-            groups = _by_text(m)
+            groups = text_groups(m, RunMemos())
             assert not any(t.startswith("{{") for t in groups)
             for v in tuples:
                 own = [

@@ -215,36 +215,19 @@ def test_html_is_self_contained():
     assert "&lt;=[8]" in page  # escaped
 
 
-# -- inspect's plain-text fast path matches rich --------------------------------------------
+# -- inspect's piped fast path matches rich ------------------------------------------------
 
 
-def test_plain_line_breaks_match_rich():
-    """`inspect` wraps colourless lines itself; the breaks must be rich's."""
-    import random
-
-    from rich._wrap import divide_line
-
-    from meshdiag.report.inspect_text import _line_breaks
-
-    # folds of a first word with leading spaces, and of one after a fold's spaces
-    for s, w in [("             {           bbb c", 1), ("a " + "b" * 30 + " " * 9 + "c" * 15, 8)]:
-        assert _line_breaks(s, w) == divide_line(s, w, fold=True)
-    rng = random.Random(3)
-    alpha = [*"ab c  ×x,:@%{}[]", "  ", "   ", "a" * 40, " " * 10, "b" * 13]
-    for _ in range(30000):
-        s = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 80)))
-        w = rng.randint(1, 40)
-        expected = divide_line(s, w, fold=True)
-        assert _line_breaks(s, w) == expected, (s, w)
-
-
-def test_plain_rendering_matches_rich_for_summary_lines():
+def test_piped_lines_match_rich_for_summary_lines():
+    """Piped (soft wrap, no colour) `inspect` writes a line's plain text itself; rich
+    prints the same. Other consoles go through rich (its word wrap is not copied)."""
     import io
 
     from rich.console import Console
     from rich.text import Text
 
-    from meshdiag.report.inspect_text import Line, _plain_lines
+    from meshdiag.memo import RunMemos
+    from meshdiag.report.file_text import Line, _render
 
     samples = [
         Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),
@@ -257,10 +240,15 @@ def test_plain_rendering_matches_rich_for_summary_lines():
         Line("  section: IR Dump Before AnalyzeMeshPass (analyze-mesh)", style="cyan"),
     ]
     for width in (12, 33, 80, 200):
-        console = Console(file=io.StringIO(), width=width, height=25, color_system=None)
-        for line in samples:
-            with console.capture() as cap:
-                console.print(line.text())
-            assert _plain_lines(line.plain, width) == cap.get()
-        assert _plain_lines("tab\there", width) is None  # rich expands tabs itself
-        assert isinstance(samples[0].text(), Text)
+        for soft in (True, False):
+            console = Console(
+                file=io.StringIO(), width=width, height=25, color_system=None, soft_wrap=soft
+            )
+            memos = RunMemos()
+            for line in samples:
+                with console.capture() as cap:
+                    console.print(line.text())
+                for _ in range(2):  # rendered, then from the memo
+                    assert _render(line, console, memos) == cap.get()
+                    assert _render(line.text(), console, memos) == cap.get()
+    assert isinstance(samples[0].text(), Text)

@@ -75,3 +75,15 @@ def test_my_rules_are_documented(code):
     for field in ("summary", "what", "why", "fix", "example"):
         assert len(getattr(r, field)) > 20, (code, field)
     assert "Use instead" in r.example or "→" in r.example
+
+
+def test_one_rule_doc_for_rule_and_sarif(capsys):
+    """`meshdiag rule CODE` and SARIF's rule help are the same page (report/rule_doc.py)."""
+    from meshdiag.report.lint.sarif import rule_descriptor
+
+    for r in all_rules():
+        _, out, _ = run(capsys, "rule", r.code)
+        help_ = rule_descriptor(r)["help"]
+        assert help_["markdown"] == help_["text"] == out
+        if r.example:
+            assert f"## Example\n\n```\n{r.example}\n```\n" in out

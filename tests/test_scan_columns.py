@@ -5,7 +5,6 @@ the columns (values, groups, JSON, text summaries, checks) sees each occurrence.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from meshdiag.ir import lines, scan
 from meshdiag.ir.model import LineValues, ModuleReport, Value
 from meshdiag.ir.scan import clear_caches, scan_file, scan_path
-from meshdiag.pipeline.inspect import file_json, file_json_text, run_checks
+from meshdiag.pipeline.inspect import file_json, run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file())
@@ -87,12 +86,6 @@ def test_groups_counts_and_lines():
     assert [g.value.name for g in groups] == ["%arg0", "%arg1", "%0", "%1", "%2"]
 
 
-def test_json_from_fragments_equals_plain_json():
-    r = scan_file("d.mlir", io.BytesIO(dump(3)))
-    assert json.loads(file_json_text(r)) == file_json(r)
-    assert file_json_text(r) == json.dumps(file_json(r))
-
-
 def test_findings_for_every_occurrence():
     r = scan_file("d.mlir", io.BytesIO(dump(3)))
     found = [f for f in run_checks(r, None, None, "xla") if f.code == "MD105"]
@@ -126,23 +119,21 @@ def test_text_summary_names_each_location():
     from rich.console import Console
 
     from meshdiag.pipeline.inspect import Inspected
-    from meshdiag.report.inspect_text import render_file
+    from meshdiag.pipeline.module_summary import summarise_file
+    from meshdiag.report.file_text import render_file
 
     r = scan_file("d.mlir", io.BytesIO(dump(2)))
     console = Console(file=io.StringIO(), width=200, height=25, color_system=None)
-    out = render_file(Inspected(r, []), console, mesh=None, split="xla")
+    out = render_file(Inspected(r, []), summarise_file(r, mesh=None, split="xla"), console)
     # the sharding shared by %arg0, %0 and %1 lists each of them at its own line
     assert "%arg0@14:" in out and "%0@15:" in out and "%1@16:" in out
     assert "5 sharded values" in out
 
 
-def test_content_memos_are_bounded(monkeypatch):
-    from meshdiag.pipeline import contentmemo
-    from meshdiag.pipeline.contentmemo import ContentMemo
+def test_content_memos_are_bounded():
+    from meshdiag.memo import ContentTable
 
-    monkeypatch.setattr(contentmemo, "MAX_ROWS", 100)
-    monkeypatch.setattr(contentmemo, "MAX_MODULE_ROWS", 10)
-    memo = ContentMemo()
+    memo = ContentTable(max_rows=100, max_module_rows=10)
     assert memo.put("big", 11, "v") == "v" and memo.get("big") is None  # too big to keep
     for k in range(30):
         memo.put(k, 9, k)

@@ -13,9 +13,10 @@ import pytest
 
 from meshdiag.cli.commands import inspect_worker as worker
 from meshdiag.ir.scan import scan_path
-from meshdiag.pipeline.inspect import Inspected, file_json_text, run_checks
+from meshdiag.pipeline.inspect import Inspected, file_json, run_checks
+from meshdiag.pipeline.module_summary import summarise_file
 from meshdiag.pipeline.spool import SpoolDir
-from meshdiag.report.inspect_text import render_file
+from meshdiag.report.file_text import render_file
 
 ROOT = Path(__file__).resolve().parent.parent
 MESHDIAG = str(Path(sys.executable).parent / "meshdiag")
@@ -139,11 +140,12 @@ def test_streamed_output_matches_whole_report(spooled, tmp_path, mesh):
             parts: list[bytes] = []
             worker.text_one(path, parts.append)
             console = worker._STATE["console"]
-            expect = render_file(whole, console, mesh=gm, split="xla")
+            shown = summarise_file(report, mesh=gm, split="xla")
+            expect = render_file(whole, shown, console)
             assert b"".join(parts).decode() == expect, path
             parts = []
             found = worker.json_one(path, parts.append)
-            assert b"".join(parts).decode() == file_json_text(report), path
+            assert b"".join(parts).decode() == json.dumps(file_json(report, mesh=gm)), path
             assert found == [json.dumps(f.to_json()) for f in whole.findings], path
 
 
@@ -161,6 +163,7 @@ def test_spill_to_temporary_file_keeps_order(spooled, tmp_path, monkeypatch):
     worker.text_one(str(f), parts.append)
     report = scan_path(str(f))
     whole = Inspected(report, run_checks(report, None, None, "xla"))
-    expect = render_file(whole, worker._STATE["console"], mesh=None, split="xla")
+    shown = summarise_file(report, mesh=None, split="xla")
+    expect = render_file(whole, shown, worker._STATE["console"])
     assert b"".join(parts).decode() == expect
     assert made == [1]  # it did spill, once

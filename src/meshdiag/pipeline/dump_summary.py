@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.devices import assignment_for, ids_label
 from meshdiag.ir.model import Value, per_device
-from meshdiag.pipeline.contentmemo import ContentMemo
+from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
 
 if TYPE_CHECKING:
@@ -103,18 +102,19 @@ class DumpSummary:
     def num_findings(self) -> int:
         return sum(self.by_code.values())
 
-    def add(self, item: Inspected, *, mesh: Mesh | None) -> None:
+    def add(self, item: Inspected, *, mesh: Mesh | None, memos: RunMemos | None = None) -> None:
         """Fold one file in (a binary one found by its content, not its name, counts as
         skipped, like those the directory walk leaves out)."""
-        fold = self.fold(item.report.path, mesh)
+        fold = self.fold(item.report.path, mesh, memos)
         for m in item.report.modules:
             fold.module(m)
         self.end(fold, item)
 
-    def fold(self, path: str, mesh: Mesh | None) -> FileFold:
+    def fold(self, path: str, mesh: Mesh | None, memos: RunMemos | None = None) -> FileFold:
         """Start folding in one file a module at a time (`FileFold.module`, then `end`):
-        `add` without holding the file's modules."""
-        return FileFold(self, path, mesh)
+        `add` without holding the file's modules. `memos` (the run's) are not kept in the
+        summary, which goes from worker to parent."""
+        return FileFold(self, path, mesh, memos if memos is not None else RunMemos())
 
     def end(self, fold: FileFold, item: Inspected) -> None:
         """The file's modules are in: count it (or skip it) and fold in its findings."""
@@ -193,7 +193,7 @@ def _add_counts(into: dict, more: dict, limit: int | None) -> None:
 # -- one module ------------------------------------------------------------------------------
 
 
-def module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
+def module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str, list]:
     """The module's values by device layout: layout key → [values, {spelling: count},
     {global shape: count}, {local shape: count}, (first name, its row), (shape, devices) to
     draw with or None]. A value annotated twice on its line (HLO's `sharding=` and its
@@ -201,24 +201,24 @@ def module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
 
     Memoised by the module's content: an every-pass dump repeats most modules' annotated
     lines exactly."""
-    items, ids = m.entries()
+    items = m.entries()[0]
+    if any(it.__class__ is Value for it in items):  # one-off values: nothing to key by
+        return _module_rows(m, mesh, memos)
     key = (
-        ids,
+        items,
         m.partitioned,
         m.num_partitions,
         tuple((d.name, d.text) for d in m.meshes),
         mesh,
     )
-    hit = _ROWS.get(key)
+    memo = memos.content("dump_summary.rows")
+    hit = memo.get(key)
     if hit is None:
-        hit = _ROWS.put(key, len(items), (items, _module_rows(m, mesh)))
-    return hit[1]
+        hit = memo.put(key, len(items), _module_rows(m, mesh, memos))
+    return hit
 
 
-_ROWS = ContentMemo()
-
-
-def _module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
+def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str, list]:
     items = m.items
     lines = m.lines
     part = m.partitioned
@@ -238,8 +238,8 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None) -> dict[str, list]:
             times = occurrences[id(it)]
         counted: set[tuple[str, str]] = set()
         for v in vals:
-            k = layout_key(v)
-            spelling = own_text(v)
+            k = layout_key(v, memos)
+            spelling = own_text(v, memos)
             row = out.get(k)
             if row is None:
                 row = out[k] = [0, {}, {}, {}, (v.name, i), None]
@@ -270,20 +270,28 @@ def _devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
     return n
 
 
-def layout_key(v: Value) -> str:
+def layout_key(v: Value, memos: RunMemos | None = None) -> str:
     """What groups values: the device layout of the value's tiled form as canonical GSPMD
     text (the iota form where one exists: a V1 device list and its V2 spelling are one),
     else the sharding's own text (no tiled form: unparsable, or a Shardy mesh not known)."""
     h = v.hlo
     if h is None:
-        return own_text(v)
-    text = canonical_text(h)
+        return own_text(v, memos)
+    if memos is None:
+        text = canonical_text(h)
+    else:
+        table = memos.table("dump_summary.canonical_text")
+        text = table.get(h, _MISSING)
+        if text is _MISSING:
+            text = table.put(h, canonical_text(h))
     if text is None:
-        return gspmd_text(v) or own_text(v)
+        return gspmd_text(v, memos) or own_text(v, memos)
     return text
 
 
-@lru_cache(maxsize=4096)
+_MISSING = object()
+
+
 def canonical_text(h: HloSharding) -> str | None:
     """`h` as XLA's constructors normalise it, its tile assignment in iota form when it has
     one, without metadata or shard groups, printed."""
@@ -304,10 +312,11 @@ def canonical_text(h: HloSharding) -> str | None:
 class FileFold:
     """One file's part of a `DumpSummary` while its modules come in."""
 
-    def __init__(self, summary: DumpSummary, path: str, mesh: Mesh | None) -> None:
+    def __init__(self, summary: DumpSummary, path: str, mesh: Mesh | None, memos: RunMemos) -> None:
         self.summary = summary
         self.path = path
         self.mesh = mesh
+        self.memos = memos
         self.groups: dict[str, Group] = {}
         self.meshes: set[tuple[str, str]] = set()
 
@@ -321,7 +330,7 @@ class FileFold:
             self.meshes.add(k)
         lines = m.lines
         path = self.path
-        for key, row in module_rows(m, self.mesh).items():
+        for key, row in module_rows(m, self.mesh, self.memos).items():
             count, spellings, shapes, local, (name, i), draw = row
             g = self.groups.get(key)
             if g is None:

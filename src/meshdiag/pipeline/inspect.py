@@ -13,13 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value, per_device
+from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
-from meshdiag.pipeline.contentmemo import MAX_ENTRIES, ContentMemo
 
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
@@ -72,21 +70,21 @@ class ModuleChecker:
 
             checks = module_checks()
         self._checks = checks
+        memos = RunMemos() if memos is None else memos
         mesh, ids_note = logical_global_mesh(path, mesh)
         self._ctx = CheckContext(
-            path,
-            mesh=mesh,
-            target=target,
-            split=split,
-            ids_note=ids_note,
-            memos=RunMemos() if memos is None else memos,
+            path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
         )
         self._setting = (mesh, target, split, tuple(checks))
         self._found: list[Finding] = []
+        #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a
+        #: real every-pass dump repeats most modules' annotated lines exactly (27 of 36 in
+        #: one XLA dump of a sharded MLP), and they need no second look
+        self._clean = memos.content("inspect.clean")
 
     def check(self, module: ModuleReport) -> None:
         key = _clean_key(module, self._setting)
-        if _CLEAN.get(key) is not None:
+        if key is not None and self._clean.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
         from meshdiag.checks.registry import run_check
 
@@ -96,9 +94,8 @@ class ModuleChecker:
             found.extend(run_check(code, fn, module, self._ctx, **where))
         if found:
             self._found.extend(found)
-        else:
-            # holds the items: their ids are not reused meanwhile
-            _CLEAN.put(key, len(module.items), module.entries()[0])
+        elif key is not None:
+            self._clean.put(key, len(module.items), True)
 
     def findings(self, report: FileReport) -> list[Finding]:
         """The scan's MD001s, then every module's findings, sorted."""
@@ -163,18 +160,16 @@ def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]
     )
 
 
-#: modules whose checks found nothing, by what the checks look at (`_clean_key`): a real
-#: every-pass dump repeats most modules' annotated lines exactly (27 of 36 in one XLA dump
-#: of a sharded MLP), and they need no second look
-_CLEAN = ContentMemo()
-
-
-def _clean_key(module: ModuleReport, setting: tuple) -> tuple:
+def _clean_key(module: ModuleReport, setting: tuple) -> tuple | None:
     """Everything a check's verdict on `module` depends on, except positions (which only
     say where a finding goes): its values (by their shared column entries), its meshes and
-    diagnostics, how it is partitioned, and the global settings."""
+    diagnostics, how it is partitioned, and the global settings. None for a module holding
+    one-off values (they are not shared: nothing to remember it by)."""
+    items = module.entries()[0]
+    if any(it.__class__ is Value for it in items):
+        return None
     return (
-        module.entries()[1],
+        items,
         module.partitioned,
         module.num_partitions,
         tuple((d.name, d.text, d.source) for d in module.meshes),
@@ -189,13 +184,16 @@ def iter_inspect(
     mesh: Mesh | None = None,
     target: str | None = None,
     split: str = "xla",
+    memos: RunMemos | None = None,
 ) -> Iterator[Inspected]:
+    """One `Inspected` per file; `memos` (made here when None) serve every file."""
     from meshdiag.checks.registry import module_checks
     from meshdiag.ir.scan import scan_paths
 
+    memos = memos if memos is not None else RunMemos()
     checks = module_checks()  # once: loading the registry walks the checks package
     for report in scan_paths(paths):
-        yield Inspected(report, run_checks(report, mesh, target, split, checks))
+        yield Inspected(report, run_checks(report, mesh, target, split, checks, memos))
 
 
 # -- many files in worker processes -----------------------------------------------------------
@@ -321,10 +319,11 @@ def inspect_paths(
     layouts: bool = False,
 ) -> dict:
     """The whole inspect JSON document (docs/json.md) for `paths`."""
+    memos = RunMemos()  # this run's
     files = []
     findings: list[Finding] = []
-    for item in iter_inspect(paths, mesh=mesh, target=target, split=split):
-        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts))
+    for item in iter_inspect(paths, mesh=mesh, target=target, split=split, memos=memos):
+        files.append(file_json(item.report, mesh=mesh, split=split, layouts=layouts, memos=memos))
         findings.extend(item.findings)
     return {
         "version": JSON_VERSION,
@@ -337,13 +336,31 @@ def inspect_paths(
 
 
 def file_json(
-    report: FileReport, *, mesh: Mesh | None = None, split: str = "xla", layouts: bool = False
+    report: FileReport,
+    *,
+    mesh: Mesh | None = None,
+    split: str = "xla",
+    layouts: bool = False,
+    memos: RunMemos | None = None,
 ) -> dict:
     try:
-        modules = [module_json(m, mesh=mesh, split=split, layouts=layouts) for m in report.modules]
+        modules = [
+            module_json(m, mesh=mesh, split=split, layouts=layouts, memos=memos)
+            for m in report.modules
+        ]
     except LimitError as e:  # name the file: the value's location is line:column only
         raise LimitError(f"{report.path}: {e}") from None
     return {"path": report.path, **ids_json(report.path), "modules": modules}
+
+
+def file_json_parts(path: str) -> tuple[str, str]:
+    """`json.dumps` of a file's JSON around its modules: the file's JSON is the first part,
+    its modules' `json.dumps` joined by ", ", then the second part (so a file streams out a
+    module at a time with the bytes one `json.dumps(file_json(...))` writes)."""
+    import json
+
+    text = json.dumps({"path": path, **ids_json(path), "modules": []})
+    return text[:-2], text[-2:]
 
 
 def ids_json(path: str) -> dict:
@@ -378,6 +395,7 @@ def module_json(
     split: str = "xla",
     layouts: bool = False,
     values: bool = True,
+    memos: RunMemos | None = None,
 ) -> dict:
     """A module's JSON; without `values` the "values" key (always last) is left out."""
     d = {
@@ -394,153 +412,13 @@ def module_json(
         ],
     }
     if values:
-        d["values"] = [value_json(v, m, mesh=mesh, split=split, layouts=layouts) for v in m.values]
+        d["values"] = [
+            value_json(v, m, mesh=mesh, split=split, layouts=layouts, memos=memos) for v in m.values
+        ]
     return d
 
 
-def file_json_text(report: FileReport) -> str:
-    """`json.dumps(file_json(report))`, the same bytes, built from pre-serialised pieces: a
-    value's JSON is its line number between two fragments shared by every occurrence of the
-    same value (they repeat thousands of times). No `--layouts`."""
-    mods = ", ".join(module_json_text(m) for m in report.modules)
-    return f"{file_json_head(report.path)}{mods}{FILE_JSON_TAIL}"
-
-
-def file_json_head(path: str) -> str:
-    """A file's JSON up to its modules: the file's JSON is this, its modules' JSON joined
-    by ", ", and `FILE_JSON_TAIL` (what `json.dumps(file_json(...))` writes)."""
-    import json
-
-    ids = json.dumps(ids_json(path))[1:-1]
-    return f'{{"path": {json.dumps(path)}, {ids}, "modules": ['
-
-
-FILE_JSON_TAIL = "]}"
-
-
-def module_json_text(m: ModuleReport) -> str:
-    """`json.dumps(module_json(m))`, the same bytes, from pre-serialised pieces (see
-    `file_json_text`)."""
-    import json
-
-    head = json.dumps(module_json(m, values=False))
-    items, ids = m.entries()
-    # a module printed again at the same lines (pass dumps): its whole JSON once
-    key = (head, ids, tuple(m.lines), m.partitioned)
-    hit = _MODULE_JSON.get(key)
-    if hit is None:
-        text = f'{head[:-1]}, "values": [{_values_text(m)}]}}'
-        # holds the entries: their ids are not reused meanwhile
-        hit = _MODULE_JSON.put(key, len(items) + len(text) // 64, (items, text))
-    return hit[1]
-
-
-#: whole modules' JSON by (header JSON, entries, lines, partitioned): (entries, JSON)
-_MODULE_JSON = ContentMemo()
-
-
-#: the JSON of a column entry's values around their line number, by the entry's identity:
-#: (entry, partitioned, [(before, after) per value]); each entry holds its item, so ids are
-#: not reused meanwhile
-_AROUND: dict[int, tuple[object, bool, list[tuple[str, str]]]] = {}
-#: JSON of a value after its column, by (text, kind, op, shape, local_shape, dtype,
-#: notation, mesh name): (the tiled sharding it was printed from, the text); the tiled form
-#: is compared by identity, as the same text can have another tiled form in a module with
-#: other meshes
-_REST: dict[tuple, tuple[object, str]] = {}
-
-
-def _values_text(m: ModuleReport) -> str:
-    """The module's values as JSON array items (joined by ", "). The fragments around each
-    row's line number are memoised per module content (repeated modules are the common
-    case), and the rows are joined at C speed."""
-    items, ids = m.entries()
-    if any(it.__class__ is Value for it in items):  # one-off values: row by row
-        return ", ".join(_value_texts(m))
-    key = (ids, m.partitioned)
-    hit = _ROWS_JSON.get(key)
-    if hit is None:
-        befores: list[str] = []
-        afters: list[str] = []
-        counts: list[int] = []
-        for item in items:
-            frags = _fragments(item, m.partitioned)
-            counts.append(len(frags))
-            for before, after in frags:
-                befores.append(before)
-                afters.append(after)
-        single = all(c == 1 for c in counts)
-        hit = (items, befores, afters, None if single else counts)
-        _ROWS_JSON.put(key, 3 * len(befores), hit)
-    _, befores, afters, counts = hit
-    lines = m.lines
-    if counts is not None:  # an entry with several values: its line once per value
-        lines = [ln for ln, c in zip(lines, counts, strict=True) for _ in range(c)]
-    return ", ".join(map("".join, zip(befores, map(str, lines), afters, strict=True)))
-
-
-#: per module content (entry identities, partitioned): (entries, fragments before and after
-#: each row's line number, values per entry when some entry has several)
-_ROWS_JSON = ContentMemo()
-
-
-def _fragments(item, part: bool) -> list[tuple[str, str]]:
-    """(before, after) the line number of each value of a column entry, memoised."""
-    import json
-
-    hit = _AROUND.get(id(item))
-    if hit is None or hit[0] is not item or hit[1] is not part:
-        dumps = json.dumps
-        frags = []
-        for p in item.protos:
-            v = per_device(p) if part else p
-            frags.append(
-                (
-                    f'{{"name": {dumps(v.name)}, "line": ',
-                    f', "column": {v.column}, {_rest_text(v)}',
-                )
-            )
-        if len(_AROUND) >= MAX_ENTRIES:
-            _AROUND.clear()
-        hit = _AROUND[id(item)] = (item, part, frags)
-    return hit[2]
-
-
-def _value_texts(m: ModuleReport) -> list[str]:
-    """Each value's JSON in file order, row by row (for modules holding one-off Values)."""
-    import json
-
-    part = m.partitioned
-    out: list[str] = []
-    for line, item in zip(m.lines, m.items, strict=True):
-        if item.__class__ is Value:  # a one-off value: printed whole, not kept
-            v = item
-            out.append(
-                f'{{"name": {json.dumps(v.name)}, "line": {line}, "column": {v.column}, '  # type: ignore[union-attr]
-                f"{_rest_text(v)}"  # type: ignore[arg-type]
-            )
-        else:
-            out.extend(f"{before}{line}{after}" for before, after in _fragments(item, part))
-    return out
-
-
-def _rest_text(v: Value) -> str:
-    """A value's JSON after its column (without the opening brace's fields)."""
-    import json
-
-    key = (v.text, v.kind, v.op, v.shape, v.local_shape, v.dtype, v.notation, v.mesh_name)
-    hit = _REST.get(key)
-    if hit is None or hit[0] is not v.hlo:
-        d = value_json(v, None)  # type: ignore[arg-type]  # the module is for layouts only
-        del d["name"], d["line"], d["column"]
-        hit = (v.hlo, json.dumps(d)[1:])
-        if len(_REST) >= 8192:
-            _REST.clear()
-        _REST[key] = hit
-    return hit[1]
-
-
-def own_text(v: Value) -> str:
+def own_text(v: Value, memos: RunMemos | None = None) -> str:
     """The value's own sharding as written: its text, except for an element of a tuple
     (`{{...}, {replicated}}`) or of a per-value list holding several (`#sdy.sharding_per_value<
     [<@mesh, ...>, <@mesh, ...>]>`), which shows that element alone (printed)."""
@@ -550,14 +428,16 @@ def own_text(v: Value) -> str:
         return text
     if v.notation == "gspmd":
         if text.startswith("{{") or text.replace(" ", "").startswith("{{"):
-            return gspmd_text(v) or text
+            return gspmd_text(v, memos) or text
         return text
     if text.startswith("#sdy.sharding_per_value") and _per_value_count(text) > 1:
-        return _print_sdy(s)
+        # rare (258 in the 929 every-pass fixture files): not memoised
+        from meshdiag.notation.shardy import print_sdy_sharding
+
+        return print_sdy_sharding(s)
     return text
 
 
-@lru_cache(maxsize=4096)
 def _per_value_count(text: str) -> int:
     from meshdiag.ir.text import match_end, split_top
 
@@ -566,30 +446,26 @@ def _per_value_count(text: str) -> int:
     return len(split_top(text, lb + 1, end - 1)) if end > 0 else 1
 
 
-@lru_cache(maxsize=4096)
-def _print_sdy(s) -> str:
-    from meshdiag.notation.shardy import print_sdy_sharding
-
-    return print_sdy_sharding(s)
-
-
-def gspmd_text(v: Value) -> str | None:
+def gspmd_text(v: Value, memos: RunMemos | None = None) -> str | None:
+    """The V2 text of the value's tiled form (None without one, or when it has none)."""
     h = v.hlo
     if h is None:
         return None
-    # keyed by identity (the parse caches hand out one object per distinct text): hashing a
-    # sharding means hashing its tile assignment
-    hit = _GSPMD.get(id(h))
-    if hit is not None and hit[0] is h:
-        return hit[1]
-    text = _print_gspmd(h)
-    if len(_GSPMD) >= 4096:
-        _GSPMD.clear()
-    _GSPMD[id(h)] = (h, text)  # holds `h`, so its id is not reused while cached
-    return text
+    return _memoised(memos, "inspect.gspmd_text", h, _print_gspmd)
 
 
-_GSPMD: dict[int, tuple[object, str | None]] = {}
+_MISSING = object()
+
+
+def _memoised(memos: RunMemos | None, name: str, key, fn):
+    """`fn(key)`, remembered in `memos`' table `name` (computed when there are no memos)."""
+    if memos is None:
+        return fn(key)
+    table = memos.table(name)
+    hit = table.get(key, _MISSING)
+    if hit is _MISSING:
+        hit = table.put(key, fn(key))
+    return hit
 
 
 def _print_gspmd(h) -> str | None:
@@ -648,6 +524,7 @@ def value_json(
     mesh: Mesh | None = None,
     split: str = "xla",
     layouts: bool = False,
+    memos: RunMemos | None = None,
 ) -> dict:
     d = {
         "name": v.name,
@@ -661,7 +538,7 @@ def value_json(
         "notation": v.notation,
         "sharding": v.text,
         "mesh": v.mesh_name,
-        "gspmd": gspmd_text(v),
+        "gspmd": gspmd_text(v, memos),
     }
     if layouts:
         from meshdiag.limits import check_listed_devices

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from meshdiag.comms.axes import refs_text
 from meshdiag.notation.byte_size import human_bytes
+from meshdiag.report.finding_text import located
 
 if TYPE_CHECKING:
     from meshdiag.comms.report import FileComms, ModuleComms, Row
@@ -128,8 +129,5 @@ def render(files: list[FileComms], findings: list[Finding]) -> str:
         out.append("no collectives found")
     else:
         out.append(f"{_count(count)} in {modules} module(s): {human_bytes(per_device)} per device")
-    for fd in findings:
-        out.append(f"{fd.path}:{fd.line}:{fd.column} {fd.code} [{fd.severity}] {fd.message}")
-        if fd.fix:
-            out.append(f"    fix: {fd.fix}")
+    out.extend(located(fd).plain for fd in findings)
     return "\n".join(out) + "\n"

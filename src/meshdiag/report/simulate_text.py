@@ -137,6 +137,8 @@ class SimulationPicture:
         from rich.table import Table
         from rich.text import Text
 
+        from meshdiag.report.finding_text import brief
+
         sim = self.sim
         yield Text(header_line(sim), style="bold")
         labels, rows = grid_rows(sim) if len(sim.devices) <= MAX_CELLS else ([], [])
@@ -177,11 +179,7 @@ class SimulationPicture:
             yield Text(line, style=style)
         if not sim.findings:
             yield Text("no findings", style="green")
-        for f in sim.findings:
-            color = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
-            yield Text.assemble((f"{f.code} {f.name} ({f.severity}): ", f"bold {color}"), f.message)
-            if f.fix:
-                yield Text(f"  fix: {f.fix}", style="italic")
+        yield from map(brief, sim.findings)
 
 
 def render_text(sim: CopySimulation, console: Console | None = None) -> None:

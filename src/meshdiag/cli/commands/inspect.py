@@ -160,7 +160,7 @@ def _write_json(results, progress, spool, skipped: int):
 def _write_summary(results, console, progress, roots, skipped: int, split: str):
     """Fold the batches' summaries in order, print the report, return the summary."""
     from meshdiag.pipeline.dump_summary import DumpSummary
-    from meshdiag.report.inspect_dir import report
+    from meshdiag.report.dump_text import report
 
     summary = DumpSummary(skipped=skipped)
     for paths, part in results:

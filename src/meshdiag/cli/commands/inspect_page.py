@@ -1,5 +1,5 @@
 """`meshdiag inspect PATH --html FILE`: measure the collectives of the same paths, build the
-page (`render/inspect_html.py`) from them and the files' `DumpSummary`, write it whole."""
+page (`report/dump_html.py`) from them and the files' `DumpSummary`, write it whole."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def write_page(
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.fileio import write_atomic
     from meshdiag.memo import RunMemos
-    from meshdiag.report.inspect_html import page
+    from meshdiag.report.dump_html import page
 
     memos = RunMemos()
     comms = [measure_file(f, mesh, memos) for f in scan_collectives(paths)]

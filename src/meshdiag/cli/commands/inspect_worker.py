@@ -20,20 +20,15 @@ from rich.console import Console
 from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
 from meshdiag.ir.model import ModuleReport
-from meshdiag.pipeline.inspect import (
-    FILE_JSON_TAIL,
-    Inspected,
-    file_json_head,
-    module_json,
-    module_json_text,
-    scan_checked,
-)
+from meshdiag.memo import RunMemos
+from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json, scan_checked
+from meshdiag.pipeline.module_summary import summarise_module
 from meshdiag.pipeline.spool import SpoolStream
-from meshdiag.report.inspect_text import render_head, render_module, render_tail
+from meshdiag.report.file_text import render_head, render_module, render_tail
 
 #: what every file of the run shares: global mesh, target, split, layouts, text look,
 #: the console the text is rendered with, the checks, whether batches also fold their files
-#: into a `DumpSummary` (for `--html`)
+#: into a `DumpSummary` (for `--html`), and the run's memos (one `RunMemos` per process)
 _STATE: dict = {}
 
 #: rendered module text kept in memory before it goes to a temporary file instead (the
@@ -51,22 +46,24 @@ def init(state: tuple) -> None:
     SpoolDir.worker_init(spool_dir)
     _STATE["console"] = None  # made by the first file rendered as text
     _STATE["checks"] = module_checks()  # once: loading the registry walks the checks package
+    _STATE["memos"] = RunMemos()
 
 
 def _scan(path: str, each: Callable[[ModuleReport], None], summary=None):
     """scan_checked(path) with `each` called per module; the file is folded into `summary`
     (a `DumpSummary`, for `--html`) module by module too when one is given."""
     st = _STATE
+    memos = st["memos"]
     if summary is None:
-        return scan_checked(path, st["mesh"], st["target"], st["split"], st["checks"], each)
-    fold = summary.fold("<stdin>" if path == "-" else path, st["mesh"])
+        return scan_checked(path, st["mesh"], st["target"], st["split"], st["checks"], each, memos)
+    fold = summary.fold("<stdin>" if path == "-" else path, st["mesh"], memos)
 
     def both(m: ModuleReport) -> None:
         each(m)
         fold.module(m)
 
     report, count, findings = scan_checked(
-        path, st["mesh"], st["target"], st["split"], st["checks"], both
+        path, st["mesh"], st["target"], st["split"], st["checks"], both, memos
     )
     summary.end(fold, Inspected(report, findings))
     return report, count, findings
@@ -86,26 +83,26 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
     finding's JSON."""
     st = _STATE
     shown = "<stdin>" if path == "-" else path
-    write(file_json_head(shown).encode("ascii"))
+    head, tail = file_json_parts(shown)
+    write(head.encode("ascii"))
     first = True
 
     def each(m: ModuleReport) -> None:
         nonlocal first
-        if st["layouts"]:
-            try:
-                doc = module_json(m, mesh=st["mesh"], split=st["split"], layouts=True)
-            except LimitError as e:  # name the file: the value's location is line:column only
-                raise LimitError(f"{shown}: {e}") from None
-            text = json.dumps(doc)
-        else:
-            text = module_json_text(m)
+        try:
+            doc = module_json(
+                m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
+            )
+        except LimitError as e:  # name the file: the value's location is line:column only
+            raise LimitError(f"{shown}: {e}") from None
+        text = json.dumps(doc)
         if not first:
             write(b", ")
         write(text.encode("ascii"))
         first = False
 
     _, _, findings = _scan(path, each, summary)
-    write(FILE_JSON_TAIL.encode("ascii"))
+    write(tail.encode("ascii"))
     return [json.dumps(f.to_json()) for f in findings]
 
 
@@ -119,19 +116,21 @@ def text_one(path: str, write: Callable[[bytes], None], summary=None) -> int:
         sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
         console = Console(file=sink, highlight=False, **look)
         st["console"] = console
+    memos = st["memos"]
     body = _Body()
     values = False
 
     def each(m: ModuleReport) -> None:
         nonlocal values
         values = values or bool(m.values)
-        body.add(render_module(m, console, mesh=st["mesh"], split=st["split"]))
+        shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=memos)
+        body.add(render_module(shown, console, memos))
 
     report, count, findings = _scan(path, each, summary)
     item = Inspected(report, findings)
-    write(render_head(item, console, count, values).encode(*_UTF8))
+    write(render_head(item, console, count, values, memos).encode(*_UTF8))
     body.copy(write)
-    write(render_tail(item, console).encode(*_UTF8))
+    write(render_tail(item, console, memos).encode(*_UTF8))
     return len(findings)
 
 
@@ -210,7 +209,7 @@ def summary_batch(paths: list[str]):
 
     s = DumpSummary()
     for path in paths:
-        fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"])
+        fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"], _STATE["memos"])
         report, _, findings = _scan(path, fold.module)
         s.end(fold, Inspected(report, findings))
     return paths, s

@@ -188,10 +188,10 @@ def run_layout(
                 lay, label, max_cells=max_cells, use_color=console.color_system is not None
             )
         )
+        from meshdiag.report.finding_text import brief
+
         for f in findings:
-            console.print(f"{f.code} {f.name} ({f.severity}): {f.message}")
-            if f.fix:
-                console.print(f"  fix: {f.fix}")
+            console.print(brief(f))
     for path, kind in ((svg, "svg"), (html, "html")):
         if path is None:
             continue

@@ -23,6 +23,7 @@ def rule(
     import json
 
     from meshdiag.cli.commands.common import check_format
+    from meshdiag.report.rule_doc import rule_json, rule_page, rules_table
 
     check_format(fmt)
     if code is None:
@@ -36,7 +37,7 @@ def rule(
     if fmt == "json":
         print(json.dumps({"version": 1, **rule_json(r)}, indent=2))
     else:
-        print(explain(r), end="")
+        print(rule_page(r), end="")
 
 
 def _all():
@@ -56,43 +57,3 @@ def find_rule(code: str):
     if r is None:
         raise MeshdiagError(f"unknown rule {code!r}; run 'meshdiag rule' to list the checks")
     return r
-
-
-def rule_json(r) -> dict:
-    return {
-        "code": r.code,
-        "name": r.name,
-        "severity": r.severity,
-        "summary": r.summary,
-        "what": r.what,
-        "why": r.why,
-        "fix": r.fix,
-        "example": r.example,
-    }
-
-
-def rules_table(rules) -> str:
-    """Plain aligned columns: code, name, severity, summary."""
-    rows = [("CODE", "NAME", "SEVERITY", "SUMMARY")] + [
-        (r.code, r.name, r.severity, r.summary) for r in rules
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
-        for row in rows
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def explain(r) -> str:
-    """The rule's page: title, severity, then its fixed sections (empty ones left out)."""
-    parts = [f"# {r.name} ({r.code})", "", f"Severity: {r.severity}", "", r.summary]
-    for title, body in (
-        ("What it does", r.what),
-        ("Why is this bad?", r.why),
-        ("How to fix", r.fix),
-        ("Example", r.example),
-    ):
-        if body:
-            parts += ["", f"## {title}", "", body]
-    return "\n".join(parts) + "\n"

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from meshdiag.lint.suppress import fingerprint
 from meshdiag.report.lint._paths import relative_uri
+from meshdiag.report.rule_doc import rule_page
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/meshdiag/meshdiag"
@@ -18,36 +19,15 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendation"}
 
 
-def _text(rule) -> str:
-    parts = [rule.what or rule.summary]
-    if rule.why:
-        parts.append(f"Why: {rule.why}")
-    if rule.example:
-        parts.append(f"Example:\n{rule.example}")
-    if rule.fix:
-        parts.append(f"Fix: {rule.fix}")
-    return "\n\n".join(parts)
-
-
-def _markdown(rule) -> str:
-    parts = [f"# {rule.name} ({rule.code})", f"## What it does\n{rule.what or rule.summary}"]
-    if rule.why:
-        parts.append(f"## Why is this bad?\n{rule.why}")
-    if rule.example:
-        parts.append(f"## Example\n```\n{rule.example}\n```")
-    if rule.fix:
-        parts.append(f"## Fix\n{rule.fix}")
-    return "\n\n".join(parts)
-
-
 def rule_descriptor(rule) -> dict:
     summary = rule.summary[:1].upper() + rule.summary[1:] if rule.summary else rule.name
+    page = rule_page(rule)  # Markdown reads as text too
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": summary},
         "fullDescription": {"text": rule.what or summary},
-        "help": {"text": _text(rule), "markdown": _markdown(rule)},
+        "help": {"text": page, "markdown": page},
         "defaultConfiguration": {"level": LEVEL.get(rule.severity, "warning")},
         "properties": {
             "problem.severity": PROBLEM_SEVERITY.get(rule.severity, "warning"),

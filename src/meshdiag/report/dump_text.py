@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from meshdiag.report.file_text import mesh_grid
+from meshdiag.report.finding_text import located
 from meshdiag.report.grid import LEGEND, LayoutPicture
-from meshdiag.report.inspect_text import finding_lines, mesh_grid
 
 if TYPE_CHECKING:
     from meshdiag.pipeline.dump_summary import DumpSummary, Group
@@ -86,7 +87,7 @@ def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
         yield Text("")
         yield Text(f"findings: {len(s.findings):,} distinct", style="bold")
         for seen in s.findings.values():
-            (t,) = finding_lines([seen.first])
+            t = located(seen.first)
             if seen.count > 1:
                 t.append(
                     f"\n    (×{seen.count:,} in {_n(seen.files, 'file')}; the first shown)",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from meshdiag.notation.byte_size import human_bytes
 from meshdiag.report.comms_text import axes_text, groups_text
-from meshdiag.report.inspect_text import MAX_GRID
+from meshdiag.report.file_text import MAX_GRID
 
 if TYPE_CHECKING:
     from meshdiag.comms.report import FileComms, Row

@@ -1,0 +1,184 @@
+"""What `meshdiag inspect FILE` shows of one module, computed: a small model of the report.
+
+Per module: its header, meshes and diagnostics, each distinct sharding text with how many
+values have it, the first few places it appears, its GSPMD form, and the layout to draw for
+the first `MAX_PICTURES` that have one. The text writer (`report/file_text.py`) only renders
+this; nothing here renders.
+
+    memos = RunMemos()
+    shown = summarise_module(module, mesh=None, split="xla", memos=memos)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from meshdiag.ir.model import Value, per_device
+from meshdiag.memo import RunMemos
+from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text, value_layout
+
+if TYPE_CHECKING:
+    from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport
+    from meshdiag.layouts.engine import Layout
+    from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding
+
+#: locations listed per distinct sharding; pictures drawn per module
+FIRST_LOCATIONS = 3
+MAX_PICTURES = 8
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A layout to draw, titled, with what it was computed from (equal keys: equal
+    pictures)."""
+
+    layout: Layout
+    title: str
+    key: tuple[HloSharding, tuple[int, ...], int | None, str, str]
+
+
+@dataclass(frozen=True)
+class ShardingLine:
+    """One distinct sharding text of a module."""
+
+    text: str  # as written (a tuple element's own sharding alone)
+    gspmd: str | None  # its V2 GSPMD text when that says something else, else None
+    count: int  # values that have it
+    firsts: tuple[tuple[str, int, int], ...]  # the first FIRST_LOCATIONS as (name, line, col)
+    picture: Picture | None
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """One module as the text report shows it. Its `shardings` are computed as they are
+    read, once: a picture's layout (up to ~70 MB for a million devices) lives only until
+    the reader moves on, so a module of many big distinct layouts holds one at a time."""
+
+    name: str | None
+    line: int
+    dialect: str
+    section: str | None
+    partitioned: bool
+    num_partitions: int | None
+    meshes: tuple[MeshDecl, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    values: int
+    shardings: Iterator[ShardingLine]
+
+
+def summarise_module(
+    m: ModuleReport, *, mesh: Mesh | None, split: str, memos: RunMemos | None = None
+) -> ModuleSummary:
+    """What the text report shows of `m` (the global `mesh` and `split` rule pick the
+    layouts)."""
+    memos = memos if memos is not None else RunMemos()
+    groups = text_groups(m, memos)
+    return ModuleSummary(
+        m.name,
+        m.line,
+        m.dialect,
+        m.section,
+        m.partitioned,
+        m.num_partitions,
+        tuple(m.meshes),
+        tuple(m.diagnostics),
+        sum(e[0] for e in groups.values()),
+        _shardings(groups, m, mesh, split, memos),
+    )
+
+
+def _shardings(
+    groups: dict[str, list], m: ModuleReport, mesh: Mesh | None, split: str, memos: RunMemos
+) -> Iterator[ShardingLine]:
+    lines = m.lines
+    pictures = 0
+    for text, (count, firsts, distinct) in groups.items():
+        vals = list(distinct.values())
+        g = gspmd_text(vals[0], memos)
+        picture = None
+        if pictures < MAX_PICTURES:
+            picture = _picture(vals, m, mesh, split, g or text)
+            pictures += picture is not None
+        yield ShardingLine(
+            text,
+            g if g and g != text else None,
+            count,
+            tuple((name, lines[i], col) for name, i, col in firsts),
+            picture,
+        )
+
+
+def _picture(
+    vals: list[Value], m: ModuleReport, mesh: Mesh | None, split: str, title: str
+) -> Picture | None:
+    """The layout of the first value with a global shape and a tiled form that has one."""
+    for v in vals:
+        if v.shape is None or v.hlo is None:  # no picture without a global shape
+            continue
+        lay = value_layout(v, m, mesh, split)
+        if lay is not None:
+            n = num_devices(v, m, mesh)
+            return Picture(lay, title, (v.hlo, v.shape, n, split, title))
+    return None
+
+
+def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
+    """Per distinct sharding text, in order of first use: [how many values have it, the
+    first FIRST_LOCATIONS as (name, row, column), its distinct values as the module holds
+    them (by identity)]. Memoised by the module's column entries: a real pass dump repeats
+    most modules' annotated lines exactly (27 of 36 modules of one every-pass XLA dump of a
+    sharded MLP)."""
+    items = m.entries()[0]
+    part = m.partitioned
+    memo = memos.content("module_summary.groups")
+    key = None
+    if not any(it.__class__ is Value for it in items):  # one-off Values are not hashable
+        key = (items, part)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+    by_text: dict[str, list] = {}
+    get = by_text.get
+    for i, item in enumerate(items):
+        for text, name, col, v in _rows(item, part, memos):
+            e = get(text)
+            if e is None:
+                by_text[text] = [1, [(name, i, col)], {id(v): v}]
+            else:
+                e[0] += 1
+                if e[0] <= FIRST_LOCATIONS:
+                    e[1].append((name, i, col))
+                e[2][id(v)] = v
+    if key is not None:
+        memo.put(key, len(items), by_text)  # the key holds the entries
+    return by_text
+
+
+def _rows(item, part: bool, memos: RunMemos) -> tuple:
+    """A column entry's values as (text, name, column, value as the module holds it), each
+    under its own sharding (a tuple element's, not the whole tuple's); memoised per entry."""
+    if item.__class__ is Value:  # a one-off value: not kept
+        return ((own_text(item, memos), item.name, item.column, item),)
+    memo = memos.table("module_summary.rows")
+    key = (item, part)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo.put(
+            key,
+            tuple(
+                (own_text(p, memos), p.name, p.column, per_device(p) if part else p)
+                for p in item.protos
+            ),
+        )
+    return hit
+
+
+def summarise_file(
+    report: FileReport, *, mesh: Mesh | None, split: str, memos: RunMemos | None = None
+) -> list[ModuleSummary]:
+    """`summarise_module` of each module of `report`, in order."""
+    memos = memos if memos is not None else RunMemos()
+    return [summarise_module(m, mesh=mesh, split=split, memos=memos) for m in report.modules]

@@ -1,0 +1,224 @@
+"""Text output of `meshdiag inspect FILE`: per file a header, each module's summary (what
+`pipeline/module_summary.py` computed: meshes as device grids, the distinct shardings with
+counts, where they first appear and a small layout picture), then the findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from meshdiag.memo import RunMemos
+from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
+from meshdiag.report.finding_text import located
+from meshdiag.report.grid import LEGEND, LayoutPicture
+
+if TYPE_CHECKING:
+    from meshdiag.ir.model import MeshDecl
+    from meshdiag.pipeline.inspect import Inspected
+    from meshdiag.pipeline.module_summary import ModuleSummary
+
+MAX_GRID = 64  # mesh grids larger than this are summarised in one line
+
+
+def mesh_grid(d: MeshDecl):
+    """A mesh as a small table of device ids (rows: first axis; columns: the rest)."""
+    m = d.mesh
+    title = f"@{d.name} = {m.short() if m else d.text}"
+    if m is None or m.size > MAX_GRID or len(m.axes) == 0:
+        return Text(title)
+    ids = m.ids
+    rows = m.shape[0] if len(m.shape) > 1 else 1
+    cols = m.size // rows
+    t = Table(title=title, title_justify="left", show_header=len(m.axes) > 1, box=None)
+    t.add_column(m.names[0] if len(m.axes) > 1 else "", style="bold")
+    rest = ",".join(m.names[1:]) if len(m.axes) > 1 else m.names[0]
+    for c in range(cols):
+        t.add_column(f"{rest}[{c}]" if cols <= 8 else str(c), justify="right")
+    for r in range(rows):
+        label = f"{m.names[0]}={r}" if len(m.axes) > 1 else ""
+        t.add_row(label, *(str(ids[r * cols + c]) for c in range(cols)))
+    return t
+
+
+def module_lines(s: ModuleSummary) -> Iterator:
+    """A module's summary as renderables: header, meshes, diagnostics, each distinct
+    sharding with where it first appears and its picture."""
+    extra = [s.dialect]
+    if s.partitioned:
+        extra.append("partitioned: per-device shapes")
+    if s.num_partitions:
+        extra.append(f"num_partitions={s.num_partitions}")
+    head = s.name or "(anonymous module)"
+    yield Line(("module ", "dim"), (head, "bold"), f"  line {s.line}  ({', '.join(extra)})")
+    if s.section:
+        yield Line(f"  section: {s.section}", style="cyan")
+    for d in s.meshes:
+        yield Cached(("mesh", d.name, d.text), mesh_grid, d)
+    for dg in s.diagnostics:
+        yield Line(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
+    yield Line(f"  {s.values} sharded values")
+    for row in s.shardings:
+        where = ", ".join(f"{name}@{ln}:{col}" for name, ln, col in row.firsts)
+        more = f" (+{row.count - FIRST_LOCATIONS} more)" if row.count > FIRST_LOCATIONS else ""
+        if row.gspmd is not None:
+            yield Line(
+                (f"  ×{row.count} ", "bold"),
+                (row.text, "green"),
+                f"  {where}{more}",
+                (f"\n      = {row.gspmd}", "dim"),
+            )
+        else:
+            yield Line((f"  ×{row.count} ", "bold"), (row.text, "green"), f"  {where}{more}")
+        pic = row.picture
+        if pic is not None:
+            yield Cached(
+                ("picture", *pic.key),
+                LayoutPicture,
+                pic.layout,
+                pic.title,
+                max_cells=32,
+                compact=True,
+                legend=False,
+            )
+
+
+class Line:
+    """Text with styled parts, built cheaply: a colourless console gets its plain text
+    without rich (a big dump has a header and sharding lines in every module), others the
+    rich Text (`text()`)."""
+
+    __slots__ = ("parts", "style")
+
+    def __init__(self, *parts: str | tuple[str, str], style: str = "") -> None:
+        self.parts = parts
+        self.style = style
+
+    @property
+    def plain(self) -> str:
+        return "".join(p if p.__class__ is str else p[0] for p in self.parts)  # type: ignore[index]
+
+    def text(self) -> Text:
+        if len(self.parts) == 1 and self.parts[0].__class__ is str:
+            return Text(self.parts[0], style=self.style)  # type: ignore[arg-type]
+        return Text.assemble(*self.parts, style=self.style)
+
+    def __rich__(self) -> Text:
+        return self.text()
+
+
+class Cached:
+    """A renderable made by `make(*args, **kw)`, with a key: equal keys render to equal
+    text, so `render_file` makes and renders it once per console and memos (pass dumps
+    repeat the same meshes and layouts in every file)."""
+
+    def __init__(self, key: tuple, make, *args, **kw) -> None:
+        self.key = key
+        self._make = (make, args, kw)
+
+    @property
+    def renderable(self):
+        make, args, kw = self._make
+        return make(*args, **kw)
+
+    def __rich_console__(self, console, options):
+        yield self.renderable
+
+
+def _file_head(item: Inspected, count: int | None = None, values: bool | None = None) -> Text:
+    """The file's header line; `count` is its number of modules and `values` whether any
+    holds a sharded value, when the report does not hold them (a file scanned module by
+    module)."""
+    r = item.report
+    from meshdiag.ir.devices import assignment_for, ids_label
+
+    n = len(r.modules) if count is None else count
+    head = Text(f"{r.path}: {n} module(s)", style="bold underline")
+    if n:  # the id space every mesh and layout below is shown in
+        head.append(f"\n{ids_label(assignment_for(r.path))}", style="dim")
+    if values is None:
+        values = any(m.values for m in r.modules)
+    if values:  # the pictures' key, once for the file
+        head.append(f"\n{LEGEND}", style="dim")
+    return head
+
+
+def _file_tail(item: Inspected) -> list:
+    if not item.findings:
+        return []
+    return [Text(f"{len(item.findings)} finding(s):", style="bold"), *map(located, item.findings)]
+
+
+def render_file(
+    item: Inspected, shown: list[ModuleSummary], console, memos: RunMemos | None = None
+) -> str:
+    """What printing the file's header, its modules' summaries (`shown`, in order) and its
+    findings, then a blank line, writes to `console`; repeated parts (meshes, pictures, one-line
+    texts) are rendered once per `memos` and reused. `console` must write to a buffer of
+    its own."""
+    memos = memos if memos is not None else RunMemos()
+    out = [render_head(item, console, memos=memos)]
+    out.extend(render_module(s, console, memos) for s in shown)
+    out.append(render_tail(item, console, memos))
+    return "".join(out)
+
+
+def render_head(
+    item: Inspected,
+    console,
+    count: int | None = None,
+    values: bool | None = None,
+    memos: RunMemos | None = None,
+) -> str:
+    """`render_file`'s first part: the header (`count` modules and whether any has sharded
+    `values`, when the report does not hold them). `render_file` is this, `render_module`
+    of each module, `render_tail`."""
+    return _render(_file_head(item, count, values), console, memos)
+
+
+def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:
+    """One module's summary as `render_file` prints it."""
+    return "".join(_render(p, console, memos) for p in module_lines(s))
+
+
+def render_tail(item: Inspected, console, memos: RunMemos | None = None) -> str:
+    """`render_file`'s last part: the findings and the empty line."""
+    return "".join(_render(p, console, memos) for p in _file_tail(item)) + "\n"
+
+
+def _render(part, console, memos: RunMemos | None) -> str:
+    """One renderable as `console` prints it: a piped colourless console's lines are their
+    plain text (rich's soft wrap keeps them whole), others are rich's rendering (kept in
+    `memos` by key for repeated parts: the console is part of the key)."""
+    if console.color_system is None and console.soft_wrap and part.__class__ in (Line, Text):
+        # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
+        plain = part.plain  # type: ignore[union-attr]
+        if part.__class__ is Line or (
+            part.end == "\n"  # type: ignore[union-attr]
+            and all(ln.isprintable() for ln in plain.split("\n"))
+        ):
+            return plain + "\n"
+    if part.__class__ is Line:
+        part = part.text()
+    if isinstance(part, Cached):
+        key = part.key
+    elif isinstance(part, Text) and part.end == "\n":
+        key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
+    else:
+        key = None
+    table = memos.table("file_text.rendered", 4096) if memos is not None and key else None
+    if table is not None:
+        key = (console, key)
+        hit = table.get(key)
+        if hit is not None:
+            return hit
+    if isinstance(part, Cached):  # made only now: it was not rendered before
+        part = part.renderable
+    with console.capture() as cap:
+        console.print(part)
+    text = cap.get()
+    if table is not None:
+        table.put(key, text)
+    return text
