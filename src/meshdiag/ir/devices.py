@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from meshdiag.memo import RunMemos
+
 if TYPE_CHECKING:
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import HloSharding
@@ -106,72 +108,73 @@ def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | Non
     return DeviceAssignment(devices, source)
 
 
-#: parsed textprotos by (path, mtime, size): a dump's files share one per module
-_PARSED: dict[tuple, DeviceAssignment | None] = {}
-#: module directories of a dump root by (root, mtime): [(name, has textproto)]
-_LISTED: dict[tuple, list[str]] = {}
-
-
-def _read(path: str) -> DeviceAssignment | None:
+def _read(path: str, memos: RunMemos) -> DeviceAssignment | None:
+    """The textproto at `path`, parsed once per run (a dump's files share one per module)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
+    parsed = memos.table("devices.parsed", 1024)
     key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _PARSED:
-        if len(_PARSED) >= 1024:
-            _PARSED.clear()
+    if key not in parsed:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
             text = ""
-        _PARSED[key] = parse_compile_options(text, path)
-    return _PARSED[key]
+        parsed.put(key, parse_compile_options(text, path))
+    return parsed.get(key)
 
 
-def _module_dirs(root: str) -> list[str]:
+def _module_dirs(root: str, memos: RunMemos) -> list[str]:
+    """The module directories of a dump root that hold a textproto, longest name first;
+    listed once per run (every file of the root asks)."""
     try:
         key = (root, os.stat(root).st_mtime_ns)
     except OSError:
         return []
-    if key not in _LISTED:
-        if len(_LISTED) >= 256:
-            _LISTED.clear()
+    listed = memos.table("devices.listed", 256)
+    if key not in listed:
         try:
             names = os.listdir(root)
         except OSError:
             names = []
-        _LISTED[key] = sorted(
-            (
-                n
-                for n in names
-                if _MODULE.match(n) and os.path.isfile(os.path.join(root, n, TEXTPROTO))
+        listed.put(
+            key,
+            sorted(
+                (
+                    n
+                    for n in names
+                    if _MODULE.match(n) and os.path.isfile(os.path.join(root, n, TEXTPROTO))
+                ),
+                key=len,
+                reverse=True,  # the longest matching name wins
             ),
-            key=len,
-            reverse=True,  # the longest matching name wins
         )
-    return _LISTED[key]
+    return listed.get(key)
 
 
-def assignment_for(path: str) -> DeviceAssignment | None:
+def assignment_for(path: str, memos: RunMemos | None = None) -> DeviceAssignment | None:
     """The device assignment of the dump module `path` belongs to, when its dump directory
-    has one (see the module docstring for the layouts searched)."""
+    has one (see the module docstring for the layouts searched). Pass the run's `memos`:
+    a directory of thousands of files is listed and each textproto parsed once per run."""
+    memos = RunMemos() if memos is None else memos
     full = os.path.abspath(path)
     here, name = os.path.split(full)
     if _MODULE.match(os.path.basename(here)):
         own = os.path.join(here, TEXTPROTO)
         if os.path.isfile(own):
-            return _read(own)
+            return _read(own, memos)
         parent = os.path.dirname(here)
         if os.path.basename(parent) == "shardy":  # DIR/shardy/<module>/NN.pass.mlir
-            return _read(os.path.join(os.path.dirname(parent), os.path.basename(here), TEXTPROTO))
+            module_dir = os.path.join(os.path.dirname(parent), os.path.basename(here))
+            return _read(os.path.join(module_dir, TEXTPROTO), memos)
         return None
     if not _MODULE.match(name):
         return None
-    for d in _module_dirs(here):
+    for d in _module_dirs(here, memos):
         if name.startswith(d + "."):
-            return _read(os.path.join(here, d, TEXTPROTO))
+            return _read(os.path.join(here, d, TEXTPROTO), memos)
     return None
 
 
@@ -192,7 +195,7 @@ def load_assignment(text: str) -> DeviceAssignment:
     if os.path.basename(t) == TEXTPROTO:
         if not os.path.isfile(t):
             raise MeshdiagError(f"--device-assignment: cannot read {t}")
-        da = _read(t)
+        da = _read(t, RunMemos())
         if da is None:
             raise MeshdiagError(f"--device-assignment: {t} has no device_assignment")
         return da

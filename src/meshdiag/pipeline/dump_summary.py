@@ -122,7 +122,7 @@ class DumpSummary:
             self.skipped += 1
             return
         self.files += 1
-        self.id_spaces[ids_label(assignment_for(fold.path))] += 1
+        self.id_spaces[ids_label(assignment_for(fold.path, fold.memos))] += 1
         for k in fold.meshes:
             self.meshes[k].files += 1
         for key, g in fold.groups.items():

@@ -71,7 +71,7 @@ class ModuleChecker:
             checks = module_checks()
         self._checks = checks
         memos = RunMemos() if memos is None else memos
-        mesh, ids_note = logical_global_mesh(path, mesh)
+        mesh, ids_note = logical_global_mesh(path, mesh, memos)
         self._ctx = CheckContext(
             path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
         )
@@ -132,7 +132,9 @@ def scan_checked(
     return report, count, checker.findings(report)
 
 
-def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]:
+def logical_global_mesh(
+    path: str, mesh: Mesh | None, memos: RunMemos | None = None
+) -> tuple[Mesh | None, str]:
     """The global mesh in the dump's id space, and a note saying how it got there.
 
     Shardings in a dump name logical partition ids. When the dump states its device
@@ -144,7 +146,7 @@ def logical_global_mesh(path: str, mesh: Mesh | None) -> tuple[Mesh | None, str]
         return mesh, ""
     from meshdiag.ir.devices import assignment_for
 
-    da = assignment_for(path)
+    da = assignment_for(path, memos)
     if da is None:
         return mesh, ""
     logical = da.logical_mesh(mesh)
@@ -350,25 +352,25 @@ def file_json(
         ]
     except LimitError as e:  # name the file: the value's location is line:column only
         raise LimitError(f"{report.path}: {e}") from None
-    return {"path": report.path, **ids_json(report.path), "modules": modules}
+    return {"path": report.path, **ids_json(report.path, memos), "modules": modules}
 
 
-def file_json_parts(path: str) -> tuple[str, str]:
+def file_json_parts(path: str, memos: RunMemos | None = None) -> tuple[str, str]:
     """`json.dumps` of a file's JSON around its modules: the file's JSON is the first part,
     its modules' `json.dumps` joined by ", ", then the second part (so a file streams out a
     module at a time with the bytes one `json.dumps(file_json(...))` writes)."""
     import json
 
-    text = json.dumps({"path": path, **ids_json(path), "modules": []})
+    text = json.dumps({"path": path, **ids_json(path, memos), "modules": []})
     return text[:-2], text[-2:]
 
 
-def ids_json(path: str) -> dict:
+def ids_json(path: str, memos: RunMemos | None = None) -> dict:
     """Which id space the file's device numbers are in, and the dump's device assignment
     (logical partition → physical device) when its directory states one."""
     from meshdiag.ir.devices import assignment_for
 
-    da = assignment_for(path)
+    da = assignment_for(path, memos)
     return {
         "device_ids": "logical",
         "device_assignment": da.to_json() if da is not None else None,

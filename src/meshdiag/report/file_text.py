@@ -127,7 +127,12 @@ class Cached:
         yield self.renderable
 
 
-def _file_head(item: Inspected, count: int | None = None, values: bool | None = None) -> Text:
+def _file_head(
+    item: Inspected,
+    count: int | None = None,
+    values: bool | None = None,
+    memos: RunMemos | None = None,
+) -> Text:
     """The file's header line; `count` is its number of modules and `values` whether any
     holds a sharded value, when the report does not hold them (a file scanned module by
     module)."""
@@ -137,7 +142,7 @@ def _file_head(item: Inspected, count: int | None = None, values: bool | None = 
     n = len(r.modules) if count is None else count
     head = Text(f"{r.path}: {n} module(s)", style="bold underline")
     if n:  # the id space every mesh and layout below is shown in
-        head.append(f"\n{ids_label(assignment_for(r.path))}", style="dim")
+        head.append(f"\n{ids_label(assignment_for(r.path, memos))}", style="dim")
     if values is None:
         values = any(m.values for m in r.modules)
     if values:  # the pictures' key, once for the file
@@ -175,7 +180,7 @@ def render_head(
     """`render_file`'s first part: the header (`count` modules and whether any has sharded
     `values`, when the report does not hold them). `render_file` is this, `render_module`
     of each module, `render_tail`."""
-    return _render(_file_head(item, count, values), console, memos)
+    return _render(_file_head(item, count, values, memos), console, memos)
 
 
 def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:

@@ -83,7 +83,7 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
     finding's JSON."""
     st = _STATE
     shown = "<stdin>" if path == "-" else path
-    head, tail = file_json_parts(shown)
+    head, tail = file_json_parts(shown, st["memos"])
     write(head.encode("ascii"))
     first = True
 
