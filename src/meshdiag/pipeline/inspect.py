@@ -420,6 +420,34 @@ def module_json(
     return d
 
 
+def module_json_text(
+    m: ModuleReport,
+    *,
+    mesh: Mesh | None,
+    split: str,
+    layouts: bool,
+    memos: RunMemos,
+) -> str:
+    """`json.dumps(module_json(...))`, remembered per module content in the run's memos:
+    copies and pass dumps print the same module at the same lines again and again, and its
+    JSON is then written once (the key holds the module's column entries, so their
+    identities stay theirs; a module with one-off values is written afresh)."""
+    import json
+
+    items, ids = m.entries()
+    if any(it.__class__ is Value for it in items):
+        return json.dumps(module_json(m, mesh=mesh, split=split, layouts=layouts, memos=memos))
+    head = json.dumps(module_json(m, values=False))
+    key = (head, ids, tuple(m.lines), m.partitioned, mesh, split, layouts)
+    written = memos.content("inspect.module_json")
+    hit = written.get(key)
+    if hit is None:
+        doc = module_json(m, mesh=mesh, split=split, layouts=layouts, memos=memos)
+        text = json.dumps(doc)
+        hit = written.put(key, len(items) + len(text) // 64, (items, text))
+    return hit[1]
+
+
 def own_text(v: Value, memos: RunMemos | None = None) -> str:
     """The value's own sharding as written: its text, except for an element of a tuple
     (`{{...}, {replicated}}`) or of a per-value list holding several (`#sdy.sharding_per_value<

@@ -21,7 +21,7 @@ from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
 from meshdiag.ir.model import ModuleReport
 from meshdiag.memo import RunMemos
-from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json, scan_checked
+from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json_text, scan_checked
 from meshdiag.pipeline.module_summary import summarise_module
 from meshdiag.pipeline.spool import SpoolStream
 from meshdiag.report.file_text import render_head, render_module, render_tail
@@ -90,12 +90,11 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
     def each(m: ModuleReport) -> None:
         nonlocal first
         try:
-            doc = module_json(
+            text = module_json_text(
                 m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
             )
         except LimitError as e:  # name the file: the value's location is line:column only
             raise LimitError(f"{shown}: {e}") from None
-        text = json.dumps(doc)
         if not first:
             write(b", ")
         write(text.encode("ascii"))
