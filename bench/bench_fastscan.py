@@ -86,9 +86,9 @@ def main() -> None:
     if os.environ.get("MESHDIAG_PURE_PYTHON"):
         sys.exit("unset MESHDIAG_PURE_PYTHON: this compares the native scanner with Python")
     try:
-        from meshdiag.ir._fastscan import scan_known as native
+        from meshdiag.ir.fast._fastscan import scan_known as native
     except ImportError:
-        sys.exit("meshdiag.ir._fastscan is not built (run .venv/bin/pip install -e .)")
+        sys.exit("meshdiag.ir.fast._fastscan is not built (run .venv/bin/pip install -e .)")
     root = Path(a.dump)
     if not root.is_dir():
         sys.exit(f"no dump at {root} (make one with bench/make_big_dump.py)")

@@ -79,8 +79,12 @@ def export_base(rev: str, into: str) -> str:
         ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
-    for so in (ROOT / "src" / "meshdiag" / "ir").glob("_fastscan*.so"):
-        shutil.copy(so, Path(into) / "src" / "meshdiag" / "ir" / so.name)
+    # the native scanner where the base revision looks for it (ir/fast/ since the layered
+    # tree, ir/ before); without it the base runs its Python twin (same output, slower)
+    ir = Path(into) / "src" / "meshdiag" / "ir"
+    dest = ir / "fast" if (ir / "fast").is_dir() else ir
+    for so in (ROOT / "src" / "meshdiag" / "ir").rglob("_fastscan*.so"):
+        shutil.copy(so, dest / so.name)
     return str(Path(into) / "src")
 
 

@@ -1,4 +1,4 @@
-"""The native candidate scanner (`meshdiag.ir._fastscan.scan_known`) against its Python
+"""The native candidate scanner (`meshdiag.ir.fast._fastscan.scan_known`) against its Python
 reference (`lines.scan_known_py`): same results, same list appends, on the fixtures, on
 generated blocks and on edge cases; bad arguments raise instead of crashing.
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import os
 import random
-import re
 import sys
 import zlib
 from pathlib import Path
@@ -21,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 # the native path must be built in the test venv: a missing module is a failure, not a skip
-from meshdiag.ir import _fastscan, lines
+from meshdiag.ir import lines
+from meshdiag.ir.fast import _fastscan
 
 native = _fastscan.scan_known
 reference = lines.scan_known_py
@@ -92,22 +92,15 @@ def blocks_of(data: bytes, size: int) -> list[tuple[bytes, int]]:
 
 
 def test_native_module_is_built_and_picked(monkeypatch):
+    from meshdiag.ir import fast
+
     monkeypatch.delenv("MESHDIAG_PURE_PYTHON", raising=False)
-    assert lines._pick_scanner() is native
+    assert fast.native("scan_known") is native and fast.why_not_native() == ""
     if not os.environ.get("MESHDIAG_PURE_PYTHON"):
         assert lines.scan_known is native
     monkeypatch.setenv("MESHDIAG_PURE_PYTHON", "1")
-    assert lines._pick_scanner() is reference
-
-
-def test_needle_list_mirrors_lines_py():
-    source = (ROOT / "src/meshdiag/ir/_fastscan.c").read_text()
-    body = re.search(r"NEEDLES\[\] = \{(.*?)\};", source, re.S).group(1)
-    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    needles = [s.encode().decode("unicode_escape").encode() for s in re.findall(r'"(.*?)"', body)]
-    # lines.py finds `shard` and keeps the hits that are `sharding` or `reshard`
-    assert lines._FREQUENT == b"shard"
-    assert needles == [b"sharding", b"reshard", *lines._RARE]
+    assert fast.native("scan_known") is None and fast.native("match_end") is None
+    assert lines.scanner_kind() == "pure Python, MESHDIAG_PURE_PYTHON is set"
 
 
 # --- fixtures --------------------------------------------------------------------------
@@ -357,3 +350,23 @@ def test_real_dump_files(dump):
             results = assert_same(block, lineno, known, always)
             for r in results[:-1]:
                 known[block[r[0] : r[1]]] = ("value", block[r[0] : r[1]])
+
+
+def test_native_walker_is_built_from_the_one_word_list():
+    """setup.py passes `words.WORDS` to the compiler: the native walker looks for exactly
+    the words the Python walker looks for."""
+    from meshdiag.ir.fast import words
+
+    assert _fastscan.WORDS == words.WORDS
+    assert all(w.encode() in lines._RARE for w in words.RARE)
+    body = words.c_initializer()
+    assert body == ", ".join(f'"{w}"' for w in words.WORDS)
+
+
+@pytest.mark.parametrize("word", ['say "hi"', "back\\slash", "new\nline", "abc", "x" * 12])
+def test_word_list_refuses_what_the_native_walker_cannot_take(word, monkeypatch):
+    from meshdiag.ir.fast import words
+
+    monkeypatch.setattr(words, "WORDS", (*words.WORDS, word))
+    with pytest.raises(ValueError, match="cannot be passed"):
+        words.c_initializer()

@@ -76,7 +76,7 @@ def test_version_names_the_scanner():
         env={**os.environ, "MESHDIAG_PURE_PYTHON": "1"},
     )
     assert native.returncode == pure.returncode == 0
-    built = importlib.util.find_spec("meshdiag.ir._fastscan") is not None
+    built = importlib.util.find_spec("meshdiag.ir.fast._fastscan") is not None
     expected = "native" if built else "pure Python, the native extension is not built"
     assert native.stdout == f"meshdiag {meshdiag.__version__} (scanner: {expected})\n"
     assert pure.stdout.strip().endswith("(scanner: pure Python, MESHDIAG_PURE_PYTHON is set)")
@@ -188,7 +188,7 @@ def test_sdist_carries_what_its_tests_need(tmp_path):
         "setup.py",
         "tests/conftest.py",
         "src/meshdiag/py.typed",
-        "src/meshdiag/ir/_fastscan.c",
+        "src/meshdiag/ir/fast/_fastscan.c",
         "src/meshdiag/data/targets.toml",
         "fixtures/seed/distorted_mesh.mlir",
     }

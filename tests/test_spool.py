@@ -39,10 +39,14 @@ def test_inspect_output_same_serial_and_parallel(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    # enough files for the worker pool (it starts at 64)
+    # enough bytes for the worker pool (it starts at `batches.PARALLEL_BYTES` in all):
+    # each file is padded with comment lines
+    from meshdiag.ir.batches import PARALLEL_BYTES
+
+    pad = b"// padding: no sharding here\n" * (PARALLEL_BYTES // 70 // 29 + 1)
     for i in range(70):
         (tmp_path / f"f{i:03}.mlir").write_bytes(
-            (root / "fixtures/seed/distorted_mesh.mlir").read_bytes()
+            (root / "fixtures/seed/distorted_mesh.mlir").read_bytes() + pad
         )
     spool_tmp = tmp_path / "tmp"
     spool_tmp.mkdir()

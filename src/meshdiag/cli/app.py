@@ -163,8 +163,19 @@ def main(argv: list[str] | None = None) -> None:
                 saved[signum] = signal.signal(signum, _on_signal)
     except ValueError:  # not the main thread (embedded): leave signals alone
         pass
+    own_process = argv is None  # the `meshdiag` command itself, not a call in-process
+    if own_process:
+        from meshdiag.cli.runtime import tune_gc
+
+        tune_gc()
     try:
         _run(argv)
+    except SystemExit as e:
+        if own_process:
+            from meshdiag.cli.runtime import exit_now
+
+            exit_now(e.code)  # ends here unless the output cannot be flushed
+        raise
     finally:
         for signum, handler in saved.items():
             signal.signal(signum, handler)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
+from meshdiag.ir.scancache import ScanCache
 from meshdiag.model.findings import PARSE_ERROR, Finding
 
 
@@ -22,27 +23,6 @@ class ManualRegion:
     #: out_shardings values waiting for the result types on the closing line
     outs: list[Value] = field(default_factory=list)
     ins: list[Value] = field(default_factory=list)
-
-
-_new_value = object.__new__
-
-#: a small int per distinct MeshKey, for the line cache's keys: hashing a MeshKey hashes
-#: its meshes, and tuples do not keep their hash. Numbers are never reused (the table may be
-#: emptied, a key then gets a new number), so a stale number can only miss.
-_TOKENS: dict[MeshKey, int] = {(): 0}
-_next_token = 1
-
-
-def mesh_token(key: MeshKey) -> int:
-    global _next_token
-    token = _TOKENS.get(key)
-    if token is None:
-        if len(_TOKENS) >= 4096:
-            _TOKENS.clear()
-            _TOKENS[()] = 0
-        token = _TOKENS[key] = _next_token
-        _next_token += 1
-    return token
 
 
 def make_value(
@@ -94,8 +74,11 @@ class Builder:
         *,
         partitioned_hint: bool = False,
         on_module: Callable[[ModuleReport], None] | None = None,
+        cache: ScanCache | None = None,
     ) -> None:
         self.report = FileReport(path)
+        #: the run's memo (learned lines, parses, mesh tokens): `scancache.ScanCache`
+        self.cache = cache if cache is not None else ScanCache()
         #: where complete modules go instead of `report.modules` (`scan.scan_path`)
         self.on_module = on_module
         self.module: ModuleReport | None = None
@@ -103,10 +86,10 @@ class Builder:
         self.section: str | None = None  # title of the section being read
         self.pending_diags: list[Diagnostic] = []
         self.mesh_key: MeshKey = ()
-        self.mesh_token = 0  # mesh_token(self.mesh_key)
+        self.mesh_token = 0  # self.cache.token(self.mesh_key)
         self.manual: list[ManualRegion] = []
         self.partitioned_hint = partitioned_hint  # from the dump file name
-        #: raw bytes of the line being handled (the line cache's key), set by the scanner
+        #: raw bytes of the line being handled (the line memo's key), set by the scanner
         self.raw: bytes | None = None
 
     # -- structure ---------------------------------------------------------------------
@@ -187,7 +170,7 @@ class Builder:
             self.mesh_key = tuple((k, v) for k, v in self.mesh_key if k != decl.name) + (
                 (decl.name, decl.mesh),
             )
-            self.mesh_token = mesh_token(self.mesh_key)
+            self.mesh_token = self.cache.token(self.mesh_key)
 
     def value(
         self,
@@ -212,20 +195,6 @@ class Builder:
             self.problem(parsed.error, line, column + parsed.offset)
         return v
 
-    def replay_value(self, proto: Value, error: tuple[str, int] | None, line: int) -> None:
-        """`value()` again for a value recorded from the same line text (`linecache`): a copy
-        of `proto` at `line`, without recomputing anything that depends on the text only."""
-        m = self.module if self.module is not None else self.ensure_module(line)
-        v = _new_value(Value)
-        d = proto.__dict__.copy()  # faster than copying field by field
-        d["line"] = line
-        v.__dict__ = d
-        if self.manual and v.kind not in ("manual_in", "manual_out"):
-            v.local_shape, v.shape = v.shape, None
-        m.add(v)
-        if error is not None:
-            self.problem(error[0], line, v.column + error[1])
-
     def problem(self, message: str, line: int | None, column: int | None = None) -> None:
         mod = self.module.name if self.module else None
         self.report.findings.append(
@@ -245,6 +214,12 @@ class Builder:
         self.report.findings.append(
             Finding(*PARSE_ERROR, "info", message, None, path=self.report.path)
         )
+
+    def named(self, text: str, manual_axes: tuple[str, ...] | None = None) -> Parsed:
+        """A Shardy sharding text parsed on the module's meshes (inside the enclosing manual
+        axes unless `manual_axes` is given), once per run (`ScanCache.named`)."""
+        axes = self.manual_axes if manual_axes is None else manual_axes
+        return self.cache.named(text, self.mesh_key, axes, self.mesh_token)
 
     @property
     def manual_axes(self) -> tuple[str, ...]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from meshdiag.ir import annot, linecache
+from meshdiag.ir import annot, linememo
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.mlir import declare_mesh, diagnostic
-from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, string_end, unescape
+from meshdiag.ir.text import brace_end, match_end, split_top, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")
@@ -32,9 +32,9 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         diagnostic(b, s, lineno, 1)
         return
     if "sharding=" in line or 'shardings="' in line:
-        linecache.run(_instruction, b, line, lineno)
+        linememo.run(_instruction, b, line, lineno)
     else:  # `sharding` in a name or in metadata: nothing, however often it comes
-        linecache.nothing(b)
+        linememo.nothing(b)
 
 
 def _num_partitions(header: str) -> int | None:
@@ -120,7 +120,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         sp = line.find(" ", rest)
         shape_text = line[rest:sp] if sp > 0 else ""
         after = sp if sp > 0 else rest
-    shapes = hlo_shapes(shape_text)
+    shapes = b.cache.hlo_shapes(shape_text)
     om = OPCODE.match(line, after)
     opcode = om.group(1) if om else None
     kind = "arg" if opcode == "parameter" else "op"
@@ -145,7 +145,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
             )
             continue
         text = line[start:end]
-        parsed = annot.leaves(annot.parse_hlo_text(text))
+        parsed = b.cache.hlo(text)
         _emit(b, name, parsed, shapes, lineno, start + 1, text, "gspmd", kind, op)
     sdy_attrs = SDY_ATTR.finditer(line, after) if "xla.sdy." in line else ()
     for m in sdy_attrs:
@@ -160,7 +160,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
             if err is not None:
                 items = [annot.Parsed(None, None, err, off)]
         else:
-            items = [annot.parse_named(text, b.mesh_key)]
+            items = [b.named(text, ())]
         if m.group(1) == "in_shardings":
             # XLA's shard_map round trip (`xla.sdy.GlobalToLocalShape`): the shardings of
             # the operands, global tensors entering the manual region (their shapes are

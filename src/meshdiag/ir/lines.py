@@ -6,7 +6,7 @@ bounded by the block size plus the longest line allowed (`MAX_ANNOTATION_CHARS *
 a longer line is reported and skipped in bounded chunks, never held whole.
 
 A candidate line contains `sharding`, `reshard` or one of the words that mark structure
-(`_RARE`). `scan_known` walks a block's candidates in order, appending the ones a dict
+(`words.py`). `scan_known` walks a block's candidates in order, appending the ones a dict
 already knows and stopping at the others; it is native (`_fastscan.c`, one pass over the
 bytes) when built, else `scan_known_py`, its reference, built on `candidate_spans`.
 """
@@ -18,24 +18,18 @@ from collections.abc import Callable, Generator
 from typing import BinaryIO
 
 from meshdiag import limits
+from meshdiag.ir.fast import native, why_not_native
+from meshdiag.ir.fast.words import FREQUENT, RARE
 
 BLOCK = 1 << 20
 
 #: lines worth a closer look (annotations, headers, diagnostics, region ends of manual
-#: bodies) contain one of these words. `shard` stands for `sharding` and `reshard`, which are
-#: checked at each hit; the rest are rare in dumps
+#: bodies) contain one of the words in `words.py`. `shard` stands for its frequent ones
+#: (`sharding`, `reshard`), which are checked at each hit; the rest are rare in dumps
 _FREQUENT = b"shard"
-_RARE = (
-    b"sdy.mesh",
-    b"IR Dump",
-    b"HloModule",
-    b"module",
-    b"ENTRY",
-    b"error:",
-    b"warning:",
-    b"// -----",
-    b"} : (",
-)
+#: each frequent word and where `shard` is in it
+_FREQUENT_AT = tuple((w.encode(), w.index("shard")) for w in FREQUENT)
+_RARE = tuple(w.encode() for w in RARE)
 
 #: callback for reading problems: (message, line, column)
 Problem = Callable[[str, int, int], None]
@@ -148,7 +142,7 @@ def _skip_long_line(raw: BinaryIO, lineno: int, limit: int, problem: Problem) ->
 
 def candidate_spans(buf: bytes) -> list[tuple[int, int]]:
     """Sorted (start, end) offsets of the lines of `buf` (whole lines, so each ends with a
-    newline at `end`) with `sharding`, `reshard` or a word of `_RARE`."""
+    newline at `end`) with a word of `words.WORDS`."""
     find = buf.find
     rfind = buf.rfind
     startswith = buf.startswith
@@ -157,7 +151,7 @@ def candidate_spans(buf: bytes) -> list[tuple[int, int]]:
     add = spans.append
     p = find(_FREQUENT)
     while p >= 0:
-        if startswith(b"sharding", p) or (p >= 2 and startswith(b"reshard", p - 2)):
+        if any(p >= at and startswith(w, p - at) for w, at in _FREQUENT_AT):
             le = find(b"\n", p)
             if le < 0:
                 le = n
@@ -224,29 +218,11 @@ def scan_known_py(
     return -1, -1, lineno + count(b"\n", last), len(buf)
 
 
-def _pick_scanner() -> Callable[..., tuple[int, int, int, int]]:
-    """The native `scan_known` when it is built and not switched off
-    (`MESHDIAG_PURE_PYTHON=1`), else the Python reference."""
-    import os
-
-    if os.environ.get("MESHDIAG_PURE_PYTHON"):
-        return scan_known_py
-    try:
-        from meshdiag.ir._fastscan import scan_known as native
-    except ImportError:  # not built (no C compiler at install time): same results, slower
-        return scan_known_py
-    return native
-
-
-scan_known = _pick_scanner()
+#: the native walker when it is built and not switched off (`ir/fast/`), else the reference
+scan_known: Callable[..., tuple[int, int, int, int]] = native("scan_known") or scan_known_py
 
 
 def scanner_kind() -> str:
     """Which scanner runs: `native`, or `pure Python` and why (`meshdiag --version`)."""
-    if scan_known is not scan_known_py:
-        return "native"
-    import os
-
-    if os.environ.get("MESHDIAG_PURE_PYTHON"):
-        return "pure Python, MESHDIAG_PURE_PYTHON is set"
-    return "pure Python, the native extension is not built"
+    why = why_not_native()
+    return f"pure Python, {why}" if why else "native"

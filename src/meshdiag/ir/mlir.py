@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from meshdiag.ir import annot, linecache
+from meshdiag.ir import annot, fields, linememo
 from meshdiag.ir.builder import Builder, ManualRegion
 from meshdiag.ir.model import Diagnostic, MeshDecl
 from meshdiag.ir.text import (
@@ -112,15 +112,15 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         return
     fm = FUNC.search(line) if "func.func" in line else None
     if fm:
-        linecache.run(_func, b, line, lineno, fm.end() - 1)
+        linememo.run(_func, b, line, lineno, fm.end() - 1)
         return
     if "sharding" in line or "reshard" in line:
         if "sdy.manual_computation(" in line or "sdy.named_computation" in line:
             _op(b, line, lineno)  # opens a region: changes the builder's state
         else:
-            linecache.run(_op, b, line, lineno)
+            linememo.run(_op, b, line, lineno)
     else:  # a word that marks structure, in a line that has none: nothing
-        linecache.nothing(b)
+        linememo.nothing(b)
 
 
 @lru_cache(maxsize=1024)
@@ -241,7 +241,10 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
         if not annotations_in(line, 0, len(line)):  # nothing to pin the problem on
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
+    entry = fields.signature_entry
     for a, e in split_top(line, lparen + 1, rparen - 1):
+        if entry(b, line, lineno, a, e):  # the plain form, read in one match
+            continue
         mn = ARG_NAME.match(line, a, e)
         name = mn.group(1) if mn else f"%arg{a}"
         _annotations(b, line, lineno, a, e, [name], "arg")
@@ -270,6 +273,9 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
 
 
 def _op(b: Builder, line: str, lineno: int) -> None:
+    if "sdy.sharding_constraint " in line or "sdy.reshard " in line:
+        if fields.constraint(b, line, lineno):  # the plain form, read in one match
+            return
     rm = RESULT.match(line)
     if rm:
         base = rm.group(1)
@@ -308,7 +314,7 @@ def _op(b: Builder, line: str, lineno: int) -> None:
             b.value(names[0], lineno, start + 1, line[start:], "sdy", annot.Parsed(None), kind=kind)
             return
         text = line[start:end]
-        p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+        p = b.named(text)
         b.value(
             names[0],
             lineno,
@@ -368,7 +374,7 @@ def _annotations(
             skip = cend
             text = unescape(line[cstart:cend])
             if tok.startswith("mhlo"):
-                parsed = annot.leaves(annot.parse_hlo_text(text))
+                parsed = b.cache.hlo(text)
                 _emit(b, names, parsed, types, lineno, cstart + 1, text, "gspmd", kind, opname)
             else:
                 _emit_sdy(b, names, types, lineno, cstart + 1, text, kind, opname)
@@ -407,7 +413,7 @@ def _annotations(
         aend = match_end(line, tok_end - 1)
         if aend < 0 or aend > end:  # not closed on this line: let the parser say where
             text = line[astart:end].rstrip()
-            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+            p = b.named(text)
             if p.error is None:
                 p = annot.Parsed(None, None, "expected '>' closing the sharding", len(text))
             b.value(names[0], lineno, astart + 1, text, "sdy", p, kind=kind, op=opname)
@@ -434,7 +440,7 @@ def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:
             b.value(names[0], lineno, col, text, "sdy", p, kind=kind, op=opname)
             return
     else:
-        items = [annot.parse_named(text, b.mesh_key, b.manual_axes)]
+        items = [b.named(text)]
     _emit(b, names, items, types, lineno, col, text, "sdy", kind, opname)
 
 
@@ -497,7 +503,7 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
             text = line[a:e].strip()
             if not text:
                 continue
-            p = annot.parse_named(text, b.mesh_key, b.manual_axes)
+            p = b.named(text)
             if kind.endswith("_in"):
                 vname = operands[k] if k < len(operands) else f"{names[0]}.in#{k}"
             else:

@@ -5,11 +5,14 @@
 
 A small file is read whole, a big one in 1 MiB blocks (`lines.py`). In each block the
 scanner (`lines.scan_known`, native) walks the candidate lines and appends the ones already
-read in the same module state to the module's value columns itself (`linecache.fast_known`
-says which); it hands every other candidate to `_line`: module structure, lines seen in
-another state or with problems to report again (`linecache`), and new lines, which are
-decoded and read by the MLIR or HLO handlers. Every path yields a FileReport, even when it
-cannot be read: the problem is an MD001 finding and the scan goes on with the next file.
+read in the same module state to the module's value columns itself (the run's `ScanCache`
+says which); it hands every other candidate to `_line`: module structure and new lines,
+which are decoded and read by the MLIR or HLO handlers (`linememo` learns the lines that
+only yield values). Every path yields a FileReport, even when it cannot be read: the
+problem is an MD001 finding and the scan goes on with the next file.
+
+What is remembered between lines and files lives in a `ScanCache` the caller makes once
+per run and passes to every call (`cache=`); without one each call makes its own.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from meshdiag.ir import hlo, linecache, mlir
+from meshdiag.ir import hlo, mlir
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.lines import (
     BLOCK,
@@ -34,6 +37,7 @@ from meshdiag.ir.lines import (
     scan_known,
 )
 from meshdiag.ir.model import FileReport, ModuleReport
+from meshdiag.ir.scancache import ScanCache
 
 #: called with each module of a file as soon as it is complete (see `scan_path`)
 OnModule = Callable[[ModuleReport], None] | None
@@ -86,32 +90,34 @@ def _walk(top: str) -> Iterator[str]:
         stack.extend(reversed(subdirs))
 
 
-def scan_paths(paths: Iterable[str]) -> Iterator[FileReport]:
+def scan_paths(paths: Iterable[str], cache: ScanCache | None = None) -> Iterator[FileReport]:
+    """A FileReport per file of `paths`, all read with one `cache` (made here if None)."""
+    cache = cache if cache is not None else ScanCache()
     for p in expand_paths(paths):
-        yield scan_path(p)
+        yield scan_path(p, cache=cache)
 
 
-def scan_path(path: str, on_module: OnModule = None) -> FileReport:
+def scan_path(path: str, on_module: OnModule = None, cache: ScanCache | None = None) -> FileReport:
     """Open `path` (gzip by extension, `-` = stdin) and scan it; never raises on bad input.
 
     With `on_module`, each module goes to it as soon as it is complete (nothing after it
     can change it: the next module has started, or the file ended) and the report does not
     keep it: a big file is then held one module at a time."""
     if path == "-":
-        return scan_file("<stdin>", sys.stdin.buffer, on_module)
+        return scan_file("<stdin>", sys.stdin.buffer, on_module, cache)
     try:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
             data, stream = _open(path)  # type: ignore[assignment]
             if data is not None:  # most dump files: one read, then scanned in memory
-                return scan_bytes(path, data, on_module)
+                return scan_bytes(path, data, on_module, cache)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
-        return scan_file(path, stream, on_module)
+        return scan_file(path, stream, on_module, cache)
 
 
 def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
@@ -129,10 +135,12 @@ def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
     return data, None
 
 
-def scan_bytes(path: str, data: bytes, on_module: OnModule = None) -> FileReport:
+def scan_bytes(
+    path: str, data: bytes, on_module: OnModule = None, cache: ScanCache | None = None
+) -> FileReport:
     """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
     be too long to keep) as one block; the same report as `scan_file` on its bytes."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module)
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module, cache=cache)
     if _skipped(b, path, data[:SNIFF]):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
@@ -175,9 +183,11 @@ def _read_small(fd: int) -> bytes | None:
     return data
 
 
-def scan_file(path: str, stream: BinaryIO, on_module: OnModule = None) -> FileReport:
+def scan_file(
+    path: str, stream: BinaryIO, on_module: OnModule = None, cache: ScanCache | None = None
+) -> FileReport:
     """Scan one open binary stream; `path` is what reports show."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module)
+    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module, cache=cache)
     try:
         head = stream.read(SNIFF)
         while head and len(head) < SNIFF:  # an unbuffered pipe may return less than asked
@@ -207,52 +217,45 @@ def scan_file(path: str, stream: BinaryIO, on_module: OnModule = None) -> FileRe
 def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
     """The candidate lines of a block of whole lines starting at `lineno`; returns the
     number of the line after it."""
-    fast_known = linecache.fast_known
+    known_in = b.cache.known
     pos = 0
     while True:
-        # lines already seen in this module state are appended to the module's value
-        # columns by the scanner itself; it stops at any other candidate
+        # lines already read in this module state are appended to the module's value
+        # columns by the walker itself; it stops at any other candidate
         m = b.module
-        start, end, lineno, pos = scan_known(
-            block,
-            pos,
-            lineno,
-            fast_known(b),
-            m.lines if m is not None else _UNUSED,
-            m.items if m is not None else _UNUSED,
-        )
+        if m is None:
+            known, lines_out, items_out = known_in(b.mesh_token, None), _UNUSED, _UNUSED
+        elif b.manual:  # values inside a manual region need the builder
+            known, lines_out, items_out = _NOTHING, m.lines, m.items
+        else:
+            known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
+        start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
         if start < 0:
             return lineno
         _line(b, block[start:end], lineno)
         lineno += 1
 
 
-#: the scanner's output lists while there is no module (it appends nothing then)
+#: the walker's output lists while there is no module (only lines known to yield nothing
+#: are learned then: it appends nothing), and its memo inside a manual region (never
+#: written to)
 _UNUSED: list = []
+_NOTHING: dict = {}
 
 
 def _line(b: Builder, raw: bytes, lineno: int) -> None:
-    """One candidate line the scanner could not replay by itself."""
-    # a line seen before in another state, or with problems to report again, is replayed
-    # without decoding; a non-ASCII one is decoded first, so its UTF-8 problems are
-    # reported each time
+    """One candidate line the walker did not know."""
     if raw.isascii():
-        # module structure in HLO text: never cached, read straight from the bytes
+        # module structure in HLO text: read straight from the bytes
         if raw.startswith(b"HloModule "):
             hlo.header(b, raw, lineno)
             return
         if raw.startswith(b"ENTRY ") and b.module is not None and b.module.dialect == "hlo":
             hlo.entry(b, raw, lineno)
             return
-        rec = linecache.lookup(b, raw)
-        if rec is not None:
-            linecache.play(rec, b, lineno)
-            return
         line = raw.decode("ascii")
-    else:
+    else:  # decoded here, so its UTF-8 problems are reported each time
         line = decode_line(raw, lineno, b.problem)
-        if linecache.replay(b, raw, lineno):
-            return
     b.raw = raw
     if line.startswith("HloModule "):
         hlo.handle(b, line, lineno)
@@ -266,10 +269,10 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
 
 
 def clear_caches() -> None:
-    """Forget every memoised line and parse, so the next scan starts cold (benchmarks)."""
+    """Forget the module-level parse memos, so the next scan starts cold (benchmarks; what
+    a run learns lives in its ScanCache)."""
     from meshdiag.ir import annot
 
-    linecache.clear()
     annot.cache_clear()
     mlir.cache_clear()
     hlo.cache_clear()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from meshdiag.ir.fast import native
 from meshdiag.notation._cursor import unescape as _unescape
 
 _OPEN = {"<": ">", "[": "]", "{": "}", "(": ")"}
@@ -72,21 +73,9 @@ def match_end_py(s: str, pos: int) -> int:
     return -1
 
 
-def _load_native(name: str):
-    import os
-
-    if os.environ.get("MESHDIAG_PURE_PYTHON"):
-        return None
-    try:
-        from meshdiag.ir import _fastscan
-    except ImportError:  # not built: the Python versions
-        return None
-    return getattr(_fastscan, name)
-
-
-_native_match_end = _load_native("match_end")
-_native_split_top = _load_native("split_top")
-_native_top_colon = _load_native("top_colon")
+_native_match_end = native("match_end")
+_native_split_top = native("split_top")
+_native_top_colon = native("top_colon")
 
 
 def brace_end(s: str, pos: int) -> int:

@@ -20,6 +20,7 @@ from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
 
 if TYPE_CHECKING:
+    from meshdiag.ir.scancache import ScanCache
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
 
@@ -115,7 +116,8 @@ def scan_checked(
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
-    modules), how many modules it had, and the findings `run_checks` gives on the whole."""
+    modules), how many modules it had, and the findings `run_checks` gives on the whole.
+    The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`."""
     from meshdiag.ir.scan import scan_path
 
     checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks, memos)
@@ -128,8 +130,16 @@ def scan_checked(
         if each is not None:
             each(module)
 
-    report = scan_path(path, on_module=done)
+    report = scan_path(path, on_module=done, cache=scan_cache(memos))
     return report, count, checker.findings(report)
+
+
+def scan_cache(memos: RunMemos | None) -> ScanCache | None:
+    """The scanner's memo of the run (what it learned of lines and parses), kept in the
+    run's memos; None (a fresh one per scan) without them."""
+    from meshdiag.ir.scancache import ScanCache
+
+    return None if memos is None else memos.slot("ir.scan", ScanCache)
 
 
 def logical_global_mesh(
@@ -194,7 +204,7 @@ def iter_inspect(
 
     memos = memos if memos is not None else RunMemos()
     checks = module_checks()  # once: loading the registry walks the checks package
-    for report in scan_paths(paths):
+    for report in scan_paths(paths, cache=scan_cache(memos)):
         yield Inspected(report, run_checks(report, mesh, target, split, checks, memos))
 
 

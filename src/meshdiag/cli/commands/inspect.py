@@ -58,8 +58,9 @@ def inspect(
     split_rule = check_rule(split or "xla")
     global_mesh = load_mesh(mesh)
     from meshdiag.cli.commands import inspect_worker as worker
+    from meshdiag.ir.batches import by_bytes
     from meshdiag.ir.scan import expand_paths
-    from meshdiag.pipeline.inspect import MIN_PARALLEL_FILES, default_jobs, map_files
+    from meshdiag.pipeline.inspect import default_jobs, map_files
     from meshdiag.pipeline.spool import SpoolDir
 
     skipped: list[str] = []
@@ -74,9 +75,9 @@ def inspect(
     # files go to the workers in batches; a worker leaves a batch's output in its spool
     # file and the parent copies it out in order: one result and one copy per batch
     n = default_jobs() if jobs is None else max(jobs, 1)
-    size = max(1, min(64, len(files) // (n * 16)))
-    batches = [files[i : i + size] for i in range(0, len(files), size)]
-    par = {"min_files": max(1, MIN_PARALLEL_FILES // size), "chunksize": 1}
+    # batches of about equal bytes; workers when there are enough bytes to pay for them
+    batches, parallel = by_bytes(files, 1 if "-" in files else n)
+    par = {"min_files": 1 if parallel else len(batches) + 1, "chunksize": 1}
     spool = SpoolDir()
     summary = None  # of every file, for --html
     try:

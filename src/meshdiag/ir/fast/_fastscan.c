@@ -1,4 +1,4 @@
-/* meshdiag.ir._fastscan: the native `scan_known` of meshdiag/ir/lines.py.
+/* meshdiag.ir.fast._fastscan: the native `scan_known` of meshdiag/ir/lines.py.
  *
  * Same arguments and results as `lines.scan_known_py` (its reference), but the candidate
  * lines are found in one forward pass over the block instead of one `bytes.find` pass per
@@ -20,15 +20,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The words that make a line a candidate. KEEP IN SYNC with `_FREQUENT`/`_RARE` in
- * lines.py (lines.py's `shard` hit is accepted as `sharding` or `reshard`, the two first
- * entries here): a change to one list must be made to the other, or the native and Python
- * scanners disagree (tests/test_fastscan.py compares them). */
-static const char *const NEEDLES[] = {
-    "sharding", "reshard",                                      /* _FREQUENT */
-    "sdy.mesh", "IR Dump", "HloModule", "module", "ENTRY",      /* _RARE */
-    "error:",   "warning:", "// -----", "} : (",
-};
+/* The words that make a line a candidate: `WORDS` in words.py, the one list, passed by
+ * setup.py as the body of this initializer (the Python walker in lines.py reads the same
+ * list; tests/test_fastscan.py compares the two walkers and `_fastscan.WORDS`). */
+#ifndef MESHDIAG_NEEDLES
+#error "MESHDIAG_NEEDLES is not defined: build with setup.py (it passes meshdiag/ir/words.py)"
+#endif
+static const char *const NEEDLES[] = {MESHDIAG_NEEDLES};
 #define N_NEEDLES ((int)(sizeof(NEEDLES) / sizeof(NEEDLES[0])))
 
 #define GRAM 4
@@ -502,7 +500,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef fastscan_module = {
     PyModuleDef_HEAD_INIT,
-    "meshdiag.ir._fastscan",
+    "meshdiag.ir.fast._fastscan",
     "Native candidate-line scanner (see lines.scan_known_py for the semantics).",
     -1,
     methods,
@@ -515,5 +513,28 @@ static struct PyModuleDef fastscan_module = {
 PyMODINIT_FUNC PyInit__fastscan(void) {
     if (build_tables() < 0)
         return NULL;
-    return PyModule_Create(&fastscan_module);
+    PyObject *m = PyModule_Create(&fastscan_module);
+    if (m == NULL)
+        return NULL;
+    /* the words it was built with, as a tuple of str (words.WORDS, tested) */
+    PyObject *words = PyTuple_New(N_NEEDLES);
+    if (words == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int k = 0; k < N_NEEDLES; k++) {
+        PyObject *w = PyUnicode_FromString(NEEDLES[k]);
+        if (w == NULL) {
+            Py_DECREF(words);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(words, k, w);
+    }
+    if (PyModule_AddObject(m, "WORDS", words) < 0) {
+        Py_DECREF(words);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

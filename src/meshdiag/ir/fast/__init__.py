@@ -1,0 +1,34 @@
+"""The scanner's native speed-ups, behind one interface.
+
+`_fastscan.c` compiles (optionally: setup.py) to `meshdiag.ir.fast._fastscan`; its functions
+are the candidate walker `scan_known` (Python twin: `ir.lines.scan_known_py`) and the bracket
+helpers `match_end`, `split_top`, `top_colon` (twins in `ir.text`). Each is tested against
+its twin. `words.py` is the one list of candidate words both walkers use (setup.py hands it
+to the compiler). `native(name)` is how the rest of the scanner asks for one: None when the
+extension is not built or `MESHDIAG_PURE_PYTHON` is set, and the caller uses the twin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+
+def native(name: str) -> Callable | None:
+    """The native function `name`, or None (not built, or switched off)."""
+    if os.environ.get("MESHDIAG_PURE_PYTHON"):
+        return None
+    try:
+        from meshdiag.ir.fast import _fastscan
+    except ImportError:  # not built (no C compiler at install time): same results, slower
+        return None
+    return getattr(_fastscan, name)
+
+
+def why_not_native() -> str:
+    """Why the twins run (for `meshdiag --version`): "" when the native code does."""
+    if os.environ.get("MESHDIAG_PURE_PYTHON"):
+        return "MESHDIAG_PURE_PYTHON is set"
+    if native("scan_known") is None:
+        return "the native extension is not built"
+    return ""

@@ -1,0 +1,96 @@
+"""One-pass field readers for the annotated lines that make up most of a dump.
+
+The general MLIR handlers (`mlir._op`, `mlir._func`) find a line's results, op name,
+annotation tokens, and result types with several scans each, because any of them may be
+missing, quoted or nested. Most annotated lines have one plain form, read here with one
+anchored regex each: the value's name, its type and its sharding span in one match. A line
+(or signature entry) that does not have that exact form returns False and goes to the
+general reader, which gives the same values for these forms (tests/test_scan_differential.py
+and tests/test_ir_fields.py compare them).
+
+- `constraint`: `%5 = sdy.sharding_constraint %4 <@mesh, [{}, {"y"}]> : tensor<16x24xf32>`
+  (and `sdy.reshard`), the line JAX prints for every `with_sharding_constraint`.
+- `signature_entry`: `%arg3: tensor<24x32xf32> {sdy.sharding = #sdy.sharding<@mesh, ...>}`,
+  one entry of a `func.func` signature (a big program's entry function has thousands).
+"""
+
+from __future__ import annotations
+
+import re
+
+from meshdiag.ir.builder import Builder
+from meshdiag.ir.text import match_end
+
+#: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
+#: given inline goes to the general reader), the one static result type (its dims and
+#: element type) and nothing after it
+_CONSTRAINT = re.compile(
+    r"[ \t]*(%[\w.$\-]+) = sdy\.(sharding_constraint|reshard) %[\w.$#\-]+ (<@[^<>]*>)"
+    r" : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>[ \t]*"
+)
+#: one signature entry: its name, its static type (dims, element type), the attribute
+#: dictionary holding only the sharding
+_ENTRY = re.compile(
+    r"\s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)> "
+    r"\{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}\s*"
+)
+
+
+def constraint(b: Builder, line: str, lineno: int) -> bool:
+    """A plain `sdy.sharding_constraint` / `sdy.reshard` line, read whole; False (nothing
+    done) for any other line."""
+    m = _CONSTRAINT.fullmatch(line)
+    if m is None or "computation" in line:  # a region op's name quoted in it: general
+        return False
+    start, stop = m.span(3)
+    if match_end(line, start) != stop:  # quoted brackets: the general reader decides
+        return False
+    name, op, text, dims, dtype = m.group(1, 2, 3, 4, 5)
+    if "sharding" in dtype:  # an annotation token after the sharding: general
+        return False
+    shape = _dims(dims)
+    b.value(
+        name,
+        lineno,
+        start + 1,
+        text,
+        "sdy",
+        b.named(text),
+        kind="constraint" if op == "sharding_constraint" else "reshard",
+        op="sdy." + op,
+        shape=shape,
+        dtype=dtype,
+    )
+    return True
+
+
+def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) -> bool:
+    """One plain `func.func` signature entry in `line[start:end]`; False (nothing done)
+    for any other form."""
+    m = _ENTRY.fullmatch(line, start, end)
+    if m is None:
+        return False
+    a, e = m.span(4)
+    if match_end(line, a + 13) != e:  # `#sdy.sharding` is 13 characters: its `<`
+        return False
+    name, dims, dtype, text = m.group(1, 2, 3, 4)
+    if text.count("sharding") != 1 or "sharding" in dtype:  # more tokens in it: general
+        return False
+    shape = _dims(dims)
+    b.value(
+        name,
+        lineno,
+        a + 1,
+        text,
+        "sdy",
+        b.named(text),
+        kind="arg",
+        shape=shape,
+        dtype=dtype,
+    )
+    return True
+
+
+def _dims(dims: str) -> tuple[int, ...]:
+    """`16x24x` → (16, 24), as `text.tensor_shape` reads a static tensor type's dims."""
+    return tuple(map(int, dims.split("x")[:-1])) if dims else ()

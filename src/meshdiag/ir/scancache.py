@@ -1,0 +1,117 @@
+"""What one run of the scanner remembers between lines and files: made by the caller of
+`scan_path` / `scan_paths` (one per run, passed down; a default one per call), never
+module-level, keyed by value (bytes / str / mesh keys), bounded.
+
+- Lines already read, per module state (`known`): the raw bytes of an ASCII line that
+  yielded only values (or nothing) → the values it yielded, as one shared `LineValues`.
+  The native walker (`lines.scan_known`) appends a known line's values to the module's
+  columns by itself: an every-pass dump prints most annotated lines in pass after pass.
+- Each distinct sharding text parsed once (`hlo`, `named`, `per_value`), and each distinct
+  HLO shape text read once (`hlo_shapes`).
+- A small number per distinct set of module meshes (`token`): the line memo's state key
+  (hashing a MeshKey hashes its meshes, and tuples do not keep their hash).
+
+Everything here is bounded by a byte estimate and starts over past it: a file with no
+repeated line must not grow the memo with its size.
+"""
+
+from __future__ import annotations
+
+from meshdiag.ir import annot
+from meshdiag.ir.annot import MeshKey, Parsed
+from meshdiag.ir.model import LineValues
+
+#: what the line memo may hold (its keys' bytes plus an estimate per value), in bytes
+MAX_LINE_BYTES = 16 << 20
+#: about what a learned line costs besides its bytes, and each of its values
+LINE_COST = 120
+VALUE_COST = 400
+#: lines longer than this are read each time, never learned
+MAX_LINE = 16384
+#: distinct parses and shapes kept (each entry a few hundred bytes; a run sees tens to
+#: thousands of distinct shardings)
+MAX_PARSES = 1 << 14
+MAX_TOKENS = 4096
+
+
+class ScanCache:
+    """The per-run memo of the scanner (see the module docstring)."""
+
+    __slots__ = ("_known", "_line_bytes", "_tokens", "_next_token", "_parses", "_shapes")
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, str | None], dict[bytes, LineValues | None]] = {}
+        self._line_bytes = 0
+        self._tokens: dict[MeshKey, int] = {(): 0}
+        self._next_token = 1
+        self._parses: dict[tuple, object] = {}
+        self._shapes: dict[str, list] = {}
+
+    # -- lines -----------------------------------------------------------------------------
+    def known(self, token: int, dialect: str | None) -> dict[bytes, LineValues | None]:
+        """The lines learned in one module state: meshes (`token`) and dialect."""
+        key = (token, dialect)
+        d = self._known.get(key)
+        if d is None:
+            d = self._known[key] = {}
+        return d
+
+    def learn(self, known: dict, raw: bytes, item: LineValues | None) -> None:
+        """`raw` yields `item` (None: nothing) in the state `known` belongs to."""
+        cost = len(raw) + LINE_COST + (VALUE_COST * len(item.protos) if item is not None else 0)
+        if self._line_bytes + cost > MAX_LINE_BYTES:
+            for d in self._known.values():  # the walker asks again at its next call
+                d.clear()
+            self._line_bytes = 0
+        known[raw] = item
+        self._line_bytes += cost
+
+    def token(self, key: MeshKey) -> int:
+        """A number per distinct MeshKey; never reused within the run (a number dropped
+        when the table starts over is not given again, so a stale one can only miss)."""
+        t = self._tokens.get(key)
+        if t is None:
+            if len(self._tokens) >= MAX_TOKENS:
+                self._tokens.clear()
+                self._tokens[()] = 0
+                self._known.clear()
+                self._line_bytes = 0
+            t = self._tokens[key] = self._next_token
+            self._next_token += 1
+        return t
+
+    # -- parses ----------------------------------------------------------------------------
+    def _room(self) -> None:
+        if len(self._parses) >= MAX_PARSES:
+            self._parses.clear()
+
+    def hlo(self, text: str) -> list[Parsed]:
+        """The per-value records of a GSPMD sharding text (tuple elements flattened)."""
+        key = ("hlo", text)
+        hit = self._parses.get(key)
+        if hit is None:
+            self._room()
+            hit = self._parses[key] = annot.leaves(annot.parse_hlo_text(text))
+        return hit  # type: ignore[return-value]
+
+    def named(self, text: str, meshes: MeshKey, manual_axes: tuple[str, ...], token: int) -> Parsed:
+        """One Shardy sharding (`#sdy.sharding<...>` or `<@mesh, [...]>`) on `meshes`,
+        whose number in this run is `token` (`token(meshes)`: the key hashes the number,
+        not the meshes)."""
+        key = ("sdy", text, token, manual_axes)
+        hit = self._parses.get(key)
+        if hit is None:
+            self._room()
+            hit = self._parses[key] = annot.parse_named(text, meshes, manual_axes)
+        return hit  # type: ignore[return-value]
+
+    def hlo_shapes(self, text: str) -> list:
+        """`text.hlo_shapes(text)`, once per distinct shape text."""
+        hit = self._shapes.get(text)
+        if hit is None:
+            from meshdiag.ir.text import hlo_shapes
+
+            if len(self._shapes) >= MAX_PARSES:
+                self._shapes.clear()
+            hit = self._shapes[text] = hlo_shapes(text)
+        return hit

@@ -1,0 +1,67 @@
+"""The scanner's per-run memo: lines learned in one run are replayed in the same run, the
+memo stays within its budget on a file with no repeated line, and a run's memo is its own
+(nothing is remembered at module level between runs)."""
+
+from __future__ import annotations
+
+import io
+
+from meshdiag.ir import scancache
+from meshdiag.ir.model import LineValues
+from meshdiag.ir.scan import scan_file
+from meshdiag.ir.scancache import ScanCache
+
+PASS = (
+    "HloModule m{n}, num_partitions=8\n"
+    "ENTRY %main (p: f32[8,16]) -> f32[8,16] {{\n"
+    "  %p = f32[8,16]{{1,0}} parameter(0), sharding={{devices=[2,4]<=[8]}}\n"
+    "  ROOT %a = f32[8,16]{{1,0}} add(%p, %p), sharding={{devices=[2,4]<=[8]}}, "
+    'metadata={{op_name="sharding_constraint"}}\n'
+    "}}\n"
+)
+
+
+def scan(text: str, cache: ScanCache | None = None):
+    return scan_file("d.txt", io.BytesIO(text.encode()), cache=cache)
+
+
+def learned(cache: ScanCache) -> int:
+    return sum(len(d) for d in cache._known.values())
+
+
+def test_a_run_replays_its_lines_across_files():
+    cache = ScanCache()
+    first = scan(PASS.format(n=0), cache)
+    again = scan(PASS.format(n=1), cache)  # another file of the same run: the same lines
+    entries = [it for r in (first, again) for it in r.modules[0].items]
+    assert all(isinstance(it, LineValues) for it in entries)
+    assert entries[0] is entries[2] and entries[1] is entries[3]  # replayed, not re-read
+    assert [v.line for v in again.modules[0].values] == [3, 4]
+
+
+def test_runs_do_not_share_what_they_learned():
+    a, b = ScanCache(), ScanCache()
+    ra, rb = scan(PASS.format(n=0), a), scan(PASS.format(n=0), b)
+    assert ra.modules == rb.modules
+    assert ra.modules[0].items[0] is not rb.modules[0].items[0]
+    assert learned(a) == learned(b) > 0
+
+
+def test_the_line_memo_stays_within_its_budget(monkeypatch):
+    monkeypatch.setattr(scancache, "MAX_LINE_BYTES", 4000)
+    cache = ScanCache()
+    text = "".join(
+        f"  %v{i} = f32[{i + 1},16]{{1,0}} parameter(0), sharding={{devices=[2,4]<=[8]}}\n"
+        for i in range(500)
+    )
+    r = scan("HloModule m, num_partitions=8\n" + text, cache)
+    assert len(r.modules[0].values) == 500
+    assert cache._line_bytes <= 4000
+    assert 0 < learned(cache) < 500  # emptied along the way, still learning
+
+
+def test_each_distinct_sharding_is_parsed_once_per_run():
+    cache = ScanCache()
+    scan(PASS.format(n=0) + PASS.format(n=1).replace("%p", "%q"), cache)
+    parses = [k for k in cache._parses if k[0] == "hlo"]
+    assert parses == [("hlo", "{devices=[2,4]<=[8]}")]
