@@ -11,7 +11,8 @@ import pytest
 
 from meshdiag.ir import lines, scan
 from meshdiag.ir.model import LineValues, ModuleReport, Value
-from meshdiag.ir.scan import clear_caches, scan_file, scan_path
+from meshdiag.ir.scan import scan_file, scan_path
+from meshdiag.ir.scancache import ScanCache
 from meshdiag.pipeline.inspect import file_json, run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,13 +39,12 @@ def dump(n: int = 4) -> bytes:
 @pytest.fixture
 def python_walker(monkeypatch):
     monkeypatch.setattr(scan, "scan_known", lines.scan_known_py)
-    clear_caches()
     yield
-    clear_caches()
 
 
-def reports(paths):
-    return [file_json(scan_path(str(p))) for p in paths]
+def reports(paths, cache=None):
+    """The files' JSON; each scan learns afresh unless a run's `cache` is shared."""
+    return [file_json(scan_path(str(p), cache=cache)) for p in paths]
 
 
 def test_native_walker_is_built_and_used():
@@ -53,11 +53,10 @@ def test_native_walker_is_built_and_used():
 
 
 def test_python_walker_gives_the_same_reports(python_walker):
-    python = reports(FIXTURES)
-    clear_caches()
-    python_again = reports(FIXTURES)  # warm caches: the same again
+    run = ScanCache()
+    python = reports(FIXTURES, run)
+    python_again = reports(FIXTURES, run)  # the same run, every line learned: the same again
     scan.scan_known = lines.scan_known  # the native walker (monkeypatch restores it)
-    clear_caches()
     native = reports(FIXTURES)
     assert python == native == python_again
 

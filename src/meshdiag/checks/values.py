@@ -74,7 +74,7 @@ def value_findings(
             if item.__class__ is Value:
                 values = [item]
             else:
-                values = [per_device(p) if part else p for p in item.protos]  # type: ignore[attr-defined]
+                values = [per_device(p, memos) if part else p for p in item.protos]  # type: ignore[attr-defined]
             bad = [(v, res) for v in values if (res := judge(v, facts, memos))]
             if item.__class__ is not Value:  # one-off Values are never seen again
                 judged.put(item, True)

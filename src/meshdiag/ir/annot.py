@@ -8,7 +8,6 @@ computed, and the parser's message and offset when the text does not parse.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from meshdiag import limits
@@ -36,7 +35,6 @@ def _error(e: MeshdiagError) -> tuple[str, int]:
     return str(e), 0
 
 
-@lru_cache(maxsize=4096)
 def parse_named_mesh(text: str, name: str) -> tuple[Mesh | None, str | None, int]:
     """`parse_mesh(text)` with the mesh named `name` (frozen, so one object serves every
     module that declares it)."""
@@ -48,7 +46,6 @@ def parse_named_mesh(text: str, name: str) -> tuple[Mesh | None, str | None, int
     return mesh, err, off
 
 
-@lru_cache(maxsize=8192)
 def parse_mesh(text: str) -> tuple[Mesh | None, str | None, int]:
     """(mesh, error, offset) for a mesh attribute `<[...]>` / `#sdy.mesh<...>`."""
     from meshdiag.notation.shardy import parse_mesh_attr
@@ -72,7 +69,6 @@ def _named_hlo(s: NamedSharding, manual_axes: tuple[str, ...]) -> HloSharding | 
         return None
 
 
-@lru_cache(maxsize=8192)
 def parse_named(text: str, meshes: MeshKey, manual_axes: tuple[str, ...] = ()) -> Parsed:
     """One Shardy sharding: `#sdy.sharding<...>` or the stripped `<@mesh, [...]>`."""
     from meshdiag.notation.shardy import parse_sdy_sharding
@@ -86,7 +82,6 @@ def parse_named(text: str, meshes: MeshKey, manual_axes: tuple[str, ...] = ()) -
     return Parsed(s, _named_hlo(s, manual_axes))
 
 
-@lru_cache(maxsize=8192)
 def parse_per_value(
     text: str, meshes: MeshKey, manual_axes: tuple[str, ...] = ()
 ) -> tuple[list[Parsed], str | None, int]:
@@ -102,7 +97,6 @@ def parse_per_value(
     return [Parsed(s, _named_hlo(s, manual_axes)) for s in items], None, 0
 
 
-@lru_cache(maxsize=8192)
 def parse_hlo_text(text: str) -> Parsed:
     """A GSPMD HloSharding string (a tuple stays one record; see `leaves`)."""
     from meshdiag.notation.gspmd import parse_gspmd
@@ -122,8 +116,3 @@ def leaves(p: Parsed) -> list[Parsed]:
     if s is None or getattr(s, "kind", None) != "tuple":
         return [p]
     return [Parsed(e, e) for e in s.leaves()]  # type: ignore[union-attr]
-
-
-def cache_clear() -> None:
-    for f in (parse_mesh, parse_named_mesh, parse_named, parse_per_value, parse_hlo_text):
-        f.cache_clear()

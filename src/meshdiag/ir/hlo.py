@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from meshdiag.ir import annot, linememo
 from meshdiag.ir.builder import Builder
@@ -22,7 +21,7 @@ OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
-        _start(b, _header(line), lineno)
+        _start(b, b.cache.call(_header, line), lineno)
         return
     if line.startswith("ENTRY "):
         _entry(b, line, lineno)
@@ -50,14 +49,9 @@ def _num_partitions(header: str) -> int | None:
     return None
 
 
-def cache_clear() -> None:
-    _header.cache_clear()
-    _header_raw.cache_clear()
-
-
 def header(b: Builder, raw: bytes, lineno: int) -> None:
     """An ASCII `HloModule` line as the scanner reads it (memoised by its bytes)."""
-    _start(b, _header_raw(raw), lineno)
+    _start(b, b.cache.call(_header_raw, raw), lineno)
 
 
 def entry(b: Builder, raw: bytes, lineno: int) -> None:
@@ -83,12 +77,10 @@ def _entry(b: Builder, line: str, lineno: int) -> None:
         b.ensure_module(lineno).partitioned = True
 
 
-@lru_cache(maxsize=1024)
 def _header_raw(raw: bytes) -> tuple:
     return _header(raw.decode("ascii"))
 
 
-@lru_cache(maxsize=1024)
 def _header(line: str) -> tuple[str | None, int | None, tuple[tuple[str, str | None, int], ...]]:
     """(name, num_partitions, meshes) of an HloModule header; each mesh of
     `xla.sdy.meshes={...}` as (name, `#sdy.mesh<...>` text or None when not closed, column).
@@ -156,7 +148,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
             continue
         text = unescape(line[cstart:cend])
         if text.startswith("#sdy.sharding_per_value"):
-            items, err, off = annot.parse_per_value(text, b.mesh_key)
+            items, err, off = b.cache.call(annot.parse_per_value, text, b.mesh_key)
             if err is not None:
                 items = [annot.Parsed(None, None, err, off)]
         else:

@@ -7,7 +7,6 @@ line, so every annotation is read from the line it is on. Unknown dialects are j
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from meshdiag.ir import annot, fields, linememo
 from meshdiag.ir.builder import Builder, ManualRegion
@@ -99,7 +98,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
         return
-    header = _module_header(line)
+    header = b.cache.call(_module_header, line)
     if header is not None:
         name, num_partitions = header
         if indent == 0 or b.module is None:
@@ -123,7 +122,6 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         linememo.nothing(b)
 
 
-@lru_cache(maxsize=1024)
 def _module_header(line: str) -> tuple[str | None, int | None] | None:
     """(name, mhlo.num_partitions) when `line` opens a module, else None (memoised: every
     pass dump prints the same header again)."""
@@ -138,11 +136,6 @@ def _module_header(line: str) -> tuple[str | None, int | None] | None:
 
 
 _MODULE_BODY = re.compile(r"\s*(?:builtin\.)?module\s*(attributes\b|\{)")
-
-
-def cache_clear() -> None:
-    for f in (_module_header, _mesh_ops_in, _xla_meshes_in):
-        f.cache_clear()
 
 
 def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
@@ -160,7 +153,7 @@ def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
 
 
 def _mesh_op(b: Builder, line: str, lineno: int) -> None:
-    for name, text, col, closed in _mesh_ops_in(line):
+    for name, text, col, closed in b.cache.call(_mesh_ops_in, line):
         if not closed:
             b.mesh(MeshDecl(name, None, lineno, col, text))
             b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, col)
@@ -168,7 +161,6 @@ def _mesh_op(b: Builder, line: str, lineno: int) -> None:
         declare_mesh(b, name, text, lineno, col, "sdy.mesh")
 
 
-@lru_cache(maxsize=1024)
 def _mesh_ops_in(line: str) -> tuple[tuple[str, str, int, bool], ...]:
     """(name, attribute text, column, closed) of each `sdy.mesh @name = <...>` on `line`."""
     out = []
@@ -186,7 +178,7 @@ def _mesh_ops_in(line: str) -> tuple[tuple[str, str, int, bool], ...]:
 
 
 def declare_mesh(b: Builder, name: str, text: str, lineno: int, col: int, source: str) -> None:
-    mesh, err, off = annot.parse_named_mesh(text, name)
+    mesh, err, off = b.cache.call(annot.parse_named_mesh, text, name)
     b.mesh(MeshDecl(name, mesh, lineno, col, text, source))  # type: ignore[arg-type]
     if err is not None:
         b.problem(f"mesh @{name}: {err}", lineno, col + off)
@@ -196,14 +188,13 @@ def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
     """`mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\\22x\\22=8]>}"}`."""
     if "xla.sdy.meshes" not in line:  # on every module header; the regex scan is slower
         return
-    for name, text, col in _xla_meshes_in(line):
+    for name, text, col in b.cache.call(_xla_meshes_in, line):
         if name is None:  # a problem: `text` says what
             b.problem(text, lineno, col)
         else:
             declare_mesh(b, name, text, lineno, col, "xla.sdy.meshes")
 
 
-@lru_cache(maxsize=1024)
 def _xla_meshes_in(line: str) -> tuple[tuple[str | None, str, int], ...]:
     """(mesh name, `#sdy.mesh<...>` text, column) per mesh of the `xla.sdy.meshes` strings
     on `line`, and (None, message, column) where one cannot be read."""
@@ -434,7 +425,7 @@ def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:
     """A Shardy annotation (`#sdy.sharding<...>` or `#sdy.sharding_per_value<[...]>`): one
     value per sharding; a per-value list that does not parse is one value with the error."""
     if text.startswith("#sdy.sharding_per_value"):
-        items, err, off = annot.parse_per_value(text, b.mesh_key, b.manual_axes)
+        items, err, off = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
         if err is not None:
             p = annot.Parsed(None, None, err, off)
             b.value(names[0], lineno, col, text, "sdy", p, kind=kind, op=opname)

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from meshdiag.memo import MAX_ENTRIES
+from meshdiag.memo import MAX_ENTRIES, RunMemos
 
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
@@ -272,21 +272,18 @@ class ModuleReport:
         )
 
 
-#: a partitioned module's copy of each prototype (by identity; holds the prototype)
-_LOCAL: dict[int, tuple[Value, Value]] = {}
-
-
-def per_device(p: Value) -> Value:
-    """A prototype as a partitioned module holds it: its shape is the per-device shape
-    (memoised: one copy per prototype)."""
+def per_device(p: Value, memos: RunMemos | None = None) -> Value:
+    """A prototype as a partitioned module holds it: its shape is the per-device shape (one
+    copy per prototype and run, given the run's `memos`)."""
     if p.shape is None or p.local_shape is not None:
         return p
-    hit = _LOCAL.get(id(p))
-    if hit is None or hit[0] is not p:
-        if len(_LOCAL) >= MAX_ENTRIES:
-            _LOCAL.clear()
-        hit = _LOCAL[id(p)] = (p, _at(p, p.line, True))
-    return hit[1]
+    if memos is None:
+        return _at(p, p.line, True)
+    local = memos.identity("ir.per_device", MAX_ENTRIES)
+    hit = local.get(p)
+    if hit is None:
+        hit = local.put(p, _at(p, p.line, True))
+    return hit
 
 
 @dataclass

@@ -219,14 +219,18 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
     number of the line after it."""
     known_in = b.cache.known
     pos = 0
+    # the walker's output lists while there is no module (only lines known to yield nothing
+    # are learned then: it appends nothing), and its memo inside a manual region (empty)
+    unused: list = []
+    nothing: dict = {}
     while True:
         # lines already read in this module state are appended to the module's value
         # columns by the walker itself; it stops at any other candidate
         m = b.module
         if m is None:
-            known, lines_out, items_out = known_in(b.mesh_token, None), _UNUSED, _UNUSED
+            known, lines_out, items_out = known_in(b.mesh_token, None), unused, unused
         elif b.manual:  # values inside a manual region need the builder
-            known, lines_out, items_out = _NOTHING, m.lines, m.items
+            known, lines_out, items_out = nothing, m.lines, m.items
         else:
             known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
         start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
@@ -234,13 +238,6 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
             return lineno
         _line(b, block[start:end], lineno)
         lineno += 1
-
-
-#: the walker's output lists while there is no module (only lines known to yield nothing
-#: are learned then: it appends nothing), and its memo inside a manual region (never
-#: written to)
-_UNUSED: list = []
-_NOTHING: dict = {}
 
 
 def _line(b: Builder, raw: bytes, lineno: int) -> None:
@@ -266,16 +263,6 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
             hlo.handle(b, line, lineno)
     else:
         mlir.handle(b, line, lineno)
-
-
-def clear_caches() -> None:
-    """Forget the module-level parse memos, so the next scan starts cold (benchmarks; what
-    a run learns lives in its ScanCache)."""
-    from meshdiag.ir import annot
-
-    annot.cache_clear()
-    mlir.cache_clear()
-    hlo.cache_clear()
 
 
 def _partitioned_by_name(path: str) -> bool:

@@ -32,6 +32,7 @@ MAX_LINE = 16384
 #: thousands of distinct shardings)
 MAX_PARSES = 1 << 14
 MAX_TOKENS = 4096
+_MISSING = object()
 
 
 class ScanCache:
@@ -104,6 +105,16 @@ class ScanCache:
             self._room()
             hit = self._parses[key] = annot.parse_named(text, meshes, manual_axes)
         return hit  # type: ignore[return-value]
+
+    def call(self, fn, *args):
+        """`fn(*args)` once per distinct arguments, for the handlers' pure readers of a line
+        or a text (module headers, mesh declarations, per-value shardings)."""
+        key = (fn, *args)
+        hit = self._parses.get(key, _MISSING)
+        if hit is _MISSING:
+            self._room()
+            hit = self._parses[key] = fn(*args)
+        return hit
 
     def hlo_shapes(self, text: str) -> list:
         """`text.hlo_shapes(text)`, once per distinct shape text."""

@@ -234,7 +234,7 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
             if id(it) in done_items:
                 continue
             done_items.add(id(it))
-            vals = [per_device(p) if part else p for p in it.protos]  # type: ignore[union-attr]
+            vals = [per_device(p, memos) if part else p for p in it.protos]  # type: ignore[union-attr]
             times = occurrences[id(it)]
         counted: set[tuple[str, str]] = set()
         for v in vals:

@@ -169,7 +169,7 @@ def _rows(item, part: bool, memos: RunMemos) -> tuple:
         hit = memo.put(
             key,
             tuple(
-                (own_text(p, memos), p.name, p.column, per_device(p) if part else p)
+                (own_text(p, memos), p.name, p.column, per_device(p, memos) if part else p)
                 for p in item.protos
             ),
         )
