@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.errors import MeshdiagError, ParseError
@@ -86,10 +85,9 @@ def _word_end(line: str, pos: int) -> int:
     return len(line) if end < 0 else end
 
 
-@lru_cache(maxsize=4096)
 def parse_replica_groups(text: str) -> ReplicaGroups:
     """Any spelling of a `replica_groups=` value; ParseError (with its column) if malformed.
-    Memoised: a dump repeats the same few group lists on thousands of lines."""
+    (The collective scan reads each distinct collective line once per run.)"""
     t = text.strip()
     if t.startswith("{"):
         groups = parse_id_lists(t, "a device id")
@@ -101,7 +99,6 @@ def parse_replica_groups(text: str) -> ReplicaGroups:
     raise ParseError("replica groups: '{{...}}', '[G,S]<=[...]' or 'mesh[...] {...}'", text, 0)
 
 
-@lru_cache(maxsize=4096)
 def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
     """`source_target_pairs={{0,1},{1,2}}` (the braces) → ((0, 1), (1, 2))."""
     pairs = parse_id_lists(text.strip(), "a device id")

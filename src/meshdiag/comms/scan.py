@@ -20,7 +20,6 @@ import heapq
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from typing import TYPE_CHECKING, BinaryIO
 
 from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_groups_end
@@ -31,6 +30,7 @@ from meshdiag.ir.mlir import MODULE
 from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
 
 if TYPE_CHECKING:
+    from meshdiag.memo import RunMemos
     from meshdiag.model.sharding import NamedSharding
 
 #: HLO opcode → kind; the -start forms are async halves of the same kind
@@ -75,48 +75,79 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
     return expand_paths(paths)
 
 
-def scan_collectives(paths: Iterable[str]) -> Iterator[CollectiveFile]:
+class ScanMemo:
+    """What one run of the collective scan remembers (one per run: a slot of the run's
+    `RunMemos`, see `scan_collectives`; a fresh one per call without): small files by
+    content (dump directories hold the same pass output under many names), HLO collective
+    lines by their bytes, and each distinct Shardy sharding and axis check. Bounded."""
+
+    __slots__ = ("files", "hlo", "calls")
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[int, bytes], CollectiveFile] = {}
+        self.hlo: dict[bytes, tuple] = {}
+        self.calls: dict[tuple, object] = {}
+
+    def call(self, fn, *args):
+        """`fn(*args)` once per distinct arguments (an exception is raised each time)."""
+        key = (fn, *args)
+        hit = self.calls.get(key, _MISSING)
+        if hit is _MISSING:
+            if len(self.calls) >= MAX_MEMO:
+                self.calls.clear()
+            hit = self.calls[key] = fn(*args)
+        return hit
+
+
+_MISSING = object()
+
+
+def scan_collectives(
+    paths: Iterable[str], memos: RunMemos | None = None
+) -> Iterator[CollectiveFile]:
+    memo = ScanMemo() if memos is None else memos.slot("comms.scan", ScanMemo)
     for p in expand(paths):
-        yield scan_path(p)
+        yield scan_path(p, memo)
 
 
-def scan_path(path: str) -> CollectiveFile:
+def scan_path(path: str, memo: ScanMemo | None = None) -> CollectiveFile:
     """Open `path` (gzip by extension, `-` = stdin) and scan it; unreadable files are one
     Problem, never an exception."""
+    memo = ScanMemo() if memo is None else memo
     if path == "-":
-        return scan_stream("<stdin>", sys.stdin.buffer)
+        return scan_stream("<stdin>", sys.stdin.buffer, memo)
     try:
         stream: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # type: ignore[assignment]
     except OSError as e:
         return CollectiveFile(path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0)])
     with stream:
         if path.endswith(".gz"):
-            return scan_stream(path, stream)
+            return scan_stream(path, stream, memo)
         data = stream.read(BLOCK + 1)
         if len(data) > BLOCK:  # big: streamed
-            return scan_stream(path, _Prefixed(data, stream))
-    return _scan_small(path, data)
+            return scan_stream(path, _Prefixed(data, stream), memo)
+    return _scan_small(path, data, memo)
 
 
-def _scan_small(path: str, data: bytes) -> CollectiveFile:
+def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
     """A file of at most one block, scanned once per distinct content: dump directories hold
     the same pass output under many names (its modules and problems are shared, read-only)."""
     import hashlib
 
     key = (len(data), hashlib.blake2b(data, digest_size=16).digest())
-    hit = _FILE_MEMO.get(key)
+    files = memo.files
+    hit = files.get(key)
     if hit is None:
         import io
 
-        hit = scan_stream(path, io.BytesIO(data))
-        if len(_FILE_MEMO) >= MAX_FILE_MEMO:
-            _FILE_MEMO.pop(next(iter(_FILE_MEMO)))
-        _FILE_MEMO[key] = hit
+        hit = scan_stream(path, io.BytesIO(data), memo)
+        if len(files) >= MAX_FILE_MEMO:
+            files.pop(next(iter(files)))  # oldest first
+        files[key] = hit
     return CollectiveFile(path, hit.modules, hit.problems)
 
 
-#: scans of small files by (size, content hash), oldest dropped first
-_FILE_MEMO: dict[tuple[int, bytes], CollectiveFile] = {}
+#: small files' scans a run keeps (by size and content hash)
 MAX_FILE_MEMO = 256
 
 
@@ -141,30 +172,18 @@ class _Prefixed:
         return self.rest.read(n)
 
 
-def clear_caches() -> None:
-    """Forget every memoised line, file and parse (benchmarks of cold scans)."""
-    from meshdiag.comms.groups import parse_pairs, parse_replica_groups
-
-    _FILE_MEMO.clear()
-    _HLO_MEMO.clear()
-    _parse_sharding.cache_clear()
-    _check_axes.cache_clear()
-    parse_replica_groups.cache_clear()
-    parse_pairs.cache_clear()
-
-
 def scan_text(path: str, text: str) -> CollectiveFile:
     """Scan text already in memory (tests, stdin copies)."""
     import io
 
-    return scan_stream(path, io.BytesIO(text.encode()))
+    return scan_stream(path, io.BytesIO(text.encode()), ScanMemo())
 
 
-def scan_stream(path: str, stream: BinaryIO) -> CollectiveFile:
+def scan_stream(path: str, stream: BinaryIO, memo: ScanMemo | None = None) -> CollectiveFile:
     """Scan a stream in blocks of whole lines: the regex `_Scan.pattern` jumps (in C) to the
     next line that may matter, so the lines between are never split or decoded. Memory
     stays bounded: a line longer than MAX_LINE is reported and skipped."""
-    s = _Scan(path)
+    s = _Scan(path, ScanMemo() if memo is None else memo)
     lineno = 1
     try:
         buf = stream.read(8192)
@@ -203,9 +222,9 @@ def scan_stream(path: str, stream: BinaryIO) -> CollectiveFile:
     return s.out
 
 
-def scan_stream_lines(path: str, stream: BinaryIO) -> CollectiveFile:
+def scan_stream_lines(path: str, stream: BinaryIO, memo: ScanMemo | None = None) -> CollectiveFile:
     """`scan_stream` one line at a time: the reference the tests hold the block scan to."""
-    s = _Scan(path)
+    s = _Scan(path, ScanMemo() if memo is None else memo)
     data = stream.read()
     if b"\0" in data[:8192]:
         return s.out
@@ -278,7 +297,8 @@ class _Finder:
 class _Scan:
     """The scan's state: the current module and computation."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, memo: ScanMemo) -> None:
+        self.memo = memo
         self.out = CollectiveFile(path)
         self.module: CollectiveModule | None = None
         self.computation: str | None = None
@@ -455,7 +475,7 @@ class _Scan:
             return
         module = self.ensure(lineno, "mlir")
         try:
-            c = _sdy_op(line, om, lineno, module, self.shardings)
+            c = _sdy_op(line, om, lineno, module, self.shardings, self.memo)
         except MeshdiagError as e:
             col = getattr(e, "pos", 0) + 1 if isinstance(e, ParseError) else om.start(2) + 1
             self.problem(f"sdy.{om.group(2)}: {_message(e)}", lineno, col)
@@ -494,7 +514,8 @@ class _Scan:
         end = match_end(line, line.find("<", start))
         if end < 0 or self.module is None:
             return None
-        return _parse_sharding(line[start:end], per_value, tuple(self.module.meshes.items()))
+        meshes = tuple(self.module.meshes.items())
+        return self.memo.call(_parse_sharding, line[start:end], per_value, meshes)
 
     # -- HLO -----------------------------------------------------------------------------
     def frame(self, frame_id: int) -> str | None:
@@ -570,11 +591,12 @@ class _Scan:
             self.reach_gen += 1
 
     def _hlo(self, raw: bytes, lineno: int) -> None:
-        hit = _HLO_MEMO.get(raw)
+        known = self.memo.hlo
+        hit = known.get(raw)
         if hit is None:
             hit = _read_hlo(_decode(raw))
-            if len(_HLO_MEMO) < MAX_MEMO:
-                _HLO_MEMO[raw] = hit
+            if len(known) < MAX_MEMO:
+                known[raw] = hit
         what = hit[0]
         if what == "follow":
             if self.reach:
@@ -698,9 +720,8 @@ def _located(e: ParseError, line: str, start: int) -> ParseError:
     return out
 
 
-#: HLO collective lines already read, by their bytes (every pass of a dump prints the same
-#: lines again): what `_read_hlo` made of them. Bounded; keyed by content only
-_HLO_MEMO: dict[bytes, tuple] = {}
+#: HLO collective lines (every pass of a dump prints the same lines again), Shardy parses
+#: and axis checks a run keeps
 MAX_MEMO = 1 << 14
 _new = object.__new__
 
@@ -787,7 +808,12 @@ def _attr(line: str, key: str, start: int) -> int:
 
 
 def _sdy_op(
-    line: str, om: re.Match, lineno: int, module: CollectiveModule, shardings: dict
+    line: str,
+    om: re.Match,
+    lineno: int,
+    module: CollectiveModule,
+    shardings: dict,
+    memo: ScanMemo,
 ) -> Collective:
     from meshdiag.notation._cursor import Cursor
     from meshdiag.notation.shardy import parse_sdy_sharding_at, read_axis_list, read_dims_list
@@ -834,7 +860,7 @@ def _sdy_op(
     local = _local_shape(global_shape, sharding, module)
     if sharding.mesh is not None:  # the axes must be (sub-)axes of the mesh, each once
         for refs in [axes] + [r for r, _, _ in a2a]:
-            _check_axes(sharding.mesh, tuple(refs))
+            memo.call(_check_axes, sharding.mesh, tuple(refs))
     gathered = None
     if op == "all_gather" and sharding.mesh is not None:
         whole = not any(d.axes for d in sharding.dims)
@@ -863,7 +889,6 @@ def _axes_size(refs, mesh) -> int:
     return n
 
 
-@lru_cache(maxsize=4096)
 def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding | None:
     """A Shardy sharding annotation on the module's meshes, parsed once per distinct text;
     None when unreadable or not a single value's."""
@@ -878,7 +903,6 @@ def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding 
         return None
 
 
-@lru_cache(maxsize=1024)
 def _check_axes(mesh, refs) -> None:
     """MeshdiagError unless `refs` are distinct, non-overlapping (sub-)axes of `mesh`."""
     from meshdiag.comms.groups import axis_groups

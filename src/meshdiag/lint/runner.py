@@ -319,6 +319,7 @@ def _collective_findings(
     if not checks:
         return []
     from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.scan import ScanMemo
     from meshdiag.comms.scan import scan_path as scan_collectives
     from meshdiag.pipeline.comms_checks import run_collective_checks
 
@@ -331,7 +332,8 @@ def _collective_findings(
         remat_min_bytes=settings.remat_min_bytes,
         memos=settings.memos,
     )
-    _, found = run_collective_checks(scan_collectives(path), ctx, checks)
+    memo = settings.memos.slot("comms.scan", ScanMemo)  # the run's (this process's)
+    _, found = run_collective_checks(scan_collectives(path, memo), ctx, checks)
     return found
 
 

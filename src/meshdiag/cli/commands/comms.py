@@ -48,7 +48,7 @@ def comms(
     files = []
     findings: list[Finding] = []
     memos = RunMemos()
-    for f in scan_collectives(paths):
+    for f in scan_collectives(paths, memos):
         if f.problems:  # bad input: one line with its location, exit 2
             pr = f.problems[0]
             where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path

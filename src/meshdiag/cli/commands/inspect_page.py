@@ -23,7 +23,7 @@ def write_page(
     from meshdiag.report.dump_html import page
 
     memos = RunMemos()
-    comms = [measure_file(f, mesh, memos) for f in scan_collectives(paths)]
+    comms = [measure_file(f, mesh, memos) for f in scan_collectives(paths, memos)]
     doc = page(summary, comms, roots=list(paths), split=split)
     write_atomic(target, doc, "--html")
     print(f"meshdiag: wrote {target}", file=sys.stderr)
