@@ -68,8 +68,10 @@ def value_findings(
     ids = module.item_ids()
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
     if not ids <= judged.ids():  # lines not seen before under these facts
+        seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
         for item in items:
-            if item in judged:
+            hit = seen.get(id(item))
+            if hit is not None and hit[0] is item:
                 continue
             if item.__class__ is Value:
                 values = [item]

@@ -8,7 +8,7 @@ iota (0..N-1). A mesh with no axes and one device id is Shardy's maximal mesh.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -19,12 +19,33 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+def cached_hash(self) -> int:
+    """`__hash__` for the model's frozen dataclasses, computed once per object: meshes and
+    shardings key every per-distinct-value memo of a run, and hashing one hashes its axes,
+    tile assignment and names. Equal objects hash equal (the compared fields only)."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
+def state_without_hash(self) -> dict:
+    """Pickled state without the cached hash: string hashes differ between processes."""
+    state = self.__dict__.copy()
+    state.pop("_hash", None)
+    return state
+
+
 @dataclass(frozen=True)
 class Mesh:
     axes: tuple[tuple[str, int], ...]
     device_ids: tuple[int, ...] | None = None
     #: symbol name in IR (`@mesh`), not part of the mesh's identity
     name: str | None = field(default=None, compare=False)
+
+    __hash__ = cached_hash
+    __getstate__ = state_without_hash
 
     def __post_init__(self) -> None:
         names = [a for a, _ in self.axes]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.model.mesh import Mesh
+from meshdiag.model.mesh import Mesh, cached_hash, state_without_hash
 from meshdiag.model.tiles import TileAssignment
 
 Kind = Literal["replicated", "maximal", "manual", "unknown", "unreduced", "tiled", "tuple"]
@@ -64,6 +64,9 @@ class HloSharding:
             raise MeshdiagError(f"a maximal sharding needs a device id >= 0, got {self.device}")
         if self.elements and self.kind != "tuple":
             raise MeshdiagError(f"a {self.kind} sharding has no elements")
+
+    __hash__ = cached_hash
+    __getstate__ = state_without_hash
 
     # -- constructors --------------------------------------------------------------------
     @classmethod
@@ -180,6 +183,9 @@ class NamedSharding:
     manual: tuple[AxisRef, ...] = ()
     #: V3 whole-tensor forms `{mesh, replicated}` / `{mesh, manual}` / `{mesh, unreduced}`
     whole: Literal["replicated", "manual", "unreduced"] | None = None
+
+    __hash__ = cached_hash
+    __getstate__ = state_without_hash
 
     @property
     def rank(self) -> int:
