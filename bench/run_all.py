@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/run_all.py [--quick]
 
---quick skips the big-dump benchmarks (inspect, lint), which need bench/out/dump (about
+--quick skips the big-dump benchmarks (inspect, lint, the scanner alone), which need bench/out/dump (about
 500 MB, made on first use by bench/make_big_dump.py, several minutes), and the cold one,
 which needs bench/out/cold (300 MB of distinct programs) and bench/out/cold.mlir (one
 300 MB file), made on first use by bench/make_cold_dumps.py (longer: every program is
@@ -17,7 +17,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QUICK = ("bench_layout.py", "bench_simulate.py")
-BIG = ("bench_inspect.py", "bench_lint.py", "bench_fastscan.py", "bench_cold.py")
+BIG = (
+    "bench_inspect.py",
+    "bench_lint.py",
+    "bench_fastscan.py",
+    "bench_cold.py",
+    "bench_scan_modes.py",
+)
+#: arguments of the benchmarks that take their inputs on the command line
+ARGS = {"bench_scan_modes.py": [str(HERE / "out" / "cold"), str(HERE / "out" / "cold.mlir")]}
 
 
 def main() -> int:
@@ -35,7 +43,7 @@ def main() -> int:
     failed = []
     for name in QUICK + (() if quick else BIG):
         print(f"\n== {name}", flush=True)
-        if subprocess.run([sys.executable, str(HERE / name)]).returncode != 0:
+        if subprocess.run([sys.executable, str(HERE / name), *ARGS.get(name, [])]).returncode != 0:
             failed.append(name)
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
