@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/run_all.py [--quick]
 
---quick skips the big-dump benchmarks (inspect, lint, the scanner alone), which need bench/out/dump (about
-500 MB, made on first use by bench/make_big_dump.py, several minutes), and the cold one,
-which needs bench/out/cold (300 MB of distinct programs) and bench/out/cold.mlir (one
+--quick skips the big-dump benchmarks (inspect, lint), which need bench/out/dump (about
+500 MB, made on first use by bench/make_big_dump.py, several minutes), and the cold ones
+(whole commands, and the scanner alone native vs Python), which need bench/out/cold (300 MB of distinct programs) and bench/out/cold.mlir (one
 300 MB file), made on first use by bench/make_cold_dumps.py (longer: every program is
 compiled).
 """
