@@ -63,5 +63,5 @@ def test_the_line_memo_stays_within_its_budget(monkeypatch):
 def test_each_distinct_sharding_is_parsed_once_per_run():
     cache = ScanCache()
     scan(PASS.format(n=0) + PASS.format(n=1).replace("%p", "%q"), cache)
-    parses = [k for k in cache._parses if k[0] == "hlo"]
+    parses = [k for k in cache._parses.data if k[0] == "hlo"]
     assert parses == [("hlo", "{devices=[2,4]<=[8]}")]

@@ -49,11 +49,23 @@ class Table:
         data[key] = value
         return value
 
+    def call(self, fn: Callable, *args: Any) -> Any:
+        """`fn(*args)` once per distinct arguments (for a pure `fn`; an exception is raised
+        again at each call). Keyed by `fn` too, so several functions can share a table."""
+        key = (fn, *args)
+        hit = self.data.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self.put(key, fn(*args))
+        return hit
+
     def __contains__(self, key: Any) -> bool:
         return key in self.data
 
     def __len__(self) -> int:
         return len(self.data)
+
+
+_MISSING = object()
 
 
 class IdentityTable:
@@ -87,10 +99,6 @@ class IdentityTable:
     def ids(self):
         """The identities held (a set-like view)."""
         return self.data.keys()
-
-    def __contains__(self, obj: Any) -> bool:
-        hit = self.data.get(id(obj))
-        return hit is not None and hit[0] is obj
 
     def __len__(self) -> int:
         return len(self.data)
@@ -160,9 +168,3 @@ class RunMemos:
         if t is None:
             t = self._tables[name] = ContentTable()
         return t  # type: ignore[return-value]
-
-    def names(self) -> list[str]:
-        return sorted(self._tables)
-
-    def clear(self) -> None:
-        self._tables.clear()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.model import Value
-from meshdiag.memo import RunMemos, Table
+from meshdiag.memo import RunMemos
 from meshdiag.model.derive import (
     derive_mesh,
     hlo_to_named,
@@ -280,7 +280,7 @@ def refines_global(derived: Mesh, global_mesh: Mesh, memos: RunMemos) -> bool:
     order no (sub-)axis assignment gives is not.
     """
     # every module of a dump asks about the same few meshes (they hash by axes and ids)
-    return memo(memos.table("checks.refines_global", 1024), _refines_global, derived, global_mesh)
+    return memos.table("checks.refines_global", 1024).call(_refines_global, derived, global_mesh)
 
 
 def _refines_global(derived: Mesh, g: Mesh) -> bool:
@@ -329,20 +329,7 @@ class SpecMatch:
 def match_plain_spec(s: HloSharding, mesh: Mesh, memos: RunMemos) -> SpecMatch | None:
     """Is `s` what a plain spec on `mesh` gives? None when `s` is not comparable: not tiled,
     manual/unreduced subgroups, or a device count other than the mesh's."""
-    return memo(memos.table("checks.plain_spec", 8192), _match_plain_spec, s, mesh)
-
-
-def memo(table: Table, fn, *args):
-    """`fn(*args)` through `table`, keyed by the arguments, for pure functions of shardings
-    and meshes, which repeat thousands of times per run (a sharding caches its hash; the
-    scanner shares one parsed object per distinct text, so most lookups match by identity)."""
-    hit = table.data.get(args, _MISSING)
-    if hit is _MISSING:
-        hit = table.put(args, fn(*args))
-    return hit
-
-
-_MISSING = object()
+    return memos.table("checks.plain_spec", 8192).call(_match_plain_spec, s, mesh)
 
 
 def _match_plain_spec(s: HloSharding, mesh: Mesh) -> SpecMatch | None:

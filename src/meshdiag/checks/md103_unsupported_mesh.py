@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.common import memo, module_label, module_meshes, sdy_mesh_text, where
+from meshdiag.checks.common import module_label, module_meshes, sdy_mesh_text, where
 from meshdiag.checks.rule import Rule
 from meshdiag.model.targets import get_target, shape_text
 
@@ -44,7 +44,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
     if not ctx.target:
         return []
-    target = memo(ctx.memos.table("targets", 64), get_target, ctx.target)
+    target = ctx.memos.table("targets", 64).call(get_target, ctx.target)
     if target.kind != "compiler":
         return []  # a system target only limits the device count: MD104 reports that
     diag = next((d for d in module.diagnostics if "Mesh is not valid" in d.message), None)

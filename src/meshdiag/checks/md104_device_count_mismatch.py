@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from meshdiag.checks.common import (
     declared_meshes,
     gspmd_tiled_values,
-    memo,
     module_label,
     module_meshes,
     where,
@@ -96,7 +95,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         facts = (ref, ref_what, module.partitioned)
         out.extend(value_findings(module, ctx, RULE, facts, _judge))
     if ctx.target:
-        target = memo(ctx.memos.table("targets", 64), get_target, ctx.target)
+        target = ctx.memos.table("targets", 64).call(get_target, ctx.target)
         if target.kind == "system":
             for mm in module_meshes(module, ctx.memos):
                 if mm.mesh.size != target.chips:

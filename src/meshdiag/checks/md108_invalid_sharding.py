@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.common import declared_meshes, memo, sdy_mesh_text, where
+from meshdiag.checks.common import declared_meshes, sdy_mesh_text, where
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding, NamedSharding
@@ -54,7 +54,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         if d.mesh is None:
             continue  # did not parse: MD001
         # the same meshes in every module
-        msgs = memo(ctx.memos.table("md108.meshes", 8192), verify_mesh, d.mesh)
+        msgs = ctx.memos.table("md108.meshes", 8192).call(verify_mesh, d.mesh)
         mesh_msgs[d.name] = msgs
         for m in msgs:
             out.append(
@@ -109,10 +109,10 @@ def _value_problems(
                 return [f"unknown mesh: @{ref}"]
             return []
         known = set(mesh_msgs.get(s.mesh_ref or "", []))
-        found = memo(memos.table("md108.named", 8192), _verify_named, s)
+        found = memos.table("md108.named", 8192).call(_verify_named, s)
         return [m for m in found if m not in known and "tensor rank" not in m]
     if isinstance(s, HloSharding):
-        return list(memo(memos.table("md108.hlo", 8192), _hlo_problems, s, count))
+        return list(memos.table("md108.hlo", 8192).call(_hlo_problems, s, count))
     return []
 
 

@@ -28,6 +28,7 @@ from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.ir.hlo import INSTR, OPCODE, _header
 from meshdiag.ir.mlir import MODULE
 from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
+from meshdiag.memo import Table
 
 if TYPE_CHECKING:
     from meshdiag.memo import RunMemos
@@ -86,20 +87,7 @@ class ScanMemo:
     def __init__(self) -> None:
         self.files: dict[tuple[int, bytes], CollectiveFile] = {}
         self.hlo: dict[bytes, tuple] = {}
-        self.calls: dict[tuple, object] = {}
-
-    def call(self, fn, *args):
-        """`fn(*args)` once per distinct arguments (an exception is raised each time)."""
-        key = (fn, *args)
-        hit = self.calls.get(key, _MISSING)
-        if hit is _MISSING:
-            if len(self.calls) >= MAX_MEMO:
-                self.calls.clear()
-            hit = self.calls[key] = fn(*args)
-        return hit
-
-
-_MISSING = object()
+        self.calls = Table(MAX_MEMO)  # Shardy parses and axis checks: `calls.call(fn, ...)`
 
 
 def scan_collectives(
@@ -515,7 +503,7 @@ class _Scan:
         if end < 0 or self.module is None:
             return None
         meshes = tuple(self.module.meshes.items())
-        return self.memo.call(_parse_sharding, line[start:end], per_value, meshes)
+        return self.memo.calls.call(_parse_sharding, line[start:end], per_value, meshes)
 
     # -- HLO -----------------------------------------------------------------------------
     def frame(self, frame_id: int) -> str | None:
@@ -860,7 +848,7 @@ def _sdy_op(
     local = _local_shape(global_shape, sharding, module)
     if sharding.mesh is not None:  # the axes must be (sub-)axes of the mesh, each once
         for refs in [axes] + [r for r, _, _ in a2a]:
-            memo.call(_check_axes, sharding.mesh, tuple(refs))
+            memo.calls.call(_check_axes, sharding.mesh, tuple(refs))
     gathered = None
     if op == "all_gather" and sharding.mesh is not None:
         whole = not any(d.axes for d in sharding.dims)

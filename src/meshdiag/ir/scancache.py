@@ -20,6 +20,7 @@ from __future__ import annotations
 from meshdiag.ir import annot
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import LineValues
+from meshdiag.memo import Table
 
 #: what the line memo may hold (its keys' bytes plus an estimate per value), in bytes
 MAX_LINE_BYTES = 16 << 20
@@ -32,7 +33,6 @@ MAX_LINE = 16384
 #: thousands of distinct shardings)
 MAX_PARSES = 1 << 14
 MAX_TOKENS = 4096
-_MISSING = object()
 
 
 class ScanCache:
@@ -45,7 +45,7 @@ class ScanCache:
         self._line_bytes = 0
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
-        self._parses: dict[tuple, object] = {}
+        self._parses = Table(MAX_PARSES)
         self._shapes: dict[str, list] = {}
 
     # -- lines -----------------------------------------------------------------------------
@@ -82,17 +82,12 @@ class ScanCache:
         return t
 
     # -- parses ----------------------------------------------------------------------------
-    def _room(self) -> None:
-        if len(self._parses) >= MAX_PARSES:
-            self._parses.clear()
-
     def hlo(self, text: str) -> list[Parsed]:
         """The per-value records of a GSPMD sharding text (tuple elements flattened)."""
         key = ("hlo", text)
         hit = self._parses.get(key)
         if hit is None:
-            self._room()
-            hit = self._parses[key] = annot.leaves(annot.parse_hlo_text(text))
+            hit = self._parses.put(key, annot.leaves(annot.parse_hlo_text(text)))
         return hit  # type: ignore[return-value]
 
     def named(self, text: str, meshes: MeshKey, manual_axes: tuple[str, ...], token: int) -> Parsed:
@@ -102,19 +97,13 @@ class ScanCache:
         key = ("sdy", text, token, manual_axes)
         hit = self._parses.get(key)
         if hit is None:
-            self._room()
-            hit = self._parses[key] = annot.parse_named(text, meshes, manual_axes)
+            hit = self._parses.put(key, annot.parse_named(text, meshes, manual_axes))
         return hit  # type: ignore[return-value]
 
     def call(self, fn, *args):
-        """`fn(*args)` once per distinct arguments, for the handlers' pure readers of a line
-        or a text (module headers, mesh declarations, per-value shardings)."""
-        key = (fn, *args)
-        hit = self._parses.get(key, _MISSING)
-        if hit is _MISSING:
-            self._room()
-            hit = self._parses[key] = fn(*args)
-        return hit
+        """`fn(*args)` once per distinct arguments: the handlers' parsers of a mesh
+        declaration or a per-value sharding list."""
+        return self._parses.call(fn, *args)
 
     def hlo_shapes(self, text: str) -> list:
         """`text.hlo_shapes(text)`, once per distinct shape text."""
