@@ -21,7 +21,7 @@ OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 def handle(b: Builder, line: str, lineno: int) -> None:
     if line.startswith("HloModule "):
-        _start(b, b.cache.call(_header, line), lineno)
+        _start(b, _header(line), lineno)
         return
     if line.startswith("ENTRY "):
         _entry(b, line, lineno)
@@ -51,7 +51,7 @@ def _num_partitions(header: str) -> int | None:
 
 def header(b: Builder, raw: bytes, lineno: int) -> None:
     """An ASCII `HloModule` line as the scanner reads it (memoised by its bytes)."""
-    _start(b, b.cache.call(_header_raw, raw), lineno)
+    _start(b, _header_raw(raw), lineno)
 
 
 def entry(b: Builder, raw: bytes, lineno: int) -> None:

@@ -98,7 +98,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
         return
-    header = b.cache.call(_module_header, line)
+    header = _module_header(line)
     if header is not None:
         name, num_partitions = header
         if indent == 0 or b.module is None:
@@ -153,7 +153,7 @@ def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
 
 
 def _mesh_op(b: Builder, line: str, lineno: int) -> None:
-    for name, text, col, closed in b.cache.call(_mesh_ops_in, line):
+    for name, text, col, closed in _mesh_ops_in(line):
         if not closed:
             b.mesh(MeshDecl(name, None, lineno, col, text))
             b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, col)
@@ -188,7 +188,7 @@ def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
     """`mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\\22x\\22=8]>}"}`."""
     if "xla.sdy.meshes" not in line:  # on every module header; the regex scan is slower
         return
-    for name, text, col in b.cache.call(_xla_meshes_in, line):
+    for name, text, col in _xla_meshes_in(line):
         if name is None:  # a problem: `text` says what
             b.problem(text, lineno, col)
         else:
