@@ -38,24 +38,7 @@ def report_text(name: str, data: bytes, *, mesh=None, target=None) -> str:
         "skipped": report.skipped,
         "modules": [
             {
-                "values": [
-                    [
-                        v.name,
-                        v.line,
-                        v.column,
-                        v.kind,
-                        v.op,
-                        v.shape,
-                        v.local_shape,
-                        v.dtype,
-                        v.text,
-                        v.notation,
-                        v.mesh_name,
-                        repr(v.sharding),
-                        repr(v.hlo),
-                    ]
-                    for v in m.values
-                ],
+                "values": [value_fields(v) for v in m.values],
                 "diagnostics": [repr(d) for d in m.diagnostics],
                 "meshes": [repr(d) for d in m.meshes],
             }
@@ -64,6 +47,25 @@ def report_text(name: str, data: bytes, *, mesh=None, target=None) -> str:
         "findings": [f.to_json() for f in findings],
     }
     return json.dumps(doc, sort_keys=True, default=repr)
+
+
+def value_fields(v) -> list:
+    """Everything the scanner says of a value, parses as their repr."""
+    return [
+        v.name,
+        v.line,
+        v.column,
+        v.kind,
+        v.op,
+        v.shape,
+        v.local_shape,
+        v.dtype,
+        v.text,
+        v.notation,
+        v.mesh_name,
+        repr(v.sharding),
+        repr(v.hlo),
+    ]
 
 
 def settings():

@@ -9,6 +9,7 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scan_reference import value_fields
 
 from meshdiag.ir import fields
 from meshdiag.ir.scan import scan_file
@@ -19,24 +20,7 @@ HEAD = 'module @m {\n  sdy.mesh @mesh = <["x"=2, "y"=4]>\n  sdy.mesh @other = <[
 def scanned(body: str):
     text = HEAD + body + "\n}\n"
     r = scan_file("m.mlir", io.BytesIO(text.encode()))
-    values = [
-        (
-            v.name,
-            v.line,
-            v.column,
-            v.kind,
-            v.op,
-            v.shape,
-            v.local_shape,
-            v.dtype,
-            v.text,
-            v.mesh_name,
-            repr(v.sharding),
-            repr(v.hlo),
-        )
-        for m in r.modules
-        for v in m.values
-    ]
+    values = [value_fields(v) for m in r.modules for v in m.values]
     return values, [f.to_json() for f in r.findings]
 
 
