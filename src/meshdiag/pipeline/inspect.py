@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from meshdiag.checks.registry import run_check
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
@@ -87,8 +88,6 @@ class ModuleChecker:
         key = _clean_key(module, self._setting)
         if key is not None and self._clean.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
-        from meshdiag.checks.registry import run_check
-
         found = []
         where = {"line": module.line, "module": module.name}
         for code, fn in self._checks.items():
