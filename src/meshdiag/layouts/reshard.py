@@ -18,6 +18,7 @@ from __future__ import annotations
 from meshdiag.errors import MeshdiagError
 from meshdiag.layouts.reshard_cost import ReshardCost, cost_plan
 from meshdiag.layouts.reshard_plan import plan_candidates
+from meshdiag.memo import RunMemos
 from meshdiag.model.collective_bytes import dtype_bytes
 from meshdiag.model.derive import hlo_to_named, meshes_fitting, xla_normal_form
 from meshdiag.model.mesh import Mesh
@@ -80,6 +81,7 @@ def reshard(
         raise MeshdiagError(f"mesh {m.short()} has no axes to reshard over")
     na = on_mesh(a, m, "FROM")
     nb = on_mesh(b, m, "TO")
-    costs = [cost_plan(p, shape, itemsize) for p in plan_candidates(na, nb, m, shape)]
+    memos = RunMemos()  # the candidates share their source and target layouts
+    costs = [cost_plan(p, shape, itemsize, memos) for p in plan_candidates(na, nb, m, shape)]
     # the planner's settings give up to four sequences; the one moving the fewest bytes wins
     return min(costs, key=lambda c: (c.max_bytes, c.total_bytes, len(c.steps)))

@@ -24,6 +24,7 @@ from meshdiag.layouts.reshard_plan import (
     mesh_atoms,
     mesh_cuts,
 )
+from meshdiag.memo import RunMemos
 from meshdiag.model.collective_bytes import wire_bytes
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.named_to_tiled import named_to_hlo
@@ -93,8 +94,10 @@ class ReshardCost:
         return sum(self.bytes_per_device)
 
 
-def state_layout(plan: Plan, state: State, shape: tuple[int, ...]) -> Layout:
-    return layout(named_to_hlo(plan.named(state)), shape, num_devices=plan.mesh.size)
+def state_layout(
+    plan: Plan, state: State, shape: tuple[int, ...], memos: RunMemos | None = None
+) -> Layout:
+    return layout(named_to_hlo(plan.named(state)), shape, num_devices=plan.mesh.size, memos=memos)
 
 
 def device_groups(mesh: Mesh, atoms: Axes, cuts: dict[str, list[int]]) -> list[tuple[int, ...]]:
@@ -150,17 +153,22 @@ def _permute_pairs(before: Layout, after: Layout) -> list[tuple[int, int]]:
 
 
 def _step_cost(
-    plan: Plan, step: Step, shape: tuple[int, ...], itemsize: int, cuts: dict[str, list[int]]
+    plan: Plan,
+    step: Step,
+    shape: tuple[int, ...],
+    itemsize: int,
+    cuts: dict[str, list[int]],
+    memos: RunMemos,
 ) -> StepCost:
     mesh = plan.mesh
     n_dev = mesh.size
-    before = state_layout(plan, step.before, shape)
+    before = state_layout(plan, step.before, shape, memos)
     buf = _buffer(before)
     if step.kind == SLICE:
-        after_buf = _buffer(state_layout(plan, step.after, shape))
+        after_buf = _buffer(state_layout(plan, step.after, shape, memos))
         return StepCost(step, 1, (), (), after_buf, 0, (0,) * n_dev)
     if step.kind == PERMUTE:
-        after = state_layout(plan, step.after, shape)
+        after = state_layout(plan, step.after, shape, memos)
         pairs = _permute_pairs(before, after)
         nbytes = math.prod(buf) * itemsize
         per = [0] * n_dev
@@ -226,14 +234,18 @@ def _slices(lay: Layout, d: int) -> tuple[tuple[int, int], ...] | None:
     return tuple(zip(lay.starts[d].tolist(), lay.stops[d].tolist(), strict=True))
 
 
-def cost_plan(plan: Plan, shape: tuple[int, ...], itemsize: int) -> ReshardCost:
-    """Every step's groups, buffer and bytes per device, and each device's move."""
+def cost_plan(
+    plan: Plan, shape: tuple[int, ...], itemsize: int, memos: RunMemos | None = None
+) -> ReshardCost:
+    """Every step's groups, buffer and bytes per device, and each device's move. A step's
+    result is the next step's operand: each layout is computed once (the run's `memos`)."""
+    memos = RunMemos() if memos is None else memos
     states = [plan.source, plan.target] + [
         x for s in plan.steps for x in (s.before, s.after, s.axes)
     ]
     cuts = mesh_cuts(plan.mesh, states)  # the planner may have cut atoms on the way
-    steps = tuple(_step_cost(plan, s, shape, itemsize, cuts) for s in plan.steps)
-    src = state_layout(plan, plan.source, shape)
-    dst = state_layout(plan, plan.target, shape)
+    steps = tuple(_step_cost(plan, s, shape, itemsize, cuts, memos) for s in plan.steps)
+    src = state_layout(plan, plan.source, shape, memos)
+    dst = state_layout(plan, plan.target, shape, memos)
     per = tuple(sum(s.bytes_per_device[d] for s in steps) for d in range(plan.mesh.size))
     return ReshardCost(plan, shape, itemsize, steps, _moves(src, dst, per), src, dst)

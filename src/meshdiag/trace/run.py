@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
+from meshdiag.memo import RunMemos
 from meshdiag.trace.match import (
     LOST,
     SHARDED,
@@ -89,7 +90,7 @@ def _mesh_text(st: StageTrace, mesh: Mesh | None) -> str | None:
     return None if vm is None else vm.short()
 
 
-def _layout_at(st: StageTrace, shape, mesh: Mesh | None, split: str):
+def _layout_at(st: StageTrace, shape, mesh: Mesh | None, split: str, memos: RunMemos):
     from meshdiag.layouts.engine import layout
     from meshdiag.pipeline.inspect import num_devices
 
@@ -101,7 +102,7 @@ def _layout_at(st: StageTrace, shape, mesh: Mesh | None, split: str):
     if h.num_devices is not None and n is not None and h.num_devices > n:
         n = None
     try:
-        return layout(h, shape, split=split, num_devices=n)
+        return layout(h, shape, split=split, num_devices=n, memos=memos)
     except MeshdiagError:
         return None
 
@@ -183,7 +184,7 @@ def _axis_moves(a: StageTrace, b: StageTrace) -> list[str]:
     return out
 
 
-def _compare(prev: StageTrace, cur: StageTrace) -> None:
+def _compare(prev: StageTrace, cur: StageTrace, memos: RunMemos) -> None:
     from meshdiag.layouts.diff import SAME as V_SAME
     from meshdiag.layouts.diff import compare_layouts
 
@@ -222,8 +223,8 @@ def _compare(prev: StageTrace, cur: StageTrace) -> None:
             dims = tile_shape(ha, hb, rank_of(ha, hb))
             n = max(x for x in (ha.num_devices, hb.num_devices, 1) if x is not None)
             la, lb = (
-                layout(ha, dims, num_devices=n),
-                layout(hb, dims, num_devices=n),
+                layout(ha, dims, num_devices=n, memos=memos),
+                layout(hb, dims, num_devices=n, memos=memos),
             )
         except MeshdiagError as e:
             cur.change, cur.how = UNKNOWN, f"not compared: {e}"
@@ -252,7 +253,7 @@ def _compare(prev: StageTrace, cur: StageTrace) -> None:
     )
 
 
-def _resolve(st: StageTrace, known_shape, mesh: Mesh | None, split: str) -> None:
+def _resolve(st: StageTrace, known_shape, mesh: Mesh | None, split: str, memos: RunMemos) -> None:
     """The stage's canonical text, mesh, shapes and layout."""
     from meshdiag.notation.gspmd import print_gspmd
 
@@ -272,9 +273,9 @@ def _resolve(st: StageTrace, known_shape, mesh: Mesh | None, split: str) -> None
     elif v.local_shape is not None and not tuple_el:
         st.local_shape = v.local_shape
     if st.shape is not None:
-        st.layout = _layout_at(st, st.shape, mesh, split)
+        st.layout = _layout_at(st, st.shape, mesh, split, memos)
     elif st.local_shape is not None and known_shape is not None:
-        lay = _layout_at(st, known_shape, mesh, split)
+        lay = _layout_at(st, known_shape, mesh, split, memos)
         if lay is not None and _holds_tiles_of(lay, st.local_shape):
             st.shape, st.layout = known_shape, lay
 
@@ -289,6 +290,7 @@ def trace_program(
     split: str = "xla",
 ) -> Trace | None:
     """The trace of `q` through one program's stages; None when no stage has it."""
+    memos = RunMemos()  # a layout met again at a later stage is computed once
     anchor = anchor_of(stages, q)
     plain = unannotated_anchor(stages, q) if anchor is None else None
     if plain is not None:
@@ -309,7 +311,7 @@ def trace_program(
     known_shape = None
     for s in stages:
         st = StageTrace(s, find(s, ident))
-        _resolve(st, known_shape, mesh, split)
+        _resolve(st, known_shape, mesh, split, memos)
         if st.shape is not None:
             known_shape = st.shape
         if st.found.status == LOST:
@@ -317,7 +319,7 @@ def trace_program(
         elif prev is None:
             st.change, st.how = FIRST, ""
         else:
-            _compare(prev, st)
+            _compare(prev, st, memos)
         if st.local_shape is not None:
             per = _dims(st.local_shape)
             if st.shape is not None:
