@@ -28,6 +28,7 @@ from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
 
 if TYPE_CHECKING:
     from meshdiag.ir.model import MeshDecl, ModuleReport
+    from meshdiag.layouts.engine import Layout
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import HloSharding
@@ -67,6 +68,18 @@ class Group:
             self.where.extend(o.where[: WHERE_MAX - len(self.where)])
         if self.draw is None:
             self.draw = o.draw
+
+    def layout(self, split: str) -> Layout | None:
+        """The layout its picture shows: its sharding on `draw`'s shape and device count
+        (None without one; MeshdiagError when it cannot be laid out). Not remembered: each
+        is drawn once, and a million-device one holds ~70 MB."""
+        if self.draw is None:
+            return None
+        from meshdiag.layouts.engine import layout
+        from meshdiag.notation.gspmd import parse_gspmd
+
+        shape, n = self.draw
+        return layout(parse_gspmd(self.key), shape, split=split, num_devices=n)
 
 
 @dataclass

@@ -13,12 +13,12 @@ string from a dump is escaped (a dump is untrusted input).
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from meshdiag.notation.byte_size import human_bytes
 from meshdiag.report.comms_text import axes_text, groups_text
+from meshdiag.report.dump_text import path_shower
 from meshdiag.report.file_text import MAX_GRID
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def page(
     split: str = "xla",
 ) -> str:
     """The whole page for the files `s` summarises and the collectives `comms` measured."""
-    shown = _shower(roots)
+    shown = path_shower(roots)
     body = "".join(
         [
             *_header(s, roots),
@@ -228,14 +228,10 @@ def _picture(g: Group, split: str, hatch: str) -> tuple[str | None, str]:
     if g.draw is None:
         return None, "not drawn: no value with this layout has a global shape"
     from meshdiag.errors import MeshdiagError
-    from meshdiag.layouts.engine import layout
-    from meshdiag.notation.gspmd import parse_gspmd
     from meshdiag.report.svg import to_svg
 
-    shape, n = g.draw
     try:
-        # each layout is drawn once: kept, a million-device one would hold ~70 MB
-        lay = layout(parse_gspmd(g.key), shape, split=split, num_devices=n)
+        lay = g.layout(split)
     except MeshdiagError as e:
         return None, f"not drawn: {e}"
     return to_svg(lay, g.key, width=PICTURE_WIDTH, hatch_id=hatch), ""
@@ -320,12 +316,3 @@ def _findings(s: DumpSummary, shown) -> Iterator[str]:
     if s.unlisted:
         parts.append(f'<p class="note">(+{s.unlisted:,} findings with other texts)</p>')
     yield from _section("findings", f"Findings ({s.num_findings:,})", parts)
-
-
-def _shower(roots: list[str]):
-    """Paths as the page shows them: below the one directory given, relative to it."""
-    dirs = [r for r in roots if os.path.isdir(r)]
-    if len(dirs) != 1 or len(roots) != 1:
-        return lambda p: p
-    prefix = dirs[0].rstrip(os.sep) + os.sep
-    return lambda p: p[len(prefix) :] if p.startswith(prefix) else p

@@ -41,7 +41,7 @@ def _counts(d: dict, fmt=str) -> str:
 
 def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
     """The renderables of the whole report, in order."""
-    shown = _shower(roots)
+    shown = path_shower(roots)
     head = ", ".join(
         [
             _n(s.files, "file") + " read",
@@ -125,21 +125,18 @@ def _group(g: Group, shown) -> Iterator[Text]:
 
 
 def _picture(g: Group, split: str):
-    if g.draw is None:
-        return None
     from meshdiag.errors import MeshdiagError
-    from meshdiag.layouts.engine import layout
-    from meshdiag.notation.gspmd import parse_gspmd
 
-    shape, n = g.draw
     try:
-        lay = layout(parse_gspmd(g.key), shape, split=split, num_devices=n)
+        lay = g.layout(split)
     except MeshdiagError:
         return None
-    return LayoutPicture(lay, g.key, max_cells=32, compact=True, legend=False)
+    return (
+        None if lay is None else LayoutPicture(lay, g.key, max_cells=32, compact=True, legend=False)
+    )
 
 
-def _shower(roots: list[str]):
+def path_shower(roots: list[str]):
     """Paths as the report shows them: below the one directory given, relative to it."""
     dirs = [r for r in roots if os.path.isdir(r)]
     if len(dirs) != 1 or len(roots) != 1:
