@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from meshdiag.model.mesh import Mesh
 
 CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one directory
-FAIL_ON = SEVERITIES
-SPLITS = SPLIT_RULES
 
 #: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
 REMAT_MIN_BYTES = 1 << 20
@@ -230,11 +228,13 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
 
         get_target(target)  # unknown targets fail here, once, with the target's own message
     split = cli.split or values.get("split") or "xla"
-    if split not in SPLITS:
-        raise MeshdiagError(f"unknown --split {split!r}; expected one of {', '.join(SPLITS)}")
+    if split not in SPLIT_RULES:
+        raise MeshdiagError(f"unknown --split {split!r}; expected one of {', '.join(SPLIT_RULES)}")
     fail_on = cli.fail_on or values.get("fail-on") or "warning"
-    if fail_on not in FAIL_ON:
-        raise MeshdiagError(f"unknown --fail-on {fail_on!r}; expected one of {', '.join(FAIL_ON)}")
+    if fail_on not in SEVERITIES:
+        raise MeshdiagError(
+            f"unknown --fail-on {fail_on!r}; expected one of {', '.join(SEVERITIES)}"
+        )
     from meshdiag.notation.byte_size import parse_size
 
     budget = (
