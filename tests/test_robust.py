@@ -468,11 +468,92 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     assert proc.returncode == status, err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10  # no worker outlives the run
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [w for w in workers if _alive(w)]
+    assert _gone(workers)  # no worker outlives the run
     assert list(tmp.iterdir()) == []
+
+
+def _gone(pids: list[int], within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while any(_alive(w) for w in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not [w for w in pids if _alive(w)]
+
+
+def test_a_closed_pipe_stops_the_workers(tmp_path):
+    """`meshdiag inspect -j2 -f json DIR | head` closes the pipe while the workers are busy:
+    the run ends and so do its workers. (They used to be left waiting for work forever,
+    holding stderr open, when the exit skipped collecting the pool's generator.)"""
+    files = _many(tmp_path, 6000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshdiag", "inspect", "-j", "2", "-f", "json", files],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        start_new_session=True,
+    )
+    assert len(proc.stdout.read(200_000)) == 200_000
+    workers = _children(proc.pid)
+    proc.stdout.close()
+    proc.wait(timeout=60)
+    assert len(workers) == 2 and _gone(workers)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_workers_die_with_a_killed_parent(tmp_path):
+    """`kill -9` leaves no cleanup to the parent: the kernel ends its workers."""
+    files = _many(tmp_path, 6000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshdiag", "inspect", "-j", "2", "-f", "json", files],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    workers = _children(proc.pid)
+    if proc.poll() is not None:
+        pytest.skip("the run finished before it could be killed")
+    proc.kill()
+    proc.wait(timeout=60)
+    assert len(workers) == 2 and _gone(workers)
+
+
+_SIGNAL_AT_POOL_START = """
+import os, signal
+from concurrent.futures import process
+from meshdiag.pipeline.inspect import map_files
+
+class Stop(Exception):
+    pass
+
+def stop(signum, frame):
+    raise Stop
+
+start = process._ExecutorManagerThread.start
+
+def signalled_start(self):
+    signal.raise_signal(signal.SIGTERM)  # before the thread runs
+    start(self)
+
+process._ExecutorManagerThread.start = signalled_start
+signal.signal(signal.SIGTERM, stop)
+try:
+    list(map_files(os.path.basename, ["a/b"] * 8, 2, min_files=1))
+except Stop:
+    print("stopped")
+"""
+
+
+def test_a_signal_while_the_pool_starts_waits_until_it_has():
+    """SIGTERM just as the pool starts its thread (the window a CI run hit: "cannot join
+    thread before it is started", or a hang) is raised once the pool can be stopped, and
+    stops it. In a subprocess: the failure this guards against is a hang."""
+    r = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_AT_POOL_START], capture_output=True, text=True, timeout=60
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (0, "stopped\n", "")
 
 
 # -- bad input: one line, never "internal error" -------------------------------------------------

@@ -266,6 +266,10 @@ def map_files(
     `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
     same state either way. Closing the iterator early cancels the work not yet started;
     a dead worker is a MeshdiagError saying `died`.
+
+    Callers close the iterator in a `finally`: when the consumer raises (a closed pipe, a
+    signal) the pool stops there, not whenever the generator is collected — which never
+    happens when the command-line process ends with `os._exit`.
     """
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
@@ -281,35 +285,103 @@ def map_files(
     from concurrent.futures.process import BrokenProcessPool
 
     mp = context or mp_context()
-    if mp.get_start_method() == "fork":
+    forked = mp.get_start_method() == "fork"
+    if forked:
         _preload()  # imported once here, inherited by every worker
     # small chunks keep the output flowing in order and the cores evenly loaded to the end;
     # enough of them to amortise the IPC
     chunk = chunksize or max(1, min(64, len(files) // (jobs * 16)))
+    # Ctrl-C or SIGTERM while the pool starts its thread and workers would leave it half
+    # built (a thread that cannot be joined, a worker it does not know): held until then
+    unheld = _hold_signals()
     try:
         with ProcessPoolExecutor(
             max_workers=jobs,
             mp_context=mp,
             initializer=_worker_start,
-            initargs=(initializer, initargs),
+            # a forked worker's parent is this process; others' is a fork server
+            initargs=(initializer, initargs, os.getpid() if forked else None),
         ) as pool:
             try:
-                yield from pool.map(fn, files, chunksize=chunk)
+                results = pool.map(fn, files, chunksize=chunk)
+                unheld = _release_signals(unheld)  # one that came meanwhile is raised here
+                yield from results
             finally:  # also when the caller stops early: no waiting for the rest
                 pool.shutdown(wait=True, cancel_futures=True)
     except BrokenProcessPool:
         raise MeshdiagError(died) from None
+    finally:
+        _release_signals(unheld)
 
 
-def _worker_start(initializer: Callable | None, initargs: tuple) -> None:
+#: the signals a run stops on (see `meshdiag.cli.app`)
+_STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+def _hold_signals():
+    """Block the stop signals in this thread; returns the mask to restore (None where
+    there are no signal masks)."""
+    import signal
+
+    try:
+        stops = {getattr(signal, name) for name in _STOP_SIGNALS}
+        return signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _unblock_stop_signals() -> None:
+    import signal
+
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, n) for n in _STOP_SIGNALS})
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _release_signals(mask) -> None:
+    """Restore the mask `_hold_signals` returned; a signal that came meanwhile is
+    delivered now. Returns None: what is left to restore."""
+    if mask is not None:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _worker_start(initializer: Callable | None, initargs: tuple, parent: int | None) -> None:
     """A worker leaves Ctrl-C to the parent: the terminal sends SIGINT to the whole process
     group, and the parent stops the pool (letting running files finish, cancelling the
     rest) and prints one line; workers printing their own tracebacks would only add noise."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _unblock_stop_signals()  # forked while the parent held them (see `map_files`)
+    _die_with_parent(parent)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """A worker whose parent is gone (killed with SIGKILL, or ended without stopping its
+    pool) would wait for work on its queue forever, holding the parent's stderr open: on
+    Linux the kernel kills it when the parent dies. `parent` is the pid it was forked
+    from, if known: a parent that died before the request took effect is seen here."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl: the parent's own shutdown has to do
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+#: prctl option from <linux/prctl.h>: signal to receive when the parent dies
+_PR_SET_PDEATHSIG = 1
 
 
 def _preload() -> None:

@@ -9,7 +9,10 @@ soon as it has read past it.
 
     with SpoolDir() as spool:                        # parent: a private temporary directory
         results = map_files(fn, files, jobs, spool.worker_init, ())
-        for spooled in results: spool.copy(spooled, out)
+        try:
+            for spooled in results: spool.copy(spooled, out)
+        finally:
+            results.close()                          # the workers stop before the spool goes
 
 Workers write in task order and the parent reads results in task order, so once a result
 names a worker's next spool file, everything in the previous one has been copied: spool

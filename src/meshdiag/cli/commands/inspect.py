@@ -80,6 +80,7 @@ def inspect(
     par = {"min_files": 1 if parallel else len(batches) + 1, "chunksize": 1}
     spool = SpoolDir()
     summary = None  # of every file, for --html
+    results = None
     try:
         if fmt == "json":
             state = (global_mesh, target, split_rule, layouts, None, spool.directory, bool(html))
@@ -114,6 +115,10 @@ def inspect(
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
                 summary = _write_text(results, console, progress, spool, len(skipped))
     finally:
+        # the pool first (it stops the workers writing to the spool), whatever stopped the
+        # output: a closed pipe, a signal; the process may end without collecting garbage
+        if results is not None:
+            results.close()
         spool.close()
         if progress is not None:
             progress.stop()
