@@ -9,16 +9,20 @@ import math
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jax._src.lib import xla_client as xc
 
 from meshdiag.comms.axes import attribute, refs_text
 from meshdiag.comms.groups import (
     axis_factors,
     axis_groups,
+    parse_id_lists,
     parse_pairs,
     parse_replica_groups,
+    read_id_lists,
 )
-from meshdiag.errors import ParseError
+from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import AxisRef
@@ -271,3 +275,32 @@ def test_attribution_on_batch_model(groups, axes):
 )
 def test_groups_no_axes_give(groups):
     assert attribute(groups, parse_mesh("batch=2,model=4")) is None
+
+
+# -- the printed-form fast path ------------------------------------------------------------
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 10**10), min_size=0, max_size=5), max_size=6),
+    st.sampled_from(["", " "]),
+)
+def test_id_lists_read_by_splitting_equal_the_cursor_reading(groups, space):
+    """Whatever the spelling (spaces, empty groups, ids too long for the fast path), the
+    split reading gives what the cursor reads, or the same error."""
+    text = "{" + f",{space}".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+
+    def read(fn):
+        try:
+            return fn(text, "a device id")
+        except (ParseError, MeshdiagError) as e:
+            return type(e), str(e)
+
+    assert read(parse_id_lists) == read(read_id_lists)
+
+
+def test_id_lists_over_the_device_limit_are_refused_alike(monkeypatch):
+    from meshdiag import limits
+
+    monkeypatch.setattr(limits, "MAX_DEVICES", 3)
+    with pytest.raises(MeshdiagError, match="replica groups has 4 devices"):
+        parse_id_lists("{{0,1},{2,3}}", "a device id")

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from meshdiag import limits
 from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.ir.text import brace_end
 from meshdiag.limits import MAX_RANK, check_device_count
@@ -108,9 +109,23 @@ def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
     return tuple((p[0], p[1]) for p in pairs)
 
 
+#: id lists as XLA prints them (no spaces, ids of at most 9 digits): read by splitting
+_PRINTED_ID_LISTS = re.compile(r"\{(?:\{\d{1,9}(?:,\d{1,9})*\}(?:,\{\d{1,9}(?:,\d{1,9})*\})*)?\}")
+
+
 def parse_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
     """`{{0,1},{2,3}}` → [(0, 1), (2, 3)] (spaces allowed), `{}` → []."""
+    if _PRINTED_ID_LISTS.fullmatch(text):  # a collective scan reads thousands of these
+        if text == "{}":
+            return []
+        out = [tuple(map(int, g.split(","))) for g in text[2:-2].split("},{")]
+        if sum(map(len, out)) <= limits.MAX_DEVICES:
+            return out
+    return read_id_lists(text, what)  # spaces, or an error to point at
 
+
+def read_id_lists(text: str, what: str) -> list[tuple[int, ...]]:
+    """`parse_id_lists` with a cursor: any spacing, errors with their column."""
     cur = Cursor(text)
     cur.expect("{", "'{'")
     out: list[tuple[int, ...]] = []

@@ -80,14 +80,16 @@ class ScanMemo:
     """What one run of the collective scan remembers (one per run: a slot of the run's
     `RunMemos`, see `scan_collectives`; a fresh one per call without): small files by
     content (dump directories hold the same pass output under many names), HLO collective
-    lines by their bytes, and each distinct Shardy sharding and axis check. Bounded."""
+    lines by their bytes, HLO source tables by their text, and each distinct Shardy sharding
+    and axis check. Bounded."""
 
-    __slots__ = ("files", "hlo", "calls")
+    __slots__ = ("files", "hlo", "calls", "tables")
 
     def __init__(self) -> None:
         self.files: dict[tuple[int, bytes], CollectiveFile] = {}
         self.hlo: dict[bytes, tuple] = {}
         self.calls = Table(MAX_MEMO)  # Shardy parses and axis checks: `calls.call(fn, ...)`
+        self.tables = Table(MAX_TABLES_MEMO)  # HLO source tables by their text
 
 
 def scan_collectives(
@@ -137,6 +139,8 @@ def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
 
 #: small files' scans a run keeps (by size and content hash)
 MAX_FILE_MEMO = 256
+#: HLO source tables a run keeps
+MAX_TABLES_MEMO = 64
 
 
 class _Prefixed:
@@ -297,9 +301,8 @@ class _Scan:
         self.reach_gen = 0  # bumped whenever `reach` changes (the block scan watches it)
         #: HLO source tables (`FileNames`, ..., `StackFrames`): the one being read, rows by id
         self.table = False  # inside the source tables
-        self.tables: dict[str, dict[int, str]] | None = None  # read when first asked
+        self.tables: SourceTables | None = None  # read when first asked
         self.raw_tables: list[bytes] = []  # the tables' text as read
-        self.frames: dict[int, str | None] = {}  # resolved stack frames
         #: Shardy: the sharding of each value of the current function (what a
         #: collective_permute starts from)
         self.shardings: dict[str, NamedSharding] = {}
@@ -345,7 +348,6 @@ class _Scan:
         self.table = False
         self.tables = None
         self.raw_tables = []
-        self.frames = {}
         self.shardings = {}
         self.out.modules.append(m)
         self.module = m
@@ -507,11 +509,15 @@ class _Scan:
 
     # -- HLO -----------------------------------------------------------------------------
     def frame(self, frame_id: int) -> str | None:
-        """`file:line (function)` of a stack frame id from the module's source tables
-        (each id resolved once per module)."""
-        if frame_id not in self.frames:
-            self.frames[frame_id] = self._frame(frame_id)
-        return self.frames[frame_id]
+        """`file:line (function)` of a stack frame id from the module's source tables."""
+        if self.tables is None:
+            text = b"".join(self.raw_tables)
+            self.raw_tables = []
+            if len(text) > MAX_TABLES_MEMO_BYTES:
+                self.tables = SourceTables(text)
+            else:  # every pass of a dump prints the same tables again
+                self.tables = self.memo.tables.call(SourceTables, text)
+        return self.tables.frame(frame_id)
 
     def _table_chunk(self, block: bytes, pos: int) -> int:
         """Take the source tables' lines from `pos` (a line start) on; where they end.
@@ -534,38 +540,6 @@ class _Scan:
         if len(self.raw_tables) < MAX_TABLE:
             self.raw_tables.append(rows)
 
-    def _table(self, name: str) -> dict[int, str]:
-        if self.tables is None:
-            self.tables = {}
-            current: dict[int, str] | None = None
-            for row in b"".join(self.raw_tables).split(b"\n"):
-                if row.rstrip() in _TABLES:
-                    current = self.tables.setdefault(row.rstrip().decode(), {})
-                    continue
-                key, _, value = row.partition(b" ")
-                if current is not None and key.isdigit() and len(current) < MAX_TABLE:
-                    current[int(key)] = _decode(value).strip()
-            self.raw_tables = []
-        return self.tables.get(name, {})
-
-    def _frame(self, frame_id: int) -> str | None:
-        t = {
-            name: self._table(name)
-            for name in ("StackFrames", "FileLocations", "FileNames", "FunctionNames")
-        }
-        frame = t.get("StackFrames", {}).get(frame_id)
-        loc_id = _field(frame, "file_location_id")
-        loc = t.get("FileLocations", {}).get(loc_id) if loc_id is not None else None
-        if loc is None:
-            return None
-        file_id, fn_id, line = (
-            _field(loc, k) for k in ("file_name_id", "function_name_id", "line")
-        )
-        path = t.get("FileNames", {}).get(file_id, "?") if file_id is not None else "?"
-        fn = t.get("FunctionNames", {}).get(fn_id) if fn_id is not None else None
-        text = f"{path.strip(chr(34))}:{line}"
-        return text + (f" ({fn.strip(chr(34))})" if fn else "")
-
     def _follow(self, line: str) -> None:
         """An instruction that may take an all-gather's result: a single-operand one passes
         the gathered count on (an elementwise op of a whole tensor is whole)."""
@@ -582,7 +556,7 @@ class _Scan:
         known = self.memo.hlo
         hit = known.get(raw)
         if hit is None:
-            hit = _read_hlo(_decode(raw))
+            hit = _read_hlo(_decode(raw), self.memo.calls)
             if len(known) < MAX_MEMO:
                 known[raw] = hit
         what = hit[0]
@@ -635,6 +609,49 @@ def _find_all(line: str, word: str):
 #: HLO source tables printed before the computations, and the rows kept per table at most
 _TABLES = (b"FileNames", b"FunctionNames", b"FileLocations", b"StackFrames")
 MAX_TABLE = 1 << 20
+#: source tables of at most this size are read once per run (by their text)
+MAX_TABLES_MEMO_BYTES = 1 << 22
+
+
+class SourceTables:
+    """A module's source tables, read from their text, and the stack frames resolved from
+    them (each id once)."""
+
+    __slots__ = ("rows", "frames")
+
+    def __init__(self, text: bytes) -> None:
+        self.rows: dict[str, dict[int, str]] = {}
+        self.frames: dict[int, str | None] = {}
+        current: dict[int, str] | None = None
+        for row in text.split(b"\n"):
+            if row.rstrip() in _TABLES:
+                current = self.rows.setdefault(row.rstrip().decode(), {})
+                continue
+            key, _, value = row.partition(b" ")
+            if current is not None and key.isdigit() and len(current) < MAX_TABLE:
+                current[int(key)] = _decode(value).strip()
+
+    def frame(self, frame_id: int) -> str | None:
+        if frame_id not in self.frames:
+            self.frames[frame_id] = self._frame(frame_id)
+        return self.frames[frame_id]
+
+    def _frame(self, frame_id: int) -> str | None:
+        t = self.rows
+        frame = t.get("StackFrames", {}).get(frame_id)
+        loc_id = _field(frame, "file_location_id")
+        loc = t.get("FileLocations", {}).get(loc_id) if loc_id is not None else None
+        if loc is None:
+            return None
+        file_id, fn_id, line = (
+            _field(loc, k) for k in ("file_name_id", "function_name_id", "line")
+        )
+        path = t.get("FileNames", {}).get(file_id, "?") if file_id is not None else "?"
+        fn = t.get("FunctionNames", {}).get(fn_id) if fn_id is not None else None
+        text = f"{path.strip(chr(34))}:{line}"
+        return text + (f" ({fn.strip(chr(34))})" if fn else "")
+
+
 _STACK_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
 
 
@@ -714,7 +731,7 @@ MAX_MEMO = 1 << 14
 _new = object.__new__
 
 
-def _read_hlo(line: str) -> tuple:
+def _read_hlo(line: str, calls: Table) -> tuple:
     """What an HLO line holding a collective word is, independent of where it is:
     ("op", collective at line 0, its stack_frame_id, its operand names), ("problem",
     message, column), ("follow",) for another instruction, ("none",) for no instruction."""
@@ -725,7 +742,7 @@ def _read_hlo(line: str) -> tuple:
     if om.group(1) not in HLO_KINDS:
         return ("follow",)
     try:
-        c, frame_id = _hlo_op(line, name, shape_text, om)
+        c, frame_id = _hlo_op(line, name, shape_text, om, calls)
     except ParseError as e:
         return ("problem", f"{om.group(1)} {name}: {_message(e)}", e.pos + 1)
     except MeshdiagError as e:
@@ -733,7 +750,9 @@ def _read_hlo(line: str) -> tuple:
     return ("op", c, frame_id, tuple(_operands(line, om)))
 
 
-def _hlo_op(line, name, shape_text, om) -> tuple[Collective, int | None]:
+def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int | None]:
+    """The collective of an HLO line; its groups and pairs are read once per distinct
+    text in `calls` (many lines share them)."""
     op = om.group(1)
     leaves = hlo_shapes(shape_text)
     if op.endswith("-start"):
@@ -747,7 +766,7 @@ def _hlo_op(line, name, shape_text, om) -> tuple[Collective, int | None]:
         if end < 0:
             raise ParseError("the end of replica_groups (the line ends first)", line, at)
         try:
-            groups = parse_replica_groups(line[at:end])
+            groups = calls.call(parse_replica_groups, line[at:end])
         except ParseError as e:
             raise _located(e, line, at) from None
     at = _attr(line, "source_target_pairs=", om.end())
@@ -756,7 +775,7 @@ def _hlo_op(line, name, shape_text, om) -> tuple[Collective, int | None]:
         if end < 0:
             raise ParseError("the end of source_target_pairs", line, at)
         try:
-            pairs = parse_pairs(line[at:end])
+            pairs = calls.call(parse_pairs, line[at:end])
         except ParseError as e:
             raise _located(e, line, at) from None
     dm = _DIMS.search(line, om.end())

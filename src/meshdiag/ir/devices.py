@@ -109,44 +109,34 @@ def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | Non
 
 
 def _read(path: str, memos: RunMemos) -> DeviceAssignment | None:
-    """The textproto at `path`, parsed once per run (a dump's files share one per module)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
+    """The textproto at `path`, parsed once per run (a dump's files share one per module;
+    a file is read as it is when the run first asks)."""
     parsed = memos.table("devices.parsed", 1024)
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in parsed:
+    if path not in parsed:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
-            text = ""
-        parsed.put(key, parse_compile_options(text, path))
-    return parsed.get(key)
+            return parsed.put(path, None)
+        parsed.put(path, parse_compile_options(text, path))
+    return parsed.get(path)
 
 
 def _module_dirs(root: str, memos: RunMemos) -> list[str]:
     """The module directories of a dump root that hold a textproto, longest name first;
     listed once per run (every file of the root asks)."""
-    try:
-        key = (root, os.stat(root).st_mtime_ns)
-    except OSError:
-        return []
+    key = root
     listed = memos.table("devices.listed", 256)
     if key not in listed:
         try:
-            names = os.listdir(root)
+            with os.scandir(root) as entries:  # directories known without a stat each
+                names = [e.name for e in entries if _MODULE.match(e.name) and e.is_dir()]
         except OSError:
             names = []
         listed.put(
             key,
             sorted(
-                (
-                    n
-                    for n in names
-                    if _MODULE.match(n) and os.path.isfile(os.path.join(root, n, TEXTPROTO))
-                ),
+                (n for n in names if os.path.isfile(os.path.join(root, n, TEXTPROTO))),
                 key=len,
                 reverse=True,  # the longest matching name wins
             ),
@@ -162,19 +152,27 @@ def assignment_for(path: str, memos: RunMemos | None = None) -> DeviceAssignment
     full = os.path.abspath(path)
     here, name = os.path.split(full)
     if _MODULE.match(os.path.basename(here)):
-        own = os.path.join(here, TEXTPROTO)
-        if os.path.isfile(own):
-            return _read(own, memos)
-        parent = os.path.dirname(here)
-        if os.path.basename(parent) == "shardy":  # DIR/shardy/<module>/NN.pass.mlir
-            module_dir = os.path.join(os.path.dirname(parent), os.path.basename(here))
-            return _read(os.path.join(module_dir, TEXTPROTO), memos)
-        return None
+        inside = memos.table("devices.inside", 1024)  # the same for every file of `here`
+        if here not in inside:
+            inside.put(here, _inside_module_dir(here, memos))
+        return inside.get(here)
     if not _MODULE.match(name):
         return None
     for d in _module_dirs(here, memos):
         if name.startswith(d + "."):
             return _read(os.path.join(here, d, TEXTPROTO), memos)
+    return None
+
+
+def _inside_module_dir(here: str, memos: RunMemos) -> DeviceAssignment | None:
+    """The device assignment of the files of a module directory `here`."""
+    own = os.path.join(here, TEXTPROTO)
+    if os.path.isfile(own):
+        return _read(own, memos)
+    parent = os.path.dirname(here)
+    if os.path.basename(parent) == "shardy":  # DIR/shardy/<module>/NN.pass.mlir
+        module_dir = os.path.join(os.path.dirname(parent), os.path.basename(here))
+        return _read(os.path.join(module_dir, TEXTPROTO), memos)
     return None
 
 

@@ -120,6 +120,21 @@ def scan_path(path: str, on_module: OnModule = None, cache: ScanCache | None = N
         return scan_file(path, stream, on_module, cache)
 
 
+def read_small_file(path: str) -> bytes | None:
+    """The bytes of a small regular file, which `scan_path` would scan in one piece
+    (`scan_bytes`); None for anything else (stdin, gzip, big files, pipes) and for a file
+    that cannot be opened (its scan says why)."""
+    if path == "-" or path.endswith(".gz"):
+        return None
+    try:
+        data, stream = _open(path)
+    except OSError:
+        return None
+    if stream is not None:
+        stream.close()
+    return data
+
+
 def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
     """A small regular file's bytes (`_read_small`), else an unbuffered stream on it (the
     scanner reads big blocks itself: a buffer would only add a copy)."""
@@ -140,7 +155,7 @@ def scan_bytes(
 ) -> FileReport:
     """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
     be too long to keep) as one block; the same report as `scan_file` on its bytes."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module, cache=cache)
+    b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
     if _skipped(b, path, data[:SNIFF]):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
@@ -187,7 +202,7 @@ def scan_file(
     path: str, stream: BinaryIO, on_module: OnModule = None, cache: ScanCache | None = None
 ) -> FileReport:
     """Scan one open binary stream; `path` is what reports show."""
-    b = Builder(path, partitioned_hint=_partitioned_by_name(path), on_module=on_module, cache=cache)
+    b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
     try:
         head = stream.read(SNIFF)
         while head and len(head) < SNIFF:  # an unbuffered pipe may return less than asked
@@ -265,7 +280,7 @@ def _line(b: Builder, raw: bytes, lineno: int) -> None:
         mlir.handle(b, line, lineno)
 
 
-def _partitioned_by_name(path: str) -> bool:
+def partitioned_by_name(path: str) -> bool:
     """XLA dump files named after a pass that runs after SPMD partitioning."""
     name = os.path.basename(path)
     return "after_spmd-partitioning" in name or "after_optimizations" in name

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -78,6 +79,8 @@ class ModuleChecker:
             path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
         )
         self._setting = (mesh, target, split, tuple(checks))
+        #: what the findings depend on besides the modules (for `LastFile`)
+        self.setting = (*self._setting, ids_note)
         self._found: list[Finding] = []
         #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a
         #: real every-pass dump repeats most modules' annotated lines exactly (27 of 36 in
@@ -117,20 +120,84 @@ def scan_checked(
     and let go, so memory stays flat in the file's size. Returns the report (without its
     modules), how many modules it had, and the findings `run_checks` gives on the whole.
     The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`."""
-    from meshdiag.ir.scan import scan_path
+    from meshdiag.ir.scan import partitioned_by_name, read_small_file, scan_bytes, scan_path
 
-    checker = ModuleChecker("<stdin>" if path == "-" else path, mesh, target, split, checks, memos)
+    shown = "<stdin>" if path == "-" else path
+    checker = ModuleChecker(shown, mesh, target, split, checks, memos)
+    last = None if memos is None else memos.slot("inspect.last_file", LastFile)
+    data = None if last is None else read_small_file(path)
+    key = None if data is None else (data, partitioned_by_name(path), checker.setting)
+    if key is not None:
+        hit = last.get(key)  # type: ignore[union-attr]
+        if hit is not None:
+            return hit.replay(shown, each)
+    # a small file's modules are kept for `LastFile`; a big file's are let go one by one
+    modules: list[ModuleReport] = []
     count = 0
 
     def done(module: ModuleReport) -> None:
         nonlocal count
         count += 1
+        if data is not None:
+            modules.append(module)
         checker.check(module)
         if each is not None:
             each(module)
 
-    report = scan_path(path, on_module=done, cache=scan_cache(memos))
-    return report, count, checker.findings(report)
+    if data is None:
+        report = scan_path(path, on_module=done, cache=scan_cache(memos))
+        return report, count, checker.findings(report)
+    report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos))
+    findings = checker.findings(report)
+    if report.skipped is None:  # a skipped file's note names it
+        last.put(key, Scanned(shown, report, modules, findings))  # type: ignore[union-attr]
+    return report, len(modules), findings
+
+
+class LastFile:
+    """The last small file `scan_checked` scanned, by its bytes: XLA's every-pass dumps
+    write a module again under the next pass's name when a pass changed nothing (about
+    two fifths of the bytes of the cold bench's dumps are the file just before), and the
+    scan and checks of the same bytes under the same settings give the same modules and
+    findings. One per run (a `RunMemos` slot)."""
+
+    __slots__ = ("key", "scanned")
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.scanned: Scanned | None = None
+
+    def get(self, key: tuple) -> Scanned | None:
+        return self.scanned if key == self.key else None
+
+    def put(self, key: tuple, scanned: Scanned) -> None:
+        self.key, self.scanned = key, scanned
+
+
+@dataclass
+class Scanned:
+    """A small file's scan and findings, as `scan_checked` made them under `path`."""
+
+    path: str
+    report: FileReport
+    modules: list[ModuleReport]
+    findings: list[Finding]
+
+    def replay(
+        self, path: str, each: Callable[[ModuleReport], None] | None
+    ) -> tuple[FileReport, int, list[Finding]]:
+        """`scan_checked`'s result for the same bytes at `path`: the modules go to `each`
+        again (they are read-only from the scan on), the findings are moved to `path`."""
+        if each is not None:
+            for m in self.modules:
+                each(m)
+        report = dataclasses.replace(
+            self.report, path=path, findings=self._moved(self.report.findings, path)
+        )
+        return report, len(self.modules), self._moved(self.findings, path)
+
+    def _moved(self, findings: list[Finding], path: str) -> list[Finding]:
+        return [dataclasses.replace(f, path=path) if f.path == self.path else f for f in findings]
 
 
 def scan_cache(memos: RunMemos | None) -> ScanCache | None:
