@@ -4,12 +4,15 @@ the run's memos, and the pipeline and report modules keep no cache of their own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import types
+from pathlib import Path
 
 from rich.console import Console
 
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.ir.scan import scan_file
 from meshdiag.memo import ContentTable, RunMemos, Table
 from meshdiag.pipeline import dump_summary, inspect, module_summary
@@ -66,3 +69,80 @@ def test_no_module_level_caches():
                 continue
             assert not isinstance(value, dict | list | set | Table | ContentTable), (mod, name)
             assert not isinstance(value, functools._lru_cache_wrapper), (mod, name)
+
+
+# -- a file that repeats the one before ------------------------------------------------------
+
+SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed" / "distorted_mesh.mlir"
+HLO = Path(__file__).resolve().parents[1] / "fixtures" / "jax" / "mlp_compiled.hlo.txt"
+
+
+def _counting_scans(monkeypatch) -> list[str]:
+    from meshdiag.ir import scan
+
+    scanned: list[str] = []
+    real = scan.scan_bytes
+
+    def counted(path, *args, **kwargs):
+        scanned.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(scan, "scan_bytes", counted)
+    return scanned
+
+
+def test_a_file_repeating_the_one_before_is_answered_under_its_own_name(tmp_path, monkeypatch):
+    """Every-pass dumps write an unchanged module again under the next pass's name: the
+    second file is not scanned again, and its report, modules and findings are what a scan
+    of it alone gives (its own path on every finding)."""
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_bytes(SEED.read_bytes())
+    b.write_bytes(SEED.read_bytes())
+    scanned = _counting_scans(monkeypatch)
+    memos = RunMemos()
+    seen: list = []
+    mesh = parse_mesh("batch=2,model=4")  # the seed's distorted mesh is then a finding
+    first = inspect.scan_checked(str(a), mesh, None, "xla", each=seen.append, memos=memos)
+    second = inspect.scan_checked(str(b), mesh, None, "xla", each=seen.append, memos=memos)
+    assert scanned == [str(a)]
+    alone = inspect.scan_checked(str(b), mesh, None, "xla", memos=RunMemos())
+    assert second[0] == alone[0] and second[1:] == alone[1:]
+    assert second[2] and {f.path for f in second[2]} == {str(b)}
+    assert {f.path for f in first[2]} == {str(a)}
+    assert len(seen) == 2 * first[1]  # the modules went to `each` for both files
+
+
+def test_the_same_bytes_under_a_partitioned_name_are_scanned_again(tmp_path, monkeypatch):
+    """A dump file named after a pass that runs after SPMD partitioning reads its HLO as
+    per-device: the name is part of what the scan depends on."""
+    a = tmp_path / "module_0000.jit_f.0001.before_spmd-partitioning.txt"
+    b = tmp_path / "module_0000.jit_f.0002.after_spmd-partitioning.txt"
+    a.write_bytes(HLO.read_bytes())
+    b.write_bytes(HLO.read_bytes())
+    scanned = _counting_scans(monkeypatch)
+    memos = RunMemos()
+    modules: list = []
+    inspect.scan_checked(str(a), None, None, "xla", memos=memos)
+    inspect.scan_checked(str(b), None, None, "xla", each=modules.append, memos=memos)
+    assert scanned == [str(a), str(b)]
+    assert modules and all(m.partitioned for m in modules)
+
+
+def test_lint_answers_a_repeated_file_under_its_own_name(tmp_path, monkeypatch):
+    """lint reads a small file once for both of its scans, and a file that repeats the one
+    before gets the findings a lint of it alone gives."""
+    from meshdiag.checks.registry import RULES
+    from meshdiag.lint.config import LintSettings
+    from meshdiag.lint.runner import lint_file
+
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_bytes(SEED.read_bytes())
+    b.write_bytes(SEED.read_bytes())
+    scanned = _counting_scans(monkeypatch)
+    settings = LintSettings(codes=frozenset(RULES), mesh=parse_mesh("batch=2,model=4"))
+    first = lint_file(str(a), settings)
+    second = lint_file(str(b), settings)
+    assert scanned == [str(a)]
+    alone = lint_file(str(b), dataclasses.replace(settings, memos=RunMemos()))
+    assert second == alone and {f.path for f in second} == {str(b)}
+    assert [dataclasses.replace(f, path=str(b)) for f in first] == second

@@ -135,6 +135,26 @@ class ContentTable:
         return len(self.data)
 
 
+class Last:
+    """The value computed for the last key, and nothing older: for inputs that often
+    repeat the one just before (XLA's every-pass dumps write an unchanged module again
+    under the next pass's name). A key holds the input itself (a file's bytes): equal
+    keys are compared, never hashed."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self) -> None:
+        self.key: Any = _MISSING
+        self.value: Any = None
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.value if self.key is not _MISSING and key == self.key else default
+
+    def put(self, key: Any, value: Any) -> Any:
+        self.key, self.value = key, value
+        return value
+
+
 class RunMemos:
     """Every memo of one run, by name (`"<module>.<what>"`), each made on first use."""
 
@@ -162,6 +182,10 @@ class RunMemos:
         if t is None:
             t = self._tables[name] = make()  # type: ignore[assignment]
         return t  # type: ignore[return-value]
+
+    def last(self, name: str) -> Last:
+        """The `Last` called `name`."""
+        return self.slot(name, Last)
 
     def content(self, name: str) -> ContentTable:
         t = self._tables.get(name)

@@ -119,6 +119,16 @@ def scan_path(path: str, memo: ScanMemo | None = None) -> CollectiveFile:
     return _scan_small(path, data, memo)
 
 
+def scan_bytes(path: str, data: bytes, memo: ScanMemo | None = None) -> CollectiveFile:
+    """A whole file read already (`ir.scan.read_small_file`)."""
+    memo = ScanMemo() if memo is None else memo
+    if len(data) > BLOCK:
+        import io
+
+        return scan_stream(path, io.BytesIO(data), memo)
+    return _scan_small(path, data, memo)
+
+
 def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
     """A file of at most one block, scanned once per distinct content: dump directories hold
     the same pass output under many names (its modules and problems are shared, read-only)."""

@@ -277,6 +277,7 @@ def _lint_file(
     codes, checks, enabled = _selection(settings, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
+    key = None  # what the findings depend on, for a small dump file (see below)
     if name.endswith(MESH_SUFFIXES):  # configs, never IR
         mf = read_mesh_file(path, shown) if os.path.basename(name) not in CONFIG_NAMES else None
         if mf is None:
@@ -292,26 +293,43 @@ def _lint_file(
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
             findings = run_checks(report, *where, checks=_checks(mesh_codes), memos=settings.memos)
     else:
-        from meshdiag.pipeline.inspect import scan_checked
+        from meshdiag.ir.scan import partitioned_by_name, read_small_file
+        from meshdiag.pipeline.inspect import logical_global_mesh, scan_checked
 
+        data = read_small_file(path)  # a small file is read once, for both scans
+        if data is not None:
+            # every-pass dumps repeat the file just before (see `scan_checked`): the same
+            # bytes, name hint, rules and device assignment give the same findings
+            logical = logical_global_mesh(path, settings.mesh, settings.memos)
+            key = (data, partitioned_by_name(path), codes, settings, logical)
+            hit = settings.memos.last("lint.last_file").get(key)
+            if hit is not None:
+                before, found = hit
+                return [
+                    f if f.path != before else dataclasses.replace(f, path=shown) for f in found
+                ]
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
-        findings = scan_checked(path, *where, checks=checks, memos=settings.memos)[2]
-        findings += _collective_findings(path, shown, settings, codes)
+        findings = scan_checked(path, *where, checks=checks, memos=settings.memos, data=data)[2]
+        findings += _collective_findings(path, shown, settings, codes, data)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings
         if f.code in enabled
     ]
     findings, _ = apply_comments(findings, path)
-    return sorted(findings, key=Finding.sort_key)
+    findings.sort(key=Finding.sort_key)
+    if key is not None:
+        settings.memos.last("lint.last_file").put(key, (shown, findings))
+    return findings
 
 
 def _collective_findings(
-    path: str, shown: str, settings: LintSettings, codes: list[str]
+    path: str, shown: str, settings: LintSettings, codes: list[str], data: bytes | None = None
 ) -> list[Finding]:
     """The enabled collective checks (MD201-MD203) over the file's collectives, the same
-    way `meshdiag comms` runs them; nothing (no second read) when none is enabled."""
+    way `meshdiag comms` runs them; nothing (no second read) when none is enabled. `data`:
+    the file's bytes, when read already."""
     from meshdiag.checks.registry import collective_checks
 
     registered = collective_checks()
@@ -320,6 +338,7 @@ def _collective_findings(
         return []
     from meshdiag.checks.context import CheckContext
     from meshdiag.comms.scan import ScanMemo
+    from meshdiag.comms.scan import scan_bytes as scan_collective_bytes
     from meshdiag.comms.scan import scan_path as scan_collectives
     from meshdiag.pipeline.comms_checks import run_collective_checks
 
@@ -333,7 +352,10 @@ def _collective_findings(
         memos=settings.memos,
     )
     memo = settings.memos.slot("comms.scan", ScanMemo)  # the run's (this process's)
-    _, found = run_collective_checks(scan_collectives(path, memo), ctx, checks)
+    scanned = (
+        scan_collectives(path, memo) if data is None else scan_collective_bytes(path, data, memo)
+    )
+    _, found = run_collective_checks(scanned, ctx, checks)
     return found
 
 

@@ -79,7 +79,7 @@ class ModuleChecker:
             path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
         )
         self._setting = (mesh, target, split, tuple(checks))
-        #: what the findings depend on besides the modules (for `LastFile`)
+        #: what the findings depend on besides the modules and the file's name
         self.setting = (*self._setting, ids_note)
         self._found: list[Finding] = []
         #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a
@@ -115,23 +115,31 @@ def scan_checked(
     checks: dict | None = None,
     each: Callable[[ModuleReport], None] | None = None,
     memos: RunMemos | None = None,
+    data: bytes | None = None,
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
     modules), how many modules it had, and the findings `run_checks` gives on the whole.
-    The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`."""
+    The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`.
+    `data`: the file's bytes when the caller read it already (`read_small_file`)."""
     from meshdiag.ir.scan import partitioned_by_name, read_small_file, scan_bytes, scan_path
 
     shown = "<stdin>" if path == "-" else path
     checker = ModuleChecker(shown, mesh, target, split, checks, memos)
-    last = None if memos is None else memos.slot("inspect.last_file", LastFile)
-    data = None if last is None else read_small_file(path)
-    key = None if data is None else (data, partitioned_by_name(path), checker.setting)
+    # XLA's every-pass dumps write an unchanged module again under the next pass's name
+    # (two fifths of the bytes of the cold bench's dumps repeat the file just before): the
+    # same bytes, name hint and settings give the same modules and findings
+    last = None if memos is None else memos.last("inspect.last_file")
+    if data is None and last is not None:
+        data = read_small_file(path)
+    key = (
+        None if data is None or last is None else (data, partitioned_by_name(path), checker.setting)
+    )
     if key is not None:
         hit = last.get(key)  # type: ignore[union-attr]
         if hit is not None:
             return hit.replay(shown, each)
-    # a small file's modules are kept for `LastFile`; a big file's are let go one by one
+    # a small file's modules are kept for the next file; a big file's are let go one by one
     modules: list[ModuleReport] = []
     count = 0
 
@@ -152,26 +160,6 @@ def scan_checked(
     if report.skipped is None:  # a skipped file's note names it
         last.put(key, Scanned(shown, report, modules, findings))  # type: ignore[union-attr]
     return report, len(modules), findings
-
-
-class LastFile:
-    """The last small file `scan_checked` scanned, by its bytes: XLA's every-pass dumps
-    write a module again under the next pass's name when a pass changed nothing (about
-    two fifths of the bytes of the cold bench's dumps are the file just before), and the
-    scan and checks of the same bytes under the same settings give the same modules and
-    findings. One per run (a `RunMemos` slot)."""
-
-    __slots__ = ("key", "scanned")
-
-    def __init__(self) -> None:
-        self.key: tuple | None = None
-        self.scanned: Scanned | None = None
-
-    def get(self, key: tuple) -> Scanned | None:
-        return self.scanned if key == self.key else None
-
-    def put(self, key: tuple, scanned: Scanned) -> None:
-        self.key, self.scanned = key, scanned
 
 
 @dataclass
