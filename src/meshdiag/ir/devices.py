@@ -83,7 +83,11 @@ def ids_label(da: DeviceAssignment | None) -> str:
 def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | None:
     """The device assignment in a compile_options.textproto, or None when it has none (or
     it is not one device per partition)."""
-    m = _BLOCK.search(text)
+    m = None
+    at = text.find("device_assignment")  # in C: the pattern alone scans char by char
+    while m is None and at >= 0:
+        m = _BLOCK.match(text, at)  # `\b` still sees the character before `at`
+        at = text.find("device_assignment", at + 1)
     if m is None:
         return None
     depth, i = 1, m.end()
