@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 TEXTPROTO = "compile_options.textproto"
 _MODULE = re.compile(r"module_\d+\.")
 _BLOCK = re.compile(r"\bdevice_assignment\s*\{")
+_BRACE = re.compile(r"[{}]")
 _FIELD = re.compile(r"\b(replica_count|computation_count|replica_device_ids)\s*:\s*(-?\d+)")
 
 
@@ -90,10 +91,12 @@ def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | Non
         at = text.find("device_assignment", at + 1)
     if m is None:
         return None
-    depth, i = 1, m.end()
-    while i < len(text) and depth:
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        i += 1
+    depth, i = 1, len(text)
+    for brace in _BRACE.finditer(text, m.end()):
+        depth += 1 if brace.group() == "{" else -1
+        if not depth:
+            i = brace.end()
+            break
     body = text[m.end() : i]
     replicas, count, ids = 1, None, []
     for f in _FIELD.finditer(body):
@@ -153,19 +156,39 @@ def assignment_for(path: str, memos: RunMemos | None = None) -> DeviceAssignment
     has one (see the module docstring for the layouts searched). Pass the run's `memos`:
     a directory of thousands of files is listed and each textproto parsed once per run."""
     memos = RunMemos() if memos is None else memos
-    full = os.path.abspath(path)
-    here, name = os.path.split(full)
-    if _MODULE.match(os.path.basename(here)):
-        inside = memos.table("devices.inside", 1024)  # the same for every file of `here`
-        if here not in inside:
-            inside.put(here, _inside_module_dir(here, memos))
-        return inside.get(here)
+    last = memos.last("devices.assignment_for")  # the checks and the summary both ask
+    hit = last.get(path, _UNKNOWN)
+    if hit is _UNKNOWN:
+        hit = last.put(path, _assignment_for(path, memos))
+    return hit
+
+
+_UNKNOWN = object()
+
+
+def _assignment_for(path: str, memos: RunMemos) -> DeviceAssignment | None:
+    here, name = os.path.split(path)
+    dirs = memos.table("devices.dirs", 4096)  # what a directory's files share
+    known = dirs.get(here)
+    if known is None:
+        known = dirs.put(here, _directory(os.path.abspath(here), memos))
+    inside, textprotos = known
+    if inside:
+        return textprotos
     if not _MODULE.match(name):
         return None
-    for d in _module_dirs(here, memos):
-        if name.startswith(d + "."):
-            return _read(os.path.join(here, d, TEXTPROTO), memos)
+    for prefix, textproto in textprotos:
+        if name.startswith(prefix):
+            return _read(textproto, memos)
     return None
+
+
+def _directory(here: str, memos: RunMemos) -> tuple[bool, object]:
+    """(True, its assignment) for a module directory; else (False, (file name prefix,
+    textproto) of each module directory in it, longest name first)."""
+    if _MODULE.match(os.path.basename(here)):
+        return True, _inside_module_dir(here, memos)
+    return False, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here, memos)]
 
 
 def _inside_module_dir(here: str, memos: RunMemos) -> DeviceAssignment | None:

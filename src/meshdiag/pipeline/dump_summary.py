@@ -135,7 +135,8 @@ class DumpSummary:
             self.skipped += 1
             return
         self.files += 1
-        self.id_spaces[ids_label(assignment_for(fold.path, fold.memos))] += 1
+        da = assignment_for(fold.path, fold.memos)
+        self.id_spaces[fold.memos.table("devices.label", 256).call(ids_label, da)] += 1
         for k in fold.meshes:
             self.meshes[k].files += 1
         for key, g in fold.groups.items():
