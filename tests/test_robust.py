@@ -421,8 +421,8 @@ def _many(tmp_path: Path, n: int) -> Path:
     d = tmp_path / "many"
     d.mkdir()
     data = SEED.read_bytes()
-    for i in range(n):
-        (d / f"f{i:05}.mlir").write_bytes(data)
+    for i in range(n):  # each file its own bytes: no file is answered from the one before
+        (d / f"f{i:05}.mlir").write_bytes(data + f"// file {i}\n".encode())
     return d
 
 
