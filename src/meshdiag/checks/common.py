@@ -245,27 +245,6 @@ def same_mesh(a: Mesh, b: Mesh) -> bool:
     return a1.shape == b1.shape and a1.ids == b1.ids
 
 
-def merges_adjacent_axes(derived: Mesh, global_mesh: Mesh) -> bool:
-    """Each derived axis is the product of a run of consecutive global axes, in order, and
-    the global device order is iota (XLA's import never derives device ids).
-
-    Such a mesh is what a correct sharding on the global mesh imports as: iota
-    canonicalisation merges axes that stay adjacent (`(('batch','model'),)` prints `<=[8]`).
-    """
-    if global_mesh.device_ids is not None or derived.device_ids is not None:
-        return False
-    g = [s for s in global_mesh.shape if s != 1]
-    i = 0
-    for size in (s for s in derived.shape if s != 1):
-        prod = 1
-        while prod < size and i < len(g):
-            prod *= g[i]
-            i += 1
-        if prod != size:
-            return False
-    return i == len(g)
-
-
 def refines_global(derived: Mesh, global_mesh: Mesh, memos: RunMemos) -> bool:
     """Is every axis of `derived` one global axis, a sub-axis of one, or whole global axes
     merged — decided from the devices: the derived mesh's device array, read as a tiling

@@ -82,10 +82,3 @@ def refs_text(refs: tuple[AxisRef, ...]) -> str:
     if not refs:
         return "-"
     return ",".join(r.name if not r.is_sub else f"{r.name}:({r.pre}){r.size}" for r in refs)
-
-
-def refs_size(refs: tuple[AxisRef, ...], mesh: Mesh) -> int:
-    n = 1
-    for r in refs:
-        n *= r.size if r.is_sub else mesh.axis_size(r.name)  # type: ignore[operator]
-    return n
