@@ -169,11 +169,7 @@ def measure(c: Collective, m: CollectiveModule, mesh: Mesh | None, measured: Tab
         m.num_partitions,
         c.dialect == "sdy" or c.channel_id is not None,
     )
-    key = (what, mesh, module_mesh(m))
-    hit = measured.get(key)
-    if hit is None:
-        hit = measured.put(key, _measured(*key))
-    return Row(c, *hit)
+    return Row(c, *measured.call(_measured, what, mesh, module_mesh(m)))
 
 
 def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:

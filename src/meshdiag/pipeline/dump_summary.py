@@ -294,16 +294,10 @@ def layout_key(v: Value, memos: RunMemos | None = None) -> str:
     if memos is None:
         text = canonical_text(h)
     else:
-        table = memos.table("dump_summary.canonical_text")
-        text = table.get(h, _MISSING)
-        if text is _MISSING:
-            text = table.put(h, canonical_text(h))
+        text = memos.table("dump_summary.canonical_text").call(canonical_text, h)
     if text is None:
         return gspmd_text(v, memos) or own_text(v, memos)
     return text
-
-
-_MISSING = object()
 
 
 def canonical_text(h: HloSharding) -> str | None:

@@ -617,21 +617,11 @@ def gspmd_text(v: Value, memos: RunMemos | None = None) -> str | None:
     h = v.hlo
     if h is None:
         return None
-    return _memoised(memos, "inspect.gspmd_text", h, _print_gspmd)
-
-
-_MISSING = object()
-
-
-def _memoised(memos: RunMemos | None, name: str, key, fn):
-    """`fn(key)`, remembered in `memos`' table `name` (computed when there are no memos)."""
-    if memos is None:
-        return fn(key)
-    table = memos.table(name)
-    hit = table.get(key, _MISSING)
-    if hit is _MISSING:
-        hit = table.put(key, fn(key))
-    return hit
+    return (
+        _print_gspmd(h)
+        if memos is None
+        else memos.table("inspect.gspmd_text").call(_print_gspmd, h)
+    )
 
 
 def _print_gspmd(h) -> str | None:
