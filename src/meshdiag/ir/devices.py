@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.memo import RunMemos
 
@@ -169,26 +169,34 @@ _UNKNOWN = object()
 def _assignment_for(path: str, memos: RunMemos) -> DeviceAssignment | None:
     here, name = os.path.split(path)
     dirs = memos.table("devices.dirs", 4096)  # what a directory's files share
-    known = dirs.get(here)
-    if known is None:
-        known = dirs.put(here, _directory(os.path.abspath(here), memos))
-    inside, textprotos = known
-    if inside:
-        return textprotos
+    d = dirs.get(here)
+    if d is None:
+        d = dirs.put(here, _directory(os.path.abspath(here), memos))
+    if d.textprotos is None:  # a module directory: one assignment for all its files
+        return d.assignment
     if not _MODULE.match(name):
         return None
-    for prefix, textproto in textprotos:
+    for prefix, textproto in d.textprotos:
         if name.startswith(prefix):
             return _read(textproto, memos)
     return None
 
 
-def _directory(here: str, memos: RunMemos) -> tuple[bool, object]:
-    """(True, its assignment) for a module directory; else (False, (file name prefix,
-    textproto) of each module directory in it, longest name first)."""
+class _Directory(NamedTuple):
+    """What the files of one directory share: a module directory's assignment, or the
+    (file name prefix, textproto) of each module directory in a dump root, longest name
+    first (None in a module directory)."""
+
+    assignment: DeviceAssignment | None
+    textprotos: list[tuple[str, str]] | None
+
+
+def _directory(here: str, memos: RunMemos) -> _Directory:
     if _MODULE.match(os.path.basename(here)):
-        return True, _inside_module_dir(here, memos)
-    return False, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here, memos)]
+        return _Directory(_inside_module_dir(here, memos), None)
+    return _Directory(
+        None, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here, memos)]
+    )
 
 
 def _inside_module_dir(here: str, memos: RunMemos) -> DeviceAssignment | None:

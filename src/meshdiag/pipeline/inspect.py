@@ -78,9 +78,8 @@ class ModuleChecker:
         self._ctx = CheckContext(
             path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
         )
-        self._setting = (mesh, target, split, tuple(checks))
         #: what the findings depend on besides the modules and the file's name
-        self.setting = (*self._setting, ids_note)
+        self.setting = (mesh, target, split, tuple(checks), ids_note)
         self._found: list[Finding] = []
         #: modules whose checks found nothing, by what the checks look at (`_clean_key`): a
         #: real every-pass dump repeats most modules' annotated lines exactly (27 of 36 in
@@ -88,7 +87,7 @@ class ModuleChecker:
         self._clean = memos.content("inspect.clean")
 
     def check(self, module: ModuleReport) -> None:
-        key = _clean_key(module, self._setting)
+        key = _clean_key(module, self.setting)
         if key is not None and self._clean.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
         found = []
@@ -129,16 +128,15 @@ def scan_checked(
     # XLA's every-pass dumps write an unchanged module again under the next pass's name
     # (two fifths of the bytes of the cold bench's dumps repeat the file just before): the
     # same bytes, name hint and settings give the same modules and findings
-    last = None if memos is None else memos.last("inspect.last_file")
-    if data is None and last is not None:
-        data = read_small_file(path)
-    key = (
-        None if data is None or last is None else (data, partitioned_by_name(path), checker.setting)
-    )
-    if key is not None:
-        hit = last.get(key)  # type: ignore[union-attr]
-        if hit is not None:
-            return hit.replay(shown, each)
+    last = key = None
+    if memos is not None:
+        last = memos.last("inspect.last_file")
+        data = read_small_file(path) if data is None else data
+        if data is not None:
+            key = (data, partitioned_by_name(path), checker.setting)
+            hit = last.get(key)
+            if hit is not None:
+                return hit.replay(shown, each)
     # a small file's modules are kept for the next file; a big file's are let go one by one
     modules: list[ModuleReport] = []
     count = 0
@@ -146,7 +144,7 @@ def scan_checked(
     def done(module: ModuleReport) -> None:
         nonlocal count
         count += 1
-        if data is not None:
+        if key is not None:
             modules.append(module)
         checker.check(module)
         if each is not None:
@@ -157,9 +155,9 @@ def scan_checked(
         return report, count, checker.findings(report)
     report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos))
     findings = checker.findings(report)
-    if report.skipped is None:  # a skipped file's note names it
+    if key is not None and report.skipped is None:  # a skipped file's note names it
         last.put(key, Scanned(shown, report, modules, findings))  # type: ignore[union-attr]
-    return report, len(modules), findings
+    return report, count, findings
 
 
 @dataclass
