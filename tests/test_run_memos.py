@@ -146,3 +146,15 @@ def test_lint_answers_a_repeated_file_under_its_own_name(tmp_path, monkeypatch):
     alone = lint_file(str(b), dataclasses.replace(settings, memos=RunMemos()))
     assert second == alone and {f.path for f in second} == {str(b)}
     assert [dataclasses.replace(f, path=str(b)) for f in first] == second
+
+
+def test_bytes_read_by_the_caller_scan_like_the_file(tmp_path):
+    """`scan_checked(data=...)` (lint reads a small file once for both scans) gives what
+    the file gives, with the run's memos or without."""
+    a = tmp_path / "a.mlir"
+    a.write_bytes(SEED.read_bytes())
+    mesh = parse_mesh("batch=2,model=4")
+    alone = inspect.scan_checked(str(a), mesh, None, "xla")
+    for memos in (None, RunMemos()):
+        given = inspect.scan_checked(str(a), mesh, None, "xla", memos=memos, data=a.read_bytes())
+        assert given == alone and given[2]
