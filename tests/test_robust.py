@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "fixtures" / "seed" / "distorted_mesh.mlir"
 MESH = ["--mesh", "batch=2,model=4"]
 LINT = ["lint", "--isolated", *MESH]
+INSPECT_J2 = ["inspect", "-j", "2", "-f", "json"]
 
 
 def meshdiag(*args, cwd=None, env=None, timeout=60, stdin=None, preexec=None, **kw):
@@ -426,12 +427,39 @@ def _many(tmp_path: Path, n: int) -> Path:
     return d
 
 
+def _busy_run(tmp_path: Path, command: list[str], tmp: Path, **streams) -> subprocess.Popen:
+    """`meshdiag COMMAND` over 6000 distinct small dumps in its own session, TMPDIR=`tmp`
+    (stdout and stderr to /dev/null unless given)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "meshdiag", *command, _many(tmp_path, 6000)],
+        stdout=streams.get("stdout", subprocess.DEVNULL),
+        stderr=streams.get("stderr", subprocess.DEVNULL),
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,
+    )
+
+
+def _workers(proc: subprocess.Popen) -> list[int] | None:
+    """The run's two worker processes once both are up; None when it ended first."""
+    deadline = time.monotonic() + 60
+    while len(_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return None if proc.poll() is not None else _children(proc.pid)
+
+
+def _gone(pids: list[int], within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while any(_alive(w) for w in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not [w for w in pids if _alive(w)]
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
 @pytest.mark.parametrize(
     "sig, command, status",
     [
         (signal.SIGINT, [*LINT, "-j", "2", "-f", "json"], 130),
-        (signal.SIGTERM, ["inspect", "-j", "2", "-f", "json"], 143),
+        (signal.SIGTERM, INSPECT_J2, 143),
         (signal.SIGTERM, [*LINT, "-j", "2"], 143),
     ],
     ids=["ctrl-c-lint", "sigterm-inspect", "sigterm-lint"],
@@ -440,20 +468,10 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     """Ctrl-C reaches the whole process group (workers too); SIGTERM only the parent, as
     `kill` and CI runners send it. Either way: one line, the signal's exit status, and no
     spool directory left in TMPDIR."""
-    files = _many(tmp_path, 6000)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshdiag", *command, files],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "TMPDIR": str(tmp)},
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while len(_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if proc.poll() is not None:
+    proc = _busy_run(tmp_path, command, tmp, stderr=subprocess.PIPE)
+    if _workers(proc) is None:
         pytest.skip("the run finished before it could be interrupted")
     time.sleep(0.3)  # workers busy
     workers = _children(proc.pid)
@@ -472,25 +490,11 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     assert list(tmp.iterdir()) == []
 
 
-def _gone(pids: list[int], within: float = 10) -> bool:
-    deadline = time.monotonic() + within
-    while any(_alive(w) for w in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not [w for w in pids if _alive(w)]
-
-
 def test_a_closed_pipe_stops_the_workers(tmp_path):
     """`meshdiag inspect -j2 -f json DIR | head` closes the pipe while the workers are busy:
     the run ends and so do its workers. (They used to be left waiting for work forever,
     holding stderr open, when the exit skipped collecting the pool's generator.)"""
-    files = _many(tmp_path, 6000)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshdiag", "inspect", "-j", "2", "-f", "json", files],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        start_new_session=True,
-    )
+    proc = _busy_run(tmp_path, INSPECT_J2, tmp_path, stdout=subprocess.PIPE)
     assert len(proc.stdout.read(200_000)) == 200_000
     workers = _children(proc.pid)
     proc.stdout.close()
@@ -501,19 +505,9 @@ def test_a_closed_pipe_stops_the_workers(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
 def test_workers_die_with_a_killed_parent(tmp_path):
     """`kill -9` leaves no cleanup to the parent: the kernel ends its workers."""
-    files = _many(tmp_path, 6000)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshdiag", "inspect", "-j", "2", "-f", "json", files],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while len(_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    workers = _children(proc.pid)
-    if proc.poll() is not None:
+    proc = _busy_run(tmp_path, INSPECT_J2, tmp_path)
+    workers = _workers(proc)
+    if workers is None:
         pytest.skip("the run finished before it could be killed")
     proc.kill()
     proc.wait(timeout=60)
