@@ -8,9 +8,9 @@ bounded: past its budget it starts over.
 
     memos = RunMemos()
     parsed = memos.table("gspmd.parse")          # a bounded dict, made on first use
-    hit = parsed.get(text)
-    if hit is None:
-        hit = parsed.put(text, parse(text))
+    sharding = parsed.call(parse, text)          # parse(text) once per distinct text
+
+`memos.last(name)` keeps only the last key's value (a file that repeats the one before).
 """
 
 from __future__ import annotations

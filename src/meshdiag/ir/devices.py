@@ -118,37 +118,28 @@ def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | Non
 def _read(path: str, memos: RunMemos) -> DeviceAssignment | None:
     """The textproto at `path`, parsed once per run (a dump's files share one per module;
     a file is read as it is when the run first asks)."""
-    parsed = memos.table("devices.parsed", 1024)
-    if path not in parsed:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            return parsed.put(path, None)
-        parsed.put(path, parse_compile_options(text, path))
-    return parsed.get(path)
+    return memos.table("devices.parsed", 1024).call(_read_textproto, path)
 
 
-def _module_dirs(root: str, memos: RunMemos) -> list[str]:
-    """The module directories of a dump root that hold a textproto, longest name first;
-    listed once per run (every file of the root asks)."""
-    key = root
-    listed = memos.table("devices.listed", 256)
-    if key not in listed:
-        try:
-            with os.scandir(root) as entries:  # directories known without a stat each
-                names = [e.name for e in entries if _MODULE.match(e.name) and e.is_dir()]
-        except OSError:
-            names = []
-        listed.put(
-            key,
-            sorted(
-                (n for n in names if os.path.isfile(os.path.join(root, n, TEXTPROTO))),
-                key=len,
-                reverse=True,  # the longest matching name wins
-            ),
-        )
-    return listed.get(key)
+def _read_textproto(path: str) -> DeviceAssignment | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return parse_compile_options(text, path)
+
+
+def _module_dirs(root: str) -> list[str]:
+    """The module directories of a dump root that hold a textproto, longest name first
+    (the longest matching name wins)."""
+    try:
+        with os.scandir(root) as entries:  # directories known without a stat each
+            names = [e.name for e in entries if _MODULE.match(e.name) and e.is_dir()]
+    except OSError:
+        return []
+    found = (n for n in names if os.path.isfile(os.path.join(root, n, TEXTPROTO)))
+    return sorted(found, key=len, reverse=True)
 
 
 def assignment_for(path: str, memos: RunMemos | None = None) -> DeviceAssignment | None:
@@ -195,7 +186,7 @@ def _directory(here: str, memos: RunMemos) -> _Directory:
     if _MODULE.match(os.path.basename(here)):
         return _Directory(_inside_module_dir(here, memos), None)
     return _Directory(
-        None, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here, memos)]
+        None, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here)]
     )
 
 
