@@ -197,11 +197,12 @@ def _nothing_to_lint(paths: Sequence[str], unreadable: list) -> str:
 # -- one file --------------------------------------------------------------------------------
 
 
-def _checks(codes: Iterable[str]) -> dict:
-    """The module checks of `codes` (codes without a module check, like MD001, have none)."""
-    from meshdiag.checks.registry import module_checks
+def _checks(codes: Iterable[str], kind: str = "module") -> dict:
+    """The checks of `codes` over a scanned module (or over its measured collectives, for
+    `kind="collectives"`); codes without such a check, like MD001, have none."""
+    from meshdiag.checks.registry import collective_checks, module_checks
 
-    registered = module_checks()
+    registered = module_checks() if kind == "module" else collective_checks()
     return {c: registered[c] for c in codes if c in registered}
 
 
@@ -210,14 +211,16 @@ _NONE: frozenset[str] = frozenset()
 
 def _selection(
     settings: LintSettings, off: frozenset[str]
-) -> tuple[list[str], dict, frozenset[str]]:
-    """(enabled codes sorted, their module checks, the enabled set) once per distinct set of
-    per-file ignores, not once per file."""
+) -> tuple[list[str], dict, dict, frozenset[str]]:
+    """(enabled codes sorted, their module checks, their collective checks, the enabled
+    set) once per distinct set of per-file ignores, not once per file."""
     chosen = settings.memos.table("lint.selection", 64)
     hit = chosen.get(off)
     if hit is None:
         codes = sorted(c for c in settings.codes if c not in off)
-        hit = chosen.put(off, (codes, _checks(codes), frozenset(codes)))
+        hit = chosen.put(
+            off, (codes, _checks(codes), _checks(codes, "collectives"), frozenset(codes))
+        )
     return hit
 
 
@@ -274,7 +277,7 @@ def _lint_file(
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
     off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
-    codes, checks, enabled = _selection(settings, off)
+    codes, checks, collective, enabled = _selection(settings, off)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
     key = None  # what the findings depend on, for a small dump file (see below)
@@ -311,7 +314,7 @@ def _lint_file(
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
         findings = scan_checked(path, *where, checks=checks, memos=settings.memos, data=data)[2]
-        findings += _collective_findings(path, shown, settings, codes, data)
+        findings += _collective_findings(path, shown, settings, collective, data)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings
@@ -325,15 +328,11 @@ def _lint_file(
 
 
 def _collective_findings(
-    path: str, shown: str, settings: LintSettings, codes: list[str], data: bytes | None = None
+    path: str, shown: str, settings: LintSettings, checks: dict, data: bytes | None = None
 ) -> list[Finding]:
-    """The enabled collective checks (MD201-MD203) over the file's collectives, the same
+    """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled. `data`:
     the file's bytes, when read already."""
-    from meshdiag.checks.registry import collective_checks
-
-    registered = collective_checks()
-    checks = {c: registered[c] for c in codes if c in registered}
     if not checks:
         return []
     from meshdiag.checks.context import CheckContext
