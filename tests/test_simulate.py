@@ -198,6 +198,15 @@ def test_g4_nine_over_eight_by_era():
     assert sim.readback.matches_source
 
 
+def test_spec_mismatch_names_the_chunks_of_the_uneven_dimension():
+    """Two sharded dims, the first even: the message gives the uneven dim's own chunks
+    (10 over 4 is 3,3,3,1), not those of the dim before it."""
+    with pytest.raises(
+        MeshdiagError, match=r"dimension 2 of size 10 over 4 devices gives chunks 3,3,3,1\)"
+    ):
+        simulate_copy(T3K, (1, 8, 10, 32), "placements:S1,S2")
+
+
 def test_g5_thirteen_over_eight():
     with pytest.raises(MeshdiagError, match="Shard shape mismatch"):
         simulate_copy(T3K, (1, 13, 32, 32), "shard:1")

@@ -114,15 +114,12 @@ def _check_same_spec(
     other = next((s for s in cell_shapes if s != first), None)
     if other is None:
         return
-    uneven = [
-        (p, shape[p], dist[a]) for a, p in enumerate(pl) if p is not None and shape[p] % dist[a]
-    ]
+    # each uneven dim with its own distribution axis `a` (and so its own chunks)
     detail = "; ".join(
-        f"dimension {d} of size {n} over {k} devices gives chunks "
+        f"dimension {d} of size {shape[d]} over {dist[a]} devices gives chunks "
         + ",".join(str(int(x)) for x in chunk_sizes(splits[a]))
-        for a, (d, n, k) in zip(
-            (a for a, p in enumerate(pl) if p is not None), uneven, strict=False
-        )
+        for a, d in enumerate(pl)
+        if d is not None and shape[d] % dist[a]
     )
     msg = (
         f"Shard shape mismatch: expected {ttnn_shape(first)} but got {ttnn_shape(other)}"
