@@ -77,8 +77,10 @@ def collective_checks() -> dict[str, Callable]:
 def run_check(
     code: str, check: Callable, subject, ctx: CheckContext, *, line: int | None, module: str | None
 ) -> list[Finding]:
-    """`check(subject, ctx)`; an error it raises becomes an MD002 finding at `line` of
-    `module` naming the rule, instead of silence or a crash."""
+    """`check(subject, ctx)`; an error it raises on what it was given (a MeshdiagError, a
+    value, lookup or arithmetic error) becomes an MD002 finding at `line` of `module`
+    naming the rule, instead of silence or a crash. A bug in the check itself (TypeError,
+    AttributeError, ...) still ends the run as a one-line internal error."""
     try:
         return check(subject, ctx)
     except (MeshdiagError, ArithmeticError, ValueError, LookupError) as e:
