@@ -136,6 +136,33 @@ def test_malformed_groups_exit_2_with_location(tmp_path):
 # -- lint ------------------------------------------------------------------------------------
 
 
+def test_lint_reports_text_both_scans_cannot_read_once(tmp_path):
+    """A bad mesh declaration and a line too long are found by the sharding scan and the
+    collective scan alike: one MD001 each. The collective scan's own problems stay."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(
+        "module @m attributes {mhlo.num_partitions = 8 : i32} {\n"
+        '  sdy.mesh @mesh = <["x"=2, "y"=oops]>\n'
+        "  func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        '    %0 = sdy.all_gather [{"x"}] %arg0 out_sharding=<@nowhere, [{}]> : tensor<8xf32>\n'
+        "    return %0 : tensor<8xf32>\n  }\n}\n"
+    )
+    r = _cli("lint", bad, "--isolated", "--output-format", "concise")
+    lines = [x for x in r.stdout.splitlines() if "MD001" in x]
+    assert [x.split(": MD001")[0].rsplit(":", 2)[1] for x in lines] == ["2", "4"], r.stdout
+    assert "@nowhere" in lines[1]
+    # a line longer than both scans read (16 MiB): one finding
+    long = tmp_path / "long.txt"
+    long.write_text(
+        "HloModule m, num_partitions=2\nENTRY %main {\n"
+        f'  %p = f32[8]{{0}} parameter(0), metadata={{op_name="{"a" * (16 << 20)}"}}\n'
+        "  ROOT %ar = f32[8]{0} all-reduce(%p), replica_groups={{0,1}}, to_apply=%add\n}\n"
+    )
+    r = _cli("lint", long, "--isolated", "--output-format", "json")
+    found = json.loads(r.stdout)["findings"]
+    assert [(f["line"], f["code"]) for f in found] == [(3, "MD001")], found
+
+
 def _lint(capsys, *args):
     rc, out, _ = run(capsys, "lint", *args, "--isolated", "--output-format", "json")
     return rc, json.loads(out)

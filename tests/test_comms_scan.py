@@ -346,6 +346,23 @@ def test_scan_path_small_memoised_and_big_streamed(block, monkeypatch, tmp_path)
     assert fa.modules == fb.modules == ref.modules and fa.problems == ref.problems == []
 
 
+def test_text_without_a_collective_word_scans_to_no_collective_and_no_own_problem():
+    """`may_hold_collectives` is what lets lint skip the collective scan of a file: every text
+    it says no to scans to no collective, and to no problem only this scan reports."""
+    from meshdiag.comms.scan import may_hold_collectives
+
+    texts = _texts()
+    said_no = [t for t in texts if not may_hold_collectives(t)]
+    assert said_no and len(said_no) < len(texts)
+    for data in said_no:
+        f = scan_text("t", data.decode("utf-8", "replace"))
+        assert not any(m.collectives for m in f.modules)
+        assert all(p.in_sharding_scan for p in f.problems)
+    for word in ("all-gather(", "reduce-scatter(", "collective-permute-start(", "sdy.all_slice "):
+        assert may_hold_collectives(f"  %x = {word}".encode())
+    assert not may_hold_collectives(b'sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>')
+
+
 @pytest.mark.parametrize(
     ("text", "n"),
     [("65536", 65536), ("64KiB", 65536), ("1.5 MiB", 3 << 19), ("2GB", 2 * 10**9), (7, 7)],

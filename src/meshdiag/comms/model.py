@@ -89,6 +89,9 @@ class Problem:
     message: str
     line: int
     column: int = 1
+    #: the sharding scan (`ir.scan`) reports the same text too (a mesh declaration, a line
+    #: too long to read, a read error): `lint`, which runs both scans, shows it once
+    in_sharding_scan: bool = False
 
 
 @dataclass

@@ -55,6 +55,20 @@ SDY_KINDS = {
     "collective_permute": "collective-permute",
     "reshard": "reshard",
 }
+#: words without which a text holds no collective: the HLO opcodes' common parts
+#: (`all-` covers all-gather, all-reduce, all-to-all and ragged-all-to-all), and the
+#: Shardy ops (one pattern: its literal prefix `sdy.` is searched for in C)
+_HLO_WORDS = (b"all-", b"reduce-scatter", b"collective-perm")
+_SDY_WORD = re.compile(rb"sdy\.(?:" + "|".join(SDY_KINDS).encode() + rb")\b")
+
+
+def may_hold_collectives(data: bytes) -> bool:
+    """False when `data` names no collective, so its scan would find none (a whole file's
+    bytes: no line may be cut). In the cold bench 113 of the 209 MB scanned are such
+    files; asking this of every file took 0.26 s, scanning those 1.1 s."""
+    return any(w in data for w in _HLO_WORDS) or _SDY_WORD.search(data) is not None
+
+
 _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
 _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
@@ -109,7 +123,9 @@ def scan_path(path: str, memo: ScanMemo | None = None) -> CollectiveFile:
     try:
         stream: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # type: ignore[assignment]
     except OSError as e:
-        return CollectiveFile(path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0)])
+        return CollectiveFile(
+            path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0, in_sharding_scan=True)]
+        )
     with stream:
         if path.endswith(".gz"):
             return scan_stream(path, stream, memo)
@@ -211,7 +227,7 @@ def scan_stream(path: str, stream: BinaryIO, memo: ScanMemo | None = None) -> Co
             cut = len(buf) if eof else buf.rfind(b"\n") + 1
             if cut == 0:  # no whole line yet
                 if len(buf) > MAX_LINE:
-                    s.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+                    s.problem(f"line longer than {MAX_LINE} bytes not read", lineno, shared=True)
                     buf = b""
                     skipping = True
                 continue
@@ -220,7 +236,7 @@ def scan_stream(path: str, stream: BinaryIO, memo: ScanMemo | None = None) -> Co
             if eof:
                 break
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        s.problem(f"cannot read {path} to the end: {e}", lineno)
+        s.problem(f"cannot read {path} to the end: {e}", lineno, shared=True)
     return s.out
 
 
@@ -317,8 +333,9 @@ class _Scan:
         #: collective_permute starts from)
         self.shardings: dict[str, NamedSharding] = {}
 
-    def problem(self, message: str, line: int, column: int = 1) -> None:
-        self.out.problems.append(Problem(message, line, column))
+    def problem(self, message: str, line: int, column: int = 1, shared: bool = False) -> None:
+        """`shared`: the sharding scan reports the same text (`Problem.in_sharding_scan`)."""
+        self.out.problems.append(Problem(message, line, column, shared))
 
     def block(self, block: bytes, lineno: int) -> int:
         """The candidate lines of a block of whole lines whose first is line `lineno`;
@@ -370,7 +387,7 @@ class _Scan:
 
     def line_checked(self, raw: bytes, lineno: int) -> None:
         if len(raw) > MAX_LINE:
-            self.problem(f"line longer than {MAX_LINE} bytes not read", lineno)
+            self.problem(f"line longer than {MAX_LINE} bytes not read", lineno, shared=True)
         else:
             self.line(raw, lineno)
 
@@ -457,7 +474,7 @@ class _Scan:
         try:
             mesh, _ = parse_mesh_attr_at(text, 0)
         except MeshdiagError as e:
-            self.problem(f"mesh @{name}: {e}", lineno, column)
+            self.problem(f"mesh @{name}: {e}", lineno, column, shared=True)
             return
         assert self.module is not None
         self.module.meshes[name] = mesh

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
@@ -314,7 +314,8 @@ def _lint_file(
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
         findings = scan_checked(path, *where, checks=checks, memos=settings.memos, data=data)[2]
-        findings += _collective_findings(path, shown, settings, collective, data)
+        unreadable = {f.line for f in findings if f.code == "MD001"}
+        findings += _collective_findings(path, shown, settings, collective, data, unreadable)
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings
@@ -328,13 +329,23 @@ def _lint_file(
 
 
 def _collective_findings(
-    path: str, shown: str, settings: LintSettings, checks: dict, data: bytes | None = None
+    path: str,
+    shown: str,
+    settings: LintSettings,
+    checks: dict,
+    data: bytes | None = None,
+    unreadable: Collection[int] = (),
 ) -> list[Finding]:
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
-    way `meshdiag comms` runs them; nothing (no second read) when none is enabled. `data`:
-    the file's bytes, when read already."""
+    way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
+    the file's bytes (`data`, when read already) name no collective. `unreadable`: the lines
+    of the sharding scan's MD001s (a problem both scans find is reported once)."""
     if not checks:
         return []
+    from meshdiag.comms.scan import may_hold_collectives
+
+    if data is not None and not may_hold_collectives(data):
+        return []  # nothing to measure, and nothing the collective scan alone could find
     from meshdiag.checks.context import CheckContext
     from meshdiag.comms.scan import ScanMemo
     from meshdiag.comms.scan import scan_bytes as scan_collective_bytes
@@ -354,7 +365,7 @@ def _collective_findings(
     scanned = (
         scan_collectives(path, memo) if data is None else scan_collective_bytes(path, data, memo)
     )
-    _, found = run_collective_checks(scanned, ctx, checks)
+    _, found = run_collective_checks(scanned, ctx, checks, unreadable)
     return found
 
 

@@ -4,6 +4,7 @@ read into MD001 findings."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.report import FileComms, measure_file
@@ -15,9 +16,15 @@ if TYPE_CHECKING:
 
 
 def run_collective_checks(
-    f: CollectiveFile, ctx: CheckContext, checks: dict | None = None
+    f: CollectiveFile,
+    ctx: CheckContext,
+    checks: dict | None = None,
+    unreadable_lines: Collection[int] = (),
 ) -> tuple[FileComms, list[Finding]]:
-    """(the measured file, its findings: MD001 for unreadable text, then each check's)."""
+    """(the measured file, its findings: MD001 for unreadable text, then each check's).
+    `unreadable_lines`: where the sharding scan of the same file found text it could not
+    read (its MD001s, as `lint` runs both scans); a problem both scans report there (a mesh
+    declaration, a line too long) is not reported a second time."""
     from meshdiag.checks.registry import collective_checks, get_rule, run_check
 
     if checks is None:
@@ -28,6 +35,7 @@ def run_collective_checks(
     out = [
         md001.finding(p.message, path=ctx.path, line=p.line or None, column=p.column)
         for p in f.problems
+        if not (p.in_sharding_scan and p.line in unreadable_lines)
     ]
     for mc in measured.modules:
         for code, fn in checks.items():
