@@ -158,3 +158,32 @@ def test_bytes_read_by_the_caller_scan_like_the_file(tmp_path):
     for memos in (None, RunMemos()):
         given = inspect.scan_checked(str(a), mesh, None, "xla", memos=memos, data=a.read_bytes())
         assert given == alone and given[2]
+
+
+def test_the_checks_verdicts_stay_within_their_budget(monkeypatch):
+    """Past MAX_JUDGED judged column entries the verdicts start over, and the findings stay
+    what a run with room for all of them gives."""
+    from meshdiag.checks import values
+
+    module = """HloModule m{k}, num_partitions=8
+
+ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
+  %a{k} = f32[8,8]{{1,0}} parameter(0), sharding={{devices=[2,2]<=[4]}}
+  %b = f32[7,8]{{1,0}} parameter(1), sharding={{devices=[8,1]<=[8]}}
+  %c = f32[8]{{0}} parameter(2), sharding={{devices=[2,4]<=[8]}}
+  %d = f32[8,8]{{1,0}} parameter(3), sharding={{devices=[2,4]<=[8]}}
+}}
+"""
+    text = "\n".join(module.format(k=k) for k in range(4))
+    report = scan_file("m.hlo.txt", io.BytesIO(text.encode()))
+    mesh = None
+    roomy = inspect.run_checks(report, mesh, None, "xla", memos=RunMemos())
+    assert [f.code for f in roomy[:3]] == ["MD104", "MD105", "MD107"] and len(roomy) == 12
+    monkeypatch.setattr(values, "MAX_JUDGED", 3)
+    memos = RunMemos()
+    for _ in range(3):
+        tight = inspect.run_checks(report, mesh, None, "xla", memos=memos)
+        assert tight == roomy
+        book = memos.slot("checks.verdicts", values._Book)
+        assert book.judged == sum(len(v.judged) for v in book.by_facts.values())
+        assert book.judged <= 3 + max(len(m.items) for m in report.modules)

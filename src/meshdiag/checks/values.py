@@ -32,6 +32,18 @@ MAX_JUDGED = 1 << 15
 _UNBOUNDED = 1 << 62  # the pair is bounded as a whole (MAX_JUDGED), never one table alone
 
 
+class _Book:
+    """Every rule's verdicts of a run, by (rule, facts, partitioned), and how many column
+    entries they judged in all (kept as they grow: summing the tables at every module cost
+    a tenth of the checks on the cold bench)."""
+
+    __slots__ = ("by_facts", "judged")
+
+    def __init__(self) -> None:
+        self.by_facts: dict[tuple, _Verdicts] = {}
+        self.judged = 0
+
+
 class _Verdicts:
     """Under one (rule, facts, partitioned): the column entries judged, and of those the
     ones with findings and their verdicts. Both clear together: an entry judged but missing
@@ -55,20 +67,22 @@ def value_findings(
         return []
     part = module.partitioned
     memos = ctx.memos
-    by_facts = memos.table("checks.verdicts", _UNBOUNDED)
+    book = memos.slot("checks.verdicts", _Book)
     # bounded whether the facts are new or not (a big file of new lines under the same
     # facts grows one table)
-    if sum(len(v.judged) for v in by_facts.data.values()) > MAX_JUDGED:
-        by_facts.data.clear()
+    if book.judged > MAX_JUDGED:
+        book.by_facts.clear()
+        book.judged = 0
     key = (rule.code, facts, part)
-    verdicts = by_facts.get(key)
+    verdicts = book.by_facts.get(key)
     if verdicts is None:
-        verdicts = by_facts.put(key, _Verdicts())
+        verdicts = book.by_facts[key] = _Verdicts()
     judged, found = verdicts.judged, verdicts.found
     ids = module.item_ids()
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
     if not ids <= judged.ids():  # lines not seen before under these facts
         seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
+        before = len(seen)
         for item in items:
             hit = seen.get(id(item))
             if hit is not None and hit[0] is item:
@@ -84,6 +98,7 @@ def value_findings(
                 found.put(item, bad)
                 if item.__class__ is Value:
                     one_off.append(item)
+        book.judged += len(seen) - before
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
         return out
