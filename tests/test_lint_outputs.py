@@ -9,6 +9,8 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.checks.rule import Rule
 from meshdiag.lint.result import LintResult, OutputContext
@@ -135,6 +137,50 @@ def test_full(ctx):
     assert "20:1  MD109 info [large-replicated]" in text
     assert text.rstrip().endswith("checked 3 files.")
     assert "1 finding in the baseline" in render("full", ctx, matched=1)
+
+
+def _full_by_rich(findings, ctx) -> str:
+    """`full` as rich draws it line by line (what the writer's plain path must equal)."""
+    from itertools import groupby
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from meshdiag.report.lint._summary import summary
+    from meshdiag.report.lint.full import _plain_lines
+
+    buf = io.StringIO()
+    console = Console(file=buf, soft_wrap=True, highlight=False, no_color=True)
+    for path, group in groupby(findings, key=lambda f: f.path):
+        for line in _plain_lines(path, list(group)):
+            console.print(Text(line))
+        console.print()
+    console.print(Text(summary(LintResult(list(findings), FILES))))
+    return buf.getvalue()
+
+
+_texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a.mlir", "b c.txt", "ü/ß.hlo"]), _texts, _texts | st.none()),
+        max_size=6,
+    )
+)
+def test_full_plain_text_is_what_rich_draws(rows):
+    """Without colour the writer prints printable lines itself: byte for byte what rich
+    draws for them, and anything else (tabs, control characters) still goes through rich."""
+    findings = sorted(
+        (
+            F("MD105", "warning", path, i + 1, 1, msg, fix)
+            for i, (path, msg, fix) in enumerate(rows)
+        ),
+        key=Finding.sort_key,
+    )
+    ctx = OutputContext(cwd="/", rules=RULES, version="0.1.0", color=False)
+    assert render("full", ctx, findings) == _full_by_rich(findings, ctx)
 
 
 def test_sarif_fields(ctx, tmp_path):
