@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.layouts.engine import layout
 from meshdiag.model.sharding import HloSharding
@@ -252,3 +255,62 @@ def test_piped_lines_match_rich_for_summary_lines():
                     assert _render(line, console, memos) == cap.get()
                     assert _render(line.text(), console, memos) == cap.get()
     assert isinstance(samples[0].text(), Text)
+
+
+# -- the picture drawn without rich ----------------------------------------------------------
+
+
+@st.composite
+def _pictured_layouts(draw):
+    rank = draw(st.integers(0, 4))
+    dims = [draw(st.sampled_from([1, 2, 3, 4])) for _ in range(rank)]
+    rep = draw(st.booleans()) and rank > 0
+    tile_dims = (*dims, draw(st.sampled_from([2, 4]))) if rep else tuple(dims)
+    n = math.prod(tile_dims)
+    perm = None
+    if len(tile_dims) > 1 and draw(st.booleans()):
+        perm = tuple(draw(st.permutations(range(len(tile_dims)))))
+    sharding = (
+        HloSharding.tiled(
+            TileAssignment.iota(tile_dims, tile_dims if perm else None, perm),
+            replicate_on_last=rep,
+        )
+        if rank
+        else HloSharding.replicated()
+    )
+    shape = tuple(d * draw(st.integers(1, 3)) + draw(st.integers(-1, 2)) for d in dims)
+    shape = tuple(max(0, s) for s in shape)
+    split = draw(st.sampled_from(["xla", "chunk", "array-split"]))
+    return layout(sharding, shape, num_devices=max(n, 1), split=split)
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    _pictured_layouts(),
+    st.sampled_from([24, 40, 60, 80, 120, 200]),
+    st.booleans(),
+    st.sampled_from([8, 32, 64]),
+)
+def test_plain_picture_is_what_rich_draws(lay, width, compact, max_cells):
+    """A colourless picture drawn without rich is rich's drawing byte for byte, or not
+    drawn (None: rich's table fallback, wide characters)."""
+    import io
+
+    from rich.console import Console
+
+    from meshdiag.report.grid import LayoutPicture
+
+    pic = LayoutPicture(
+        lay, "s", max_cells=max_cells, use_color=False, compact=compact, legend=not compact
+    )
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, soft_wrap=True).print(pic)
+    plain = pic.plain(width)
+    assert plain is None or plain == buf.getvalue()
+
+
+def test_plain_picture_draws_the_usual_grids():
+    from meshdiag.report.grid import LayoutPicture
+
+    for lay in (layout(tiled((2, 4)), (8, 8)), layout(tiled((4,)), (10,))):
+        assert LayoutPicture(lay, "s", use_color=False).plain(100) == render_text(lay, "s")

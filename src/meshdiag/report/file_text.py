@@ -221,9 +221,13 @@ def _render(part, console, memos: RunMemos | None) -> str:
             return hit
     if isinstance(part, Cached):  # made only now: it was not rendered before
         part = part.renderable
-    with console.capture() as cap:
-        console.print(part)
-    text = cap.get()
+    text = None
+    if part.__class__ is LayoutPicture and console.color_system is None and console.soft_wrap:
+        text = part.plain(console.width)  # the same text, drawn without rich's tables
+    if text is None:
+        with console.capture() as cap:
+            console.print(part)
+        text = cap.get()
     if table is not None:
         table.put(key, text)
     return text

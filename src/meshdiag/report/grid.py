@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.notation.devicelist import NOTATION, compress_devices
 
@@ -440,6 +440,40 @@ def table_rows(lay: Layout, max_rows: int) -> tuple[list[TableRow | None], int]:
     return rows, elided
 
 
+class _DrawnFacet(NamedTuple):
+    """One facet's grid as drawn: tiles by row, column widths, row heights, and each cell's
+    lines centred in its column."""
+
+    title: str | None
+    tiles: list[list[Tile | None]]
+    widths: list[int]
+    heights: list[int]
+    lines: list[list[list[str]]]
+
+
+def _box_lines(f: _DrawnFacet) -> list[str]:
+    """A drawn facet in rich's SQUARE box, a line between rows, each cell's lines in the
+    middle of its row (rich's `Align(vertical="middle")`: the odd blank line below)."""
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("─" * w for w in f.widths) + right
+
+    out = [rule("┌", "┬", "┐")]
+    for r, (cells, h) in enumerate(zip(f.lines, f.heights, strict=True)):
+        if r:
+            out.append(rule("├", "┼", "┤"))
+        columns = []
+        for lines, w in zip(cells, f.widths, strict=True):
+            top = (h - len(lines)) // 2
+            blank = " " * w
+            columns.append(
+                [blank] * top + [x.ljust(w) for x in lines] + [blank] * (h - top - len(lines))
+            )
+        out.extend("│" + "│".join(parts) + "│" for parts in zip(*columns, strict=True))
+    out.append(rule("└", "┴", "┘"))
+    return out
+
+
 # -- the rich renderable -------------------------------------------------------------------
 
 
@@ -473,7 +507,8 @@ class LayoutPicture:
         grids = plan = None
         if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets)
-            grids = self._grids(plan, options.max_width)
+            drawn = self._drawn(plan, options.max_width)
+            grids = None if drawn is None else self._grids(drawn)
         head = header_lines(lay, self.sharding_text, plan if grids else None, legend=self.legend)
         for k, line in enumerate(head):
             yield Text(line, style="bold" if k == 0 else "dim" if k == 1 and self.legend else "")
@@ -486,14 +521,9 @@ class LayoutPicture:
             yield table
 
     # grids ------------------------------------------------------------------------------
-    def _grids(self, plan: GridPlan, width: int):
-        """One rich Table per facet, or None when the cells do not fit the width."""
-        from rich import box
-        from rich.align import Align
-        from rich.style import Style
-        from rich.table import Table
-        from rich.text import Text
-
+    def _drawn(self, plan: GridPlan, width: int) -> list[_DrawnFacet] | None:
+        """Each facet's cells as drawn at console `width`: column widths, row heights and
+        each cell's centred lines; None when the cells do not fit the width."""
         lay = self.layout
         dims = (plan.row_dims + plan.col_dims) if lay.rank >= 3 else None
         out = []
@@ -526,23 +556,64 @@ class LayoutPicture:
                 heights = [nlines] * len(facet.cells)
             else:
                 heights = distribute(facet.row_weights, [nlines] * len(facet.cells), height_total)
+            lines = [
+                [[x.center(w) for x in c] for c, w in zip(row, widths, strict=True)]
+                for row in texts
+            ]
+            out.append(_DrawnFacet(facet.title, facet.cells, widths, heights, lines))
+        return out
+
+    def _grids(self, drawn: list[_DrawnFacet]):
+        """One rich Table per drawn facet (with the tiles' colours)."""
+        from rich import box
+        from rich.align import Align
+        from rich.style import Style
+        from rich.table import Table
+        from rich.text import Text
+
+        out = []
+        for f in drawn:
             table = Table(
                 show_header=False, show_lines=True, box=box.SQUARE, padding=0, pad_edge=False
             )
-            for w in widths:
+            for w in f.widths:
                 table.add_column(width=w, no_wrap=True)
-            for row, lines_row, h in zip(facet.cells, texts, heights, strict=True):
+            for row, lines_row, h in zip(f.tiles, f.lines, f.heights, strict=True):
                 cells = []
-                for t, lines, w in zip(row, lines_row, widths, strict=True):
+                for t, lines in zip(row, lines_row, strict=True):
                     style = Style()
                     if self.use_color and t is not None:
                         fill = EMPTY_FILL if t.status in ("empty", "absent") else fill_color(t.fill)
                         style = Style(bgcolor=fill, color=text_color(fill))
-                    text = Text("\n".join(x.center(w) for x in lines), no_wrap=True)
+                    text = Text("\n".join(lines), no_wrap=True)
                     cells.append(Align(text, "left", vertical="middle", height=h, style=style))
                 table.add_row(*cells)
-            out.append((facet.title, table))
+            out.append((f.title, table))
         return out
+
+    def plain(self, width: int) -> str | None:
+        """What a colourless console `width` columns wide prints for the picture, drawn
+        without rich (a big file's hundreds of distinct pictures made rich's table layout a
+        third of its run); None where only rich draws it: the table fallback, and text
+        whose characters are not one column each or not printable."""
+        from rich.cells import cell_len
+
+        lay = self.layout
+        if grid_cells(lay, self.max_facets) > self.max_cells:
+            return None
+        plan = plan_grid(lay, max_facets=self.max_facets)
+        drawn = self._drawn(plan, width)
+        if drawn is None:
+            return None
+        out = header_lines(lay, self.sharding_text, plan, legend=self.legend)
+        for f in drawn:
+            if f.title:
+                out.append(f.title)
+            out.extend(_box_lines(f))
+        flat = "".join(out)
+        if not flat.isprintable() or cell_len(flat) != len(flat):
+            return None
+        return "\n".join(out) + "\n"
 
     # table fallback ---------------------------------------------------------------------
     def _table(self):
