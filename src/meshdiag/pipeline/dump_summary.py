@@ -139,8 +139,6 @@ class DumpSummary:
         self.id_spaces[fold.memos.table("devices.label", 256).call(ids_label, da)] += 1
         for k in fold.meshes:
             self.meshes[k].files += 1
-        for key, g in fold.groups.items():
-            self._merge_group(key, g)
         self._add_findings(item.findings)
 
     def _merge_group(self, key: str, g: Group) -> None:
@@ -318,14 +316,16 @@ def canonical_text(h: HloSharding) -> str | None:
 
 
 class FileFold:
-    """One file's part of a `DumpSummary` while its modules come in."""
+    """One file's part of a `DumpSummary` while its modules come in: their values go
+    straight into the summary's groups (a group counts the file, and lists where it first
+    appears in it, at the file's first value of that layout)."""
 
     def __init__(self, summary: DumpSummary, path: str, mesh: Mesh | None, memos: RunMemos) -> None:
         self.summary = summary
         self.path = path
         self.mesh = mesh
         self.memos = memos
-        self.groups: dict[str, Group] = {}
+        self.groups: set[str] = set()  # the layouts the file has shown so far
         self.meshes: set[tuple[str, str]] = set()
 
     def module(self, m: ModuleReport) -> None:
@@ -337,16 +337,24 @@ class FileFold:
                 s.meshes[k] = SeenMesh(d)
             self.meshes.add(k)
         lines = m.lines
-        path = self.path
+        seen = self.groups
+        groups = s.groups
         for key, row in module_rows(m, self.mesh, self.memos).items():
             count, spellings, shapes, local, (name, i), draw = row
-            g = self.groups.get(key)
+            g = groups.get(key)
             if g is None:
-                g = self.groups[key] = Group(key, files=1, where=[(path, name, lines[i])])
+                g = groups[key] = Group(key)
+            if key not in seen:  # the file's first value of this layout
+                seen.add(key)
+                g.files += 1
+                if len(g.where) < WHERE_MAX:
+                    g.where.append((self.path, name, lines[i]))
             g.values += count
             _add_counts(g.spellings, spellings, SPELLINGS_MAX)
-            _add_counts(g.shapes, shapes, SHAPES_MAX)
-            _add_counts(g.local_shapes, local, SHAPES_MAX)
+            if shapes:
+                _add_counts(g.shapes, shapes, SHAPES_MAX)
+            if local:
+                _add_counts(g.local_shapes, local, SHAPES_MAX)
             if g.draw is None:
                 g.draw = draw
             s.values += count
