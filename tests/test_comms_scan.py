@@ -363,6 +363,30 @@ def test_text_without_a_collective_word_scans_to_no_collective_and_no_own_proble
     assert not may_hold_collectives(b'sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>')
 
 
+def test_a_line_without_a_collective_opcode_is_never_read_as_a_collective():
+    """The scan parses only lines where `_HLO_OPCODE` finds an opcode: every line the
+    parser reads as a collective (or as a broken one) has it."""
+    from meshdiag.comms.scan import _HLO_OPCODE, HLO_KINDS, _read_hlo
+    from meshdiag.memo import Table
+
+    lines = [x for t in _texts() for x in t.split(b"\n") if b"all-" in x or b"-scatter" in x]
+    lines += [x.replace(b" all-", b"  all-").replace(b") all", b")all") for x in lines[:200]]
+    for kind in HLO_KINDS:  # every opcode, its shape spaced or not, and named as an operand
+        for shape in ("f32[8]{0}", "(f32[8]{0}, u32[])"):
+            for gap in (" ", "  ", "\t", ""):
+                lines.append(f"  %x = {shape}{gap}{kind}(%p), replica_groups={{{{0,1}}}}".encode())
+        lines.append(f"  %y = f32[8]{{0}} add(%{kind}.1, %z)".encode())
+    assert len(lines) > 200
+    calls = Table()
+    read = 0
+    for raw in lines:
+        what = _read_hlo(raw.decode("utf-8", "replace"), calls)[0]
+        if what in ("op", "problem"):
+            read += 1
+            assert _HLO_OPCODE.search(raw), raw
+    assert read > 50
+
+
 @pytest.mark.parametrize(
     ("text", "n"),
     [("65536", 65536), ("64KiB", 65536), ("1.5 MiB", 3 << 19), ("2GB", 2 * 10**9), (7, 7)],

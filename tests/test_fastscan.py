@@ -370,3 +370,44 @@ def test_word_list_refuses_what_the_native_walker_cannot_take(word, monkeypatch)
     monkeypatch.setattr(words, "WORDS", (*words.WORDS, word))
     with pytest.raises(ValueError, match="cannot be passed"):
         words.c_initializer()
+
+
+# -- word_lines (the collective scan's candidate lines) ----------------------------------------
+
+
+def _collective_words():
+    from meshdiag.comms.scan import _WORDS
+
+    return _WORDS
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"all-", b"sdy.", b"module", b"a", b"l", b"\n", b" ", b"x", b"HloModule "]
+        ),
+        max_size=60,
+    ).map(b"".join)
+)
+def test_word_lines_native_equals_its_twin(block):
+    from meshdiag.comms.scan import word_lines_py
+
+    words = _collective_words()
+    assert _fastscan.word_lines(block, words) == word_lines_py(block, words)
+
+
+def test_word_lines_on_fixtures_and_edges():
+    from meshdiag.comms.scan import word_lines_py
+
+    words = _collective_words()
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    blocks = [p.read_bytes() for p in sorted(root.rglob("*.txt"))[:80]]
+    blocks += [b"", b"\n", b"all-", b"\nall-", b"all-\n", b"xall-yall-\nall-", b"sdy.all-\n\n"]
+    for block in blocks:
+        assert _fastscan.word_lines(block, words) == word_lines_py(block, words)
+    assert _fastscan.word_lines(b"ab\nxx all-y\nsdy. all-\nzz", (b"all-", b"sdy.")) == [3, 12]
+    with pytest.raises(TypeError):
+        _fastscan.word_lines(b"x", (b"",))
+    with pytest.raises(TypeError):
+        _fastscan.word_lines("x", (b"a",))

@@ -19,12 +19,13 @@ import gzip
 import heapq
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_groups_end
 from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule, Problem
 from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.ir.fast import native
 from meshdiag.ir.hlo import INSTR, OPCODE, _header
 from meshdiag.ir.mlir import MODULE
 from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
@@ -272,18 +273,32 @@ _WORDS = (
 _TABLE_END = re.compile(rb"\n(?![0-9\n]|FunctionNames|FileLocations|StackFrames|FileNames)")
 
 
-class _Finder:
-    """The next candidate position in a block at or after `pos`. Each word's next
-    occurrence is found with `bytes.find` and kept in a heap until the scan passes it, so
-    the block is searched about once per word, in C. Names the all-gather following watches
-    for come and go."""
+def word_lines_py(block: bytes, words: tuple[bytes, ...]) -> list[int]:
+    """Where the lines of `block` that hold any of `words` start, ascending, each once
+    (the twin of the native `word_lines`)."""
+    starts = set()
+    for w in words:
+        at = block.find(w)
+        while at >= 0:
+            starts.add(block.rfind(b"\n", 0, at) + 1)
+            end = block.find(b"\n", at)
+            if end < 0:
+                break
+            at = block.find(w, end + 1)
+    return sorted(starts)
 
-    def __init__(self, block: bytes, names: Iterable[str]) -> None:
+
+class _Finder:
+    """The next candidate position in a block at or after `pos` (a line start): the next
+    line holding one of `_WORDS` (all found at once, natively when built), or the next
+    occurrence of a name the all-gather following watches for. Those come and go: each
+    one's next occurrence is kept in a heap until the scan passes it."""
+
+    def __init__(self, block: bytes, names: Iterable[str], word_lines: Callable) -> None:
         self.block = block
+        self.lines = word_lines(block, _WORDS)
+        self.i = 0  # the first of `lines` not yet passed
         self.heap: list[tuple[int, bytes]] = []
-        self.words = set(_WORDS)
-        for w in self.words:
-            self._push(w, 0)
         self.names: set[bytes] = set()
         self.sync(names, 0)
 
@@ -296,20 +311,25 @@ class _Finder:
         """Watch for exactly `names` from `pos` on."""
         now = {n.encode() for n in names}
         for n in now - self.names:
-            self.words.add(n)
             self._push(n, pos)
-        for n in self.names - now:
-            if n not in _WORDS:
-                self.words.discard(n)
         self.names = now
 
     def next(self, pos: int) -> int:
+        lines, i = self.lines, self.i
+        while i < len(lines) and lines[i] < pos:
+            i += 1
+        self.i = i
+        line = lines[i] if i < len(lines) else -1
         heap = self.heap
+        if not heap:
+            return line
         while heap and heap[0][0] < pos:
             _, word = heapq.heappop(heap)
-            if word in self.words:
+            if word in self.names:
                 self._push(word, pos)
-        return heap[0][0] if heap else -1
+        if not heap:
+            return line
+        return heap[0][0] if line < 0 else min(line, heap[0][0])
 
 
 class _Scan:
@@ -317,6 +337,7 @@ class _Scan:
 
     def __init__(self, path: str, memo: ScanMemo) -> None:
         self.memo = memo
+        self.word_lines = native("word_lines") or word_lines_py
         self.out = CollectiveFile(path)
         self.module: CollectiveModule | None = None
         self.computation: str | None = None
@@ -344,7 +365,7 @@ class _Scan:
         pos = counted = 0
         if self.table:  # the rows of tables the last block started
             pos = self._table_chunk(block, 0)
-        finder = _Finder(block, self.reach)
+        finder = _Finder(block, self.reach, self.word_lines)
         gen = self.reach_gen
         while pos < n:
             at = finder.next(pos)
@@ -580,12 +601,15 @@ class _Scan:
             self.reach_gen += 1
 
     def _hlo(self, raw: bytes, lineno: int) -> None:
-        known = self.memo.hlo
-        hit = known.get(raw)
-        if hit is None:
-            hit = _read_hlo(_decode(raw), self.memo.calls)
-            if len(known) < MAX_MEMO:
-                known[raw] = hit
+        if _HLO_OPCODE.search(raw) is None:  # no collective's opcode: an operand named after one
+            hit: tuple = _FOLLOW
+        else:
+            known = self.memo.hlo
+            hit = known.get(raw)
+            if hit is None:
+                hit = _read_hlo(_decode(raw), self.memo.calls)
+                if len(known) < MAX_MEMO:
+                    known[raw] = hit
         what = hit[0]
         if what == "follow":
             if self.reach:
@@ -619,6 +643,15 @@ class _Scan:
         self.module.collectives.append(c)
 
 
+#: a collective's opcode as an HLO instruction prints it (`... all-gather(`), which every line
+#: `_read_hlo` reads as a collective has; half the lines naming a collective only name one
+#: (`%fusion = ... fusion(%all-gather.3)`) and need not be parsed
+_HLO_OPCODE = re.compile(
+    rb"(?<![\w\-])(?:"
+    + b"|".join(k.encode() for k in sorted(HLO_KINDS, key=len, reverse=True))
+    + rb")\("
+)
+_FOLLOW = ("follow",)
 #: names followed per computation at most
 MAX_REACH = 4096
 _ARG_SHARDING = "sdy.sharding = #sdy.sharding<"

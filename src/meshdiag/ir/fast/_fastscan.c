@@ -18,6 +18,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The words that make a line a candidate: `WORDS` in words.py, the one list, passed by
@@ -488,6 +489,95 @@ static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     return Py_BuildValue("(nn)", colon, arrow);
 }
 
+/* -- word_lines: the lines of a block that hold any of some words ------------------------ */
+
+/* The first occurrence of `w` (m >= 1 bytes) in b[0, n), or NULL. memchr finds the
+ * candidates for the first byte; memcmp checks the rest (portable: no memmem). */
+static const char *find_word(const char *b, Py_ssize_t n, const char *w, Py_ssize_t m) {
+    const char *end = b + n;
+    const char *p = b;
+    while (end - p >= m) {
+        p = memchr(p, w[0], (size_t)(end - p - m + 1));
+        if (p == NULL)
+            return NULL;
+        if (memcmp(p + 1, w + 1, (size_t)(m - 1)) == 0)
+            return p;
+        p++;
+    }
+    return NULL;
+}
+
+static int cmp_ssize(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+static const char word_lines_doc[] =
+    "word_lines(block, words) -> list of the start offsets (ascending, each once) of the "
+    "lines of `block` (bytes) holding any of `words` (a tuple of non-empty bytes): see "
+    "meshdiag.comms.scan.word_lines_py";
+
+static PyObject *word_lines(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "word_lines(block: bytes, words: tuple of bytes)");
+        return NULL;
+    }
+    const char *b = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    PyObject *words = args[1];
+    Py_ssize_t cap = 64, len = 0;
+    Py_ssize_t *starts = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
+    if (starts == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(words); k++) {
+        PyObject *word = PyTuple_GET_ITEM(words, k);
+        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
+            PyMem_Free(starts);
+            PyErr_SetString(PyExc_TypeError, "word_lines: each word must be non-empty bytes");
+            return NULL;
+        }
+        const char *w = PyBytes_AS_STRING(word);
+        Py_ssize_t m = PyBytes_GET_SIZE(word);
+        Py_ssize_t pos = 0;
+        while (pos < n) {
+            const char *hit = find_word(b + pos, n - pos, w, m);
+            if (hit == NULL)
+                break;
+            Py_ssize_t at = hit - b, start = at;
+            while (start > 0 && b[start - 1] != '\n')
+                start--;
+            if (len == cap) {
+                Py_ssize_t *more = PyMem_Realloc(starts, (size_t)(cap *= 2) * sizeof(Py_ssize_t));
+                if (more == NULL) {
+                    PyMem_Free(starts);
+                    return PyErr_NoMemory();
+                }
+                starts = more;
+            }
+            starts[len++] = start;
+            const char *nl = memchr(hit, '\n', (size_t)(n - at));
+            if (nl == NULL)
+                break;
+            pos = nl - b + 1; /* the rest of this line is in already */
+        }
+    }
+    qsort(starts, (size_t)len, sizeof(Py_ssize_t), cmp_ssize);
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < len; i++) {
+        if (i > 0 && starts[i] == starts[i - 1])
+            continue;
+        PyObject *v = PyLong_FromSsize_t(starts[i]);
+        if (v == NULL || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(v);
+    }
+    PyMem_Free(starts);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"split_top", (PyCFunction)(void (*)(void))split_top, METH_FASTCALL,
      "split_top(s, start, end): see meshdiag.ir.text.split_top_py"},
@@ -495,6 +585,7 @@ static PyMethodDef methods[] = {
      "top_colon(body, start) -> (colon, arrow): see meshdiag.ir.text.op_result_types_py"},
     {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
+    {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 
