@@ -26,11 +26,13 @@ def test_few_big_files_go_to_the_workers(tmp_path, monkeypatch):
     assert max(sum(1000 for _ in b) for b in got) <= 62 * 1000 // (2 * batches.PER_WORKER) + 1000
 
 
-def test_many_small_files_stay_in_this_process(tmp_path):
+def test_many_small_files_stay_in_this_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(batches, "MAX_FILES", 64)
     fs = files(tmp_path, [10] * 200)
     got, parallel = by_bytes(fs, 2)
     assert not parallel
-    assert [len(b) for b in got] == [MAX_FILES, MAX_FILES, MAX_FILES, 200 - 3 * MAX_FILES]
+    assert [len(b) for b in got] == [64, 64, 64, 200 - 3 * 64]
+    assert MAX_FILES > 64  # long runs by default (see batches.MAX_FILES)
 
 
 def test_a_big_file_is_a_batch_of_its_own(tmp_path, monkeypatch):

@@ -430,8 +430,13 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     # by fork.
     fn = lint_file
     mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
-    # biggest files first so one large dump does not finish last on a single core
-    order = sorted(files, key=_size, reverse=True)
+    # big files first (biggest first), so one large dump does not finish last on a single
+    # core; then the rest in the order of the walk, in long runs: a worker then sees most
+    # of a program's pass files, which repeat each other's lines (the run's memos are per
+    # worker; handing out 64 files at a time by size split every program across both)
+    sized = [(f, _size(f)) for f in files]
+    big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
+    order = [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]
     findings: list[Finding] = []
     results = map_files(
         _work,
@@ -440,6 +445,7 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
         _init_worker,
         (settings, fn),
         min_files=2,
+        chunksize=max(1, min(MAX_CHUNK, len(order) // (jobs * 16))),
         context=mp,
         died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
     )
@@ -451,6 +457,12 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     finally:
         results.close()  # stops the pool, cancelling what has not started
     return findings
+
+
+#: files above this size go to the workers first (a file this big is streamed, not read
+#: whole); files handed to a worker at a time at most
+BIG_FILE = 1 << 20
+MAX_CHUNK = 1024
 
 
 def _picklable(fn) -> bool:
