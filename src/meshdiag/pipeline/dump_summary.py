@@ -35,10 +35,12 @@ if TYPE_CHECKING:
     from meshdiag.pipeline.inspect import Inspected
 
 #: files listed per sharding; shapes and spellings kept per sharding; distinct finding
-#: texts kept
+#: texts kept. The reports show the commonest few; counting more than they show keeps the
+#: counts exact (so the same however the files were batched) until a sharding has more
+#: distinct shapes or spellings than this (`counts_text` then says so)
 WHERE_MAX = 4
-SHAPES_MAX = 6
-SPELLINGS_MAX = 32
+SHAPES_MAX = 64
+SPELLINGS_MAX = 64
 FINDINGS_MAX = 10_000
 
 

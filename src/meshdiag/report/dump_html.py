@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from meshdiag.notation.byte_size import human_bytes
 from meshdiag.report.comms_text import axes_text, groups_text
-from meshdiag.report.dump_text import path_shower
+from meshdiag.report.dump_text import counts_text, path_shower
 from meshdiag.report.file_text import MAX_GRID
 
 if TYPE_CHECKING:
@@ -69,10 +69,6 @@ def _n(k: int, what: str) -> str:
 
 def _shape(s: tuple[int, ...]) -> str:
     return "×".join(map(str, s)) if s else "()"
-
-
-def _counts(d: dict) -> str:
-    return ", ".join(f"{_shape(k)} ×{n:,}" for k, n in sorted(d.items(), key=lambda kv: -kv[1]))
 
 
 def page(
@@ -178,7 +174,7 @@ def _layouts(s: DumpSummary, shown) -> Iterator[str]:
         if len(ranked) > MAX_SPELLINGS:
             spell += f"<br>(+{len(ranked) - MAX_SPELLINGS} more)"
         shapes = "<br>".join(
-            f"{what} {_e(_counts(d))}"
+            f"{what} {_e(counts_text(d, _shape))}"
             for what, d in (("global", g.shapes), ("per device", g.local_shapes))
             if d
         )
