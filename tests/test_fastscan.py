@@ -96,6 +96,11 @@ def test_native_module_is_built_and_picked(monkeypatch):
 
     monkeypatch.delenv("MESHDIAG_PURE_PYTHON", raising=False)
     assert fast.native("scan_known") is native and fast.why_not_native() == ""
+    # the build has every function the scanners ask for (a stale build lacking one would
+    # only be slower: `native` gives None for it)
+    for name in ("scan_known", "match_end", "split_top", "top_colon", "word_lines"):
+        assert fast.native(name) is getattr(_fastscan, name)
+    assert fast.native("no_such_function") is None
     if not os.environ.get("MESHDIAG_PURE_PYTHON"):
         assert lines.scan_known is native
     monkeypatch.setenv("MESHDIAG_PURE_PYTHON", "1")

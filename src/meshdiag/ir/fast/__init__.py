@@ -23,7 +23,8 @@ def native(name: str) -> Callable | None:
         from meshdiag.ir.fast import _fastscan
     except ImportError:  # not built (no C compiler at install time): same results, slower
         return None
-    return getattr(_fastscan, name)
+    # None too for a function an older build of the extension lacks (a stale in-place build)
+    return getattr(_fastscan, name, None)
 
 
 def why_not_native() -> str:
