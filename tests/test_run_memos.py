@@ -187,3 +187,36 @@ ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
         book = memos.slot("checks.verdicts", values._Book)
         assert book.judged == sum(len(v.judged) for v in book.by_facts.values())
         assert book.judged <= 3 + max(len(m.items) for m in report.modules)
+
+
+def test_recent_keeps_the_last_n_keys_within_its_bytes():
+    from meshdiag.memo import Recent
+
+    r = Recent(n=3, max_bytes=100)
+    for k in range(5):
+        r.put(k % 2, f"key{k}", k, 10)
+    # the last three (key2..key4) are kept, found in their bucket only
+    assert [r.get(k % 2, f"key{k}") for k in range(5)] == [None, None, 2, 3, 4]
+    assert r.get(1, "key2") is None and r.held == 30
+    r.put(0, "big", "v", 95)  # over the byte budget with the others: they go, oldest first
+    assert r.get(0, "big") == "v" and r.held == 95 and r.get(0, "key4") is None
+    assert r.put(0, "huge", "w", 101) == "w" and r.get(0, "huge") is None  # never held
+    assert sum(len(e) for e in r.buckets.values()) == len(r.order) == 1
+
+
+def test_a_file_repeating_one_a_few_files_back_is_answered_from_it(tmp_path, monkeypatch):
+    """An every-pass dump also repeats a module a few passes later (another file between):
+    that file is answered from the earlier one, under its own name."""
+    a, x, b = tmp_path / "a.mlir", tmp_path / "x.txt", tmp_path / "b.mlir"
+    a.write_bytes(SEED.read_bytes())
+    x.write_bytes(HLO.read_bytes())
+    b.write_bytes(SEED.read_bytes())
+    scanned = _counting_scans(monkeypatch)
+    memos = RunMemos()
+    mesh = parse_mesh("batch=2,model=4")
+    for p in (a, x):
+        inspect.scan_checked(str(p), mesh, None, "xla", memos=memos)
+    again = inspect.scan_checked(str(b), mesh, None, "xla", memos=memos)
+    assert scanned == [str(a), str(x)]
+    alone = inspect.scan_checked(str(b), mesh, None, "xla", memos=RunMemos())
+    assert again == alone and {f.path for f in again[2]} == {str(b)}

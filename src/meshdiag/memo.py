@@ -10,11 +10,13 @@ bounded: past its budget it starts over.
     parsed = memos.table("gspmd.parse")          # a bounded dict, made on first use
     sharding = parsed.call(parse, text)          # parse(text) once per distinct text
 
-`memos.last(name)` keeps only the last key's value (a file that repeats the one before).
+`memos.last(name)` keeps only the last key's value; `memos.recent(name)` the last few
+hundred keys' (a file that repeats one read a little before).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -155,6 +157,47 @@ class Last:
         return value
 
 
+class Recent:
+    """The values computed for the last `n` keys, holding at most `max_bytes` of input: for
+    inputs that often repeat one seen a little before. XLA's every-pass dumps write an
+    unchanged module again under the next pass's name, mostly right after (`Last` would
+    do), but also a few to a few hundred files later (a pass that changed nothing, a copied
+    dump). A key holds the input itself (a file's bytes); it is looked up among the recent
+    keys of its `bucket` (the input's size) and compared, never hashed."""
+
+    __slots__ = ("order", "buckets", "n", "max_bytes", "held")
+
+    def __init__(self, n: int = 256, max_bytes: int = 32 << 20) -> None:
+        self.order: deque[tuple[Any, list]] = deque()  # (bucket, entry), oldest first
+        self.buckets: dict[Any, list[list]] = {}  # bucket -> entries [key, value, nbytes]
+        self.n = n
+        self.max_bytes = max_bytes
+        self.held = 0
+
+    def get(self, bucket: Any, key: Any, default: Any = None) -> Any:
+        for entry in self.buckets.get(bucket, ()):
+            if entry[0] == key:
+                return entry[1]
+        return default
+
+    def put(self, bucket: Any, key: Any, value: Any, nbytes: int) -> Any:
+        """Remember `value` under `key` (`nbytes` of input held); returns `value`."""
+        if nbytes > self.max_bytes:
+            return value
+        entry = [key, value, nbytes]
+        self.buckets.setdefault(bucket, []).append(entry)
+        self.order.append((bucket, entry))
+        self.held += nbytes
+        while len(self.order) > self.n or self.held > self.max_bytes:
+            old_bucket, old = self.order.popleft()
+            entries = self.buckets[old_bucket]
+            del entries[0]  # a bucket's entries are in order too: the oldest is first
+            if not entries:
+                del self.buckets[old_bucket]
+            self.held -= old[2]
+        return value
+
+
 class RunMemos:
     """Every memo of one run, by name (`"<module>.<what>"`), each made on first use."""
 
@@ -186,6 +229,10 @@ class RunMemos:
     def last(self, name: str) -> Last:
         """The `Last` called `name`."""
         return self.slot(name, Last)
+
+    def recent(self, name: str) -> Recent:
+        """The `Recent` called `name`."""
+        return self.slot(name, Recent)
 
     def content(self, name: str) -> ContentTable:
         t = self._tables.get(name)

@@ -29,7 +29,7 @@ from meshdiag.ir.fast import native
 from meshdiag.ir.hlo import INSTR, OPCODE, _header
 from meshdiag.ir.mlir import MODULE
 from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
-from meshdiag.memo import Table
+from meshdiag.memo import Recent, Table
 
 if TYPE_CHECKING:
     from meshdiag.memo import RunMemos
@@ -101,7 +101,7 @@ class ScanMemo:
     __slots__ = ("files", "hlo", "calls", "tables")
 
     def __init__(self) -> None:
-        self.files: dict[tuple[int, bytes], CollectiveFile] = {}
+        self.files = Recent()  # small files read a little before, by their bytes
         self.hlo: dict[bytes, tuple] = {}
         self.calls = Table(MAX_MEMO)  # Shardy parses and axis checks: `calls.call(fn, ...)`
         self.tables = Table(MAX_TABLES_MEMO)  # HLO source tables by their text
@@ -147,25 +147,18 @@ def scan_bytes(path: str, data: bytes, memo: ScanMemo | None = None) -> Collecti
 
 
 def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
-    """A file of at most one block, scanned once per distinct content: dump directories hold
-    the same pass output under many names (its modules and problems are shared, read-only)."""
-    import hashlib
-
-    key = (len(data), hashlib.blake2b(data, digest_size=16).digest())
-    files = memo.files
-    hit = files.get(key)
+    """A file of at most one block, scanned once while its content repeats a file read a
+    little before: dump directories hold the same pass output under many names (its modules
+    and problems are shared, read-only). The bytes are compared, not hashed: hashing every
+    file cost more than the repeats it found further back."""
+    hit = memo.files.get(len(data), data)
     if hit is None:
         import io
 
-        hit = scan_stream(path, io.BytesIO(data), memo)
-        if len(files) >= MAX_FILE_MEMO:
-            files.pop(next(iter(files)))  # oldest first
-        files[key] = hit
+        hit = memo.files.put(len(data), data, scan_stream(path, io.BytesIO(data), memo), len(data))
     return CollectiveFile(path, hit.modules, hit.problems)
 
 
-#: small files' scans a run keeps (by size and content hash)
-MAX_FILE_MEMO = 256
 #: HLO source tables a run keeps
 MAX_TABLES_MEMO = 64
 

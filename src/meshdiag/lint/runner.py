@@ -301,11 +301,11 @@ def _lint_file(
 
         data = read_small_file(path)  # a small file is read once, for both scans
         if data is not None:
-            # every-pass dumps repeat the file just before (see `scan_checked`): the same
-            # bytes, name hint, rules and device assignment give the same findings
+            # every-pass dumps repeat a file read a little before (see `scan_checked`): the
+            # same bytes, name hint, rules and device assignment give the same findings
             logical = logical_global_mesh(path, settings.mesh, settings.memos)
             key = (data, partitioned_by_name(path), codes, settings, logical)
-            hit = settings.memos.last("lint.last_file").get(key)
+            hit = settings.memos.recent("lint.recent_files").get(len(data), key)
             if hit is not None:
                 before, found = hit
                 return [
@@ -324,7 +324,9 @@ def _lint_file(
     findings, _ = apply_comments(findings, path)
     findings.sort(key=Finding.sort_key)
     if key is not None:
-        settings.memos.last("lint.last_file").put(key, (shown, findings))
+        settings.memos.recent("lint.recent_files").put(
+            len(key[0]), key, (shown, findings), len(key[0])
+        )
     return findings
 
 
