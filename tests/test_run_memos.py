@@ -189,18 +189,21 @@ ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
         assert book.judged <= 3 + max(len(m.items) for m in report.modules)
 
 
-def test_recent_keeps_the_last_n_keys_within_its_bytes():
+def test_recent_keeps_the_last_n_inputs_within_its_bytes():
     from meshdiag.memo import Recent
 
     r = Recent(n=3, max_bytes=100)
-    for k in range(5):
-        r.put(k % 2, f"key{k}", k, 10)
-    # the last three (key2..key4) are kept, found in their bucket only
-    assert [r.get(k % 2, f"key{k}") for k in range(5)] == [None, None, 2, 3, 4]
-    assert r.get(1, "key2") is None and r.held == 30
-    r.put(0, "big", "v", 95)  # over the byte budget with the others: they go, oldest first
-    assert r.get(0, "big") == "v" and r.held == 95 and r.get(0, "key4") is None
-    assert r.put(0, "huge", "w", 101) == "w" and r.get(0, "huge") is None  # never held
+    data = [bytes([k]) * 10 for k in range(5)]
+    for k, d in enumerate(data):
+        r.put(d, ("key", d), k)
+    # the last three are kept; the whole key is compared, the input only finds it
+    assert [r.get(d, ("key", d)) for d in data] == [None, None, 2, 3, 4]
+    assert r.get(data[2], ("other", data[2])) is None and r.held == 30
+    big = b"b" * 95
+    r.put(big, big, "v")  # over the byte budget with the others: they go, oldest first
+    assert r.get(big, big) == "v" and r.held == 95 and r.get(data[4], ("key", data[4])) is None
+    huge = b"h" * 101
+    assert r.put(huge, huge, "w") == "w" and r.get(huge, huge) is None  # never held
     assert sum(len(e) for e in r.buckets.values()) == len(r.order) == 1
 
 

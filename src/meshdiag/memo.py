@@ -158,32 +158,37 @@ class Last:
 
 
 class Recent:
-    """The values computed for the last `n` keys, holding at most `max_bytes` of input: for
+    """The values computed for the last `n` inputs, holding at most `max_bytes` of them: for
     inputs that often repeat one seen a little before. XLA's every-pass dumps write an
     unchanged module again under the next pass's name, mostly right after (`Last` would
     do), but also a few to a few hundred files later (a pass that changed nothing, a copied
-    dump). A key holds the input itself (a file's bytes); it is looked up among the recent
-    keys of its `bucket` (the input's size) and compared, never hashed."""
+    dump). An entry is found by the input's hash (Python's own for bytes: 1-2 GB/s, and kept
+    by the bytes object), then its whole key (holding the input) is compared. Found by
+    size instead, near-identical passes of one size made each lookup compare long runs of
+    equal bytes: slower than hashing."""
 
     __slots__ = ("order", "buckets", "n", "max_bytes", "held")
 
     def __init__(self, n: int = 256, max_bytes: int = 32 << 20) -> None:
-        self.order: deque[tuple[Any, list]] = deque()  # (bucket, entry), oldest first
-        self.buckets: dict[Any, list[list]] = {}  # bucket -> entries [key, value, nbytes]
+        self.order: deque[tuple[int, list]] = deque()  # (hash, entry), oldest first
+        self.buckets: dict[int, list[list]] = {}  # input hash -> entries [key, value, nbytes]
         self.n = n
         self.max_bytes = max_bytes
         self.held = 0
 
-    def get(self, bucket: Any, key: Any, default: Any = None) -> Any:
-        for entry in self.buckets.get(bucket, ()):
+    def get(self, data: bytes, key: Any, default: Any = None) -> Any:
+        """The value put under `key` for input `data` (which `key` holds)."""
+        for entry in self.buckets.get(hash(data), ()):
             if entry[0] == key:
                 return entry[1]
         return default
 
-    def put(self, bucket: Any, key: Any, value: Any, nbytes: int) -> Any:
-        """Remember `value` under `key` (`nbytes` of input held); returns `value`."""
+    def put(self, data: bytes, key: Any, value: Any) -> Any:
+        """Remember `value` under `key` for input `data`; returns `value`."""
+        nbytes = len(data)
         if nbytes > self.max_bytes:
             return value
+        bucket = hash(data)
         entry = [key, value, nbytes]
         self.buckets.setdefault(bucket, []).append(entry)
         self.order.append((bucket, entry))

@@ -149,13 +149,13 @@ def scan_bytes(path: str, data: bytes, memo: ScanMemo | None = None) -> Collecti
 def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
     """A file of at most one block, scanned once while its content repeats a file read a
     little before: dump directories hold the same pass output under many names (its modules
-    and problems are shared, read-only). The bytes are compared, not hashed: hashing every
-    file cost more than the repeats it found further back."""
-    hit = memo.files.get(len(data), data)
+    and problems are shared, read-only). Found by Python's own hash of the bytes (the
+    content hash this memo used to take cost several times more)."""
+    hit = memo.files.get(data, data)
     if hit is None:
         import io
 
-        hit = memo.files.put(len(data), data, scan_stream(path, io.BytesIO(data), memo), len(data))
+        hit = memo.files.put(data, data, scan_stream(path, io.BytesIO(data), memo))
     return CollectiveFile(path, hit.modules, hit.problems)
 
 

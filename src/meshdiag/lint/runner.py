@@ -305,7 +305,7 @@ def _lint_file(
             # same bytes, name hint, rules and device assignment give the same findings
             logical = logical_global_mesh(path, settings.mesh, settings.memos)
             key = (data, partitioned_by_name(path), codes, settings, logical)
-            hit = settings.memos.recent("lint.recent_files").get(len(data), key)
+            hit = settings.memos.recent("lint.recent_files").get(data, key)
             if hit is not None:
                 before, found = hit
                 return [
@@ -324,9 +324,7 @@ def _lint_file(
     findings, _ = apply_comments(findings, path)
     findings.sort(key=Finding.sort_key)
     if key is not None:
-        settings.memos.recent("lint.recent_files").put(
-            len(key[0]), key, (shown, findings), len(key[0])
-        )
+        settings.memos.recent("lint.recent_files").put(key[0], key, (shown, findings))
     return findings
 
 

@@ -135,7 +135,7 @@ def scan_checked(
         data = read_small_file(path) if data is None else data
         if data is not None:
             key = (data, partitioned_by_name(path), checker.setting)
-            hit = recent.get(len(data), key)
+            hit = recent.get(data, key)
             if hit is not None:
                 return hit.replay(shown, each)
     # a small file's modules are kept for the next files; a big file's are let go one by one
@@ -158,7 +158,7 @@ def scan_checked(
     findings = checker.findings(report)
     if key is not None and report.skipped is None:  # a skipped file's note names it
         scanned = Scanned(shown, report, modules, findings)
-        recent.put(len(data), key, scanned, len(data))  # type: ignore[union-attr,arg-type]
+        recent.put(data, key, scanned)  # type: ignore[union-attr,arg-type]
     return report, count, findings
 
 
