@@ -302,26 +302,30 @@ def test_summary_holds_aggregates_not_values(dump):
         assert len(g.shapes) <= SHAPES_MAX and len(g.local_shapes) <= SHAPES_MAX
 
 
+def _folded(items: list, size: int):
+    """The items folded as workers do: a summary per batch of `size`, merged in order."""
+    from meshdiag.pipeline.dump_summary import DumpSummary
+
+    whole = DumpSummary()
+    for i in range(0, len(items), size):
+        part = DumpSummary()
+        for item in items[i : i + size]:
+            part.add(item, mesh=None)
+        whole.merge(part)
+    return whole
+
+
 def test_summary_counts_do_not_depend_on_the_batches(dump):
     """Workers fold batches of files and the parent merges them: every count is the same
     however the files were cut into batches (file by file, in pairs, all in one), while no
     sharding has more distinct shapes than the summary keeps."""
-    from meshdiag.pipeline.dump_summary import SHAPES_MAX, DumpSummary
+    from meshdiag.pipeline.dump_summary import SHAPES_MAX
     from meshdiag.pipeline.inspect import iter_inspect
 
     path, _ = dump
     items = list(iter_inspect([str(path)]))
 
-    def folded(size: int) -> DumpSummary:
-        whole = DumpSummary()
-        for i in range(0, len(items), size):
-            part = DumpSummary()
-            for item in items[i : i + size]:
-                part.add(item, mesh=None)
-            whole.merge(part)
-        return whole
-
-    runs = [folded(n) for n in (1, 2, len(items))]
+    runs = [_folded(items, n) for n in (1, 2, len(items))]
     assert all(len(g.shapes) < SHAPES_MAX for g in runs[0].groups.values())
     for s in runs[1:]:
         assert s.groups == runs[0].groups and s.values == runs[0].values
@@ -330,7 +334,6 @@ def test_summary_counts_do_not_depend_on_the_batches(dump):
 def test_summary_counts_of_many_shapes_do_not_depend_on_the_batches(tmp_path):
     """One layout in 12 shapes spread over files: cut into batches of 1, 5 or 12 files, the
     merged counts are the same (a cap of 6 kept per batch used to drop different ones)."""
-    from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.pipeline.inspect import iter_inspect
 
     paths = []
@@ -344,16 +347,7 @@ def test_summary_counts_of_many_shapes_do_not_depend_on_the_batches(tmp_path):
         paths.append(str(p))
     items = list(iter_inspect(paths))
 
-    def folded(size: int) -> DumpSummary:
-        whole = DumpSummary()
-        for i in range(0, len(items), size):
-            part = DumpSummary()
-            for item in items[i : i + size]:
-                part.add(item, mesh=None)
-            whole.merge(part)
-        return whole
-
-    one, five, all_ = folded(1), folded(5), folded(12)
+    one, five, all_ = _folded(items, 1), _folded(items, 5), _folded(items, 12)
     (g,) = one.groups.values()
     assert len(g.shapes) == 12 and g.shapes[(2, 8)] == 14
     assert one.groups == five.groups == all_.groups
