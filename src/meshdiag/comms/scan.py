@@ -252,9 +252,7 @@ BLOCK = 1 << 20
 #: a line that may matter names a collective or a Shardy op, or starts a module, a pass-dump
 #: section or a source table (computation headers are found when a collective needs one)
 _WORDS = (
-    b"all-",  # all-gather, all-reduce, all-to-all
-    b"reduce-scatter",
-    b"collective-perm",
+    *_HLO_WORDS,
     b"sdy.",
     b"HloModule ",
     b"module",
@@ -281,13 +279,17 @@ def word_lines_py(block: bytes, words: tuple[bytes, ...]) -> list[int]:
     return sorted(starts)
 
 
+#: the native line finder when built (see `meshdiag.ir.fast`), else its twin
+word_lines: Callable[[bytes, tuple[bytes, ...]], list[int]] = native("word_lines") or word_lines_py
+
+
 class _Finder:
     """The next candidate position in a block at or after `pos` (a line start): the next
     line holding one of `_WORDS` (all found at once, natively when built), or the next
     occurrence of a name the all-gather following watches for. Those come and go: each
     one's next occurrence is kept in a heap until the scan passes it."""
 
-    def __init__(self, block: bytes, names: Iterable[str], word_lines: Callable) -> None:
+    def __init__(self, block: bytes, names: Iterable[str]) -> None:
         self.block = block
         self.lines = word_lines(block, _WORDS)
         self.i = 0  # the first of `lines` not yet passed
@@ -330,7 +332,6 @@ class _Scan:
 
     def __init__(self, path: str, memo: ScanMemo) -> None:
         self.memo = memo
-        self.word_lines = native("word_lines") or word_lines_py
         self.out = CollectiveFile(path)
         self.module: CollectiveModule | None = None
         self.computation: str | None = None
@@ -358,7 +359,7 @@ class _Scan:
         pos = counted = 0
         if self.table:  # the rows of tables the last block started
             pos = self._table_chunk(block, 0)
-        finder = _Finder(block, self.reach, self.word_lines)
+        finder = _Finder(block, self.reach)
         gen = self.reach_gen
         while pos < n:
             at = finder.next(pos)
@@ -417,12 +418,8 @@ class _Scan:
             elif b"sdy.sharding" in raw:
                 self._record(_decode(raw))
             return
-        if self.module is None or self.module.dialect != "hlo":
-            return
-        if b"all-" in raw or b"reduce-scatter" in raw or b"collective-perm" in raw:
-            self._hlo(raw, lineno)
-        elif self.reach:  # the block scan stops here only for a followed name
-            self._follow(_decode(raw))
+        if self.module is not None and self.module.dialect == "hlo":
+            self._hlo(raw, lineno)  # a collective, or a line that may take a gathered value
 
     def _structure(self, raw: bytes, lineno: int) -> None:
         if self.table:
