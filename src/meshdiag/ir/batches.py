@@ -15,7 +15,8 @@ from collections.abc import Sequence
 #: below this many bytes in all, one process reads everything sooner than a pool starts
 #: (importing meshdiag and the checks in each worker costs about 0.2 s)
 PARALLEL_BYTES = 8 << 20
-#: files per batch at most (each batch is one task and one spooled output). Long runs of
+#: files per batch at most (each batch is one task and one spooled output; `map_files` puts
+#: no more in one task of `lint` either). Long runs of
 #: consecutive files keep a program's pass files with one worker, whose memos then answer
 #: their repeated lines: 64 split every program of the cold bench across both workers
 #: (both cores: 4.0-5.0 s, 6.4-7.8 s CPU; with 1024: 3.4-4.1 s, 5.3-6.5 s CPU)

@@ -431,9 +431,9 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     fn = lint_file
     mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
     # big files first (biggest first), so one large dump does not finish last on a single
-    # core; then the rest in the order of the walk, in long runs: a worker then sees most
-    # of a program's pass files, which repeat each other's lines (the run's memos are per
-    # worker; handing out 64 files at a time by size split every program across both)
+    # core; then the rest in the order of the walk, which `map_files` hands out in long
+    # runs: a worker then sees most of a program's pass files (sorted by size, every
+    # program was split across the workers)
     sized = [(f, _size(f)) for f in files]
     big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
     order = [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]
@@ -445,7 +445,6 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
         _init_worker,
         (settings, fn),
         min_files=2,
-        chunksize=max(1, min(MAX_CHUNK, len(order) // (jobs * 16))),
         context=mp,
         died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
     )
@@ -460,9 +459,8 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
 
 
 #: files above this size go to the workers first (a file this big is streamed, not read
-#: whole); files handed to a worker at a time at most
+#: whole)
 BIG_FILE = 1 << 20
-MAX_CHUNK = 1024
 
 
 def _picklable(fn) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.checks.registry import run_check
 from meshdiag.errors import LimitError, MeshdiagError
+from meshdiag.ir.batches import MAX_FILES, PER_WORKER
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
 
@@ -343,9 +344,10 @@ def map_files(
     forked = mp.get_start_method() == "fork"
     if forked:
         _preload()  # imported once here, inherited by every worker
-    # small chunks keep the output flowing in order and the cores evenly loaded to the end;
-    # enough of them to amortise the IPC
-    chunk = chunksize or max(1, min(64, len(files) // (jobs * 16)))
+    # about PER_WORKER tasks per worker keep the cores evenly loaded to the end; runs of
+    # up to MAX_FILES consecutive files keep what a worker remembers useful (as inspect's
+    # batches: see `ir.batches`)
+    chunk = chunksize or max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))
     # Ctrl-C or SIGTERM while the pool starts its thread and workers would leave it half
     # built (a thread that cannot be joined, a worker it does not know): held until then
     unheld = _hold_signals()
