@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from meshdiag.notation.byte_size import human_bytes
+from meshdiag.pipeline.dump_summary import SPELLINGS_MAX
 from meshdiag.report.comms_text import axes_text, groups_text
-from meshdiag.report.dump_text import counts_text, path_shower
+from meshdiag.report.dump_text import MAX_SPELLINGS, counts_text, path_shower, uncounted
 from meshdiag.report.file_text import MAX_GRID
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 #: layouts drawn at most (the rest are listed in the table, not drawn)
 MAX_PICTURES = 64
-#: spellings listed per layout
-MAX_SPELLINGS = 6
 #: collectives listed at most (the largest; the rest are counted)
 MAX_COLLECTIVES = 2000
 #: the width of each picture, in CSS pixels
@@ -65,10 +64,6 @@ def _e(text: object) -> str:
 
 def _n(k: int, what: str) -> str:
     return f"{k:,} {what}{'' if k == 1 else 's'}"
-
-
-def _shape(s: tuple[int, ...]) -> str:
-    return "×".join(map(str, s)) if s else "()"
 
 
 def page(
@@ -172,9 +167,10 @@ def _layouts(s: DumpSummary, shown) -> Iterator[str]:
         ranked = sorted(g.spellings.items(), key=lambda kv: -kv[1])
         spell = "<br>".join(f"<code>{_e(t)}</code> ×{n:,}" for t, n in ranked[:MAX_SPELLINGS])
         if len(ranked) > MAX_SPELLINGS:
-            spell += f"<br>(+{len(ranked) - MAX_SPELLINGS} more)"
+            more = len(ranked) - MAX_SPELLINGS
+            spell += f"<br>(+{more} more{_e(uncounted(len(ranked), SPELLINGS_MAX))})"
         shapes = "<br>".join(
-            f"{what} {_e(counts_text(d, _shape))}"
+            f"{what} {_e(counts_text(d))}"
             for what, d in (("global", g.shapes), ("per device", g.local_shapes))
             if d
         )

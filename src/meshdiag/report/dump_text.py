@@ -17,7 +17,7 @@ from rich.text import Text
 from meshdiag.pipeline.dump_summary import SHAPES_MAX, SPELLINGS_MAX
 from meshdiag.report.file_text import mesh_grid
 from meshdiag.report.finding_text import located
-from meshdiag.report.grid import LEGEND, LayoutPicture
+from meshdiag.report.grid import LEGEND, LayoutPicture, dims_text
 
 if TYPE_CHECKING:
     from meshdiag.pipeline.dump_summary import DumpSummary, Group
@@ -32,24 +32,24 @@ def _n(k: int, what: str) -> str:
     return f"{k:,} {what}{'' if k == 1 else 's'}"
 
 
-def _shape(s: tuple[int, ...]) -> str:
-    return "×".join(map(str, s)) if s else "()"
-
-
 #: shapes listed per sharding (the commonest)
 MAX_SHAPES = 6
 
 
-def counts_text(d: dict, fmt=str, shown: int = MAX_SHAPES, kept: int = SHAPES_MAX) -> str:
-    """The `shown` commonest keys of a count dict with their counts, and how many more; a
-    dict as full as the summary keeps them (`kept`) counted only the first ones it met."""
+def counts_text(d: dict, fmt=dims_text, shown: int = MAX_SHAPES) -> str:
+    """The `shown` commonest shapes (keys) of a count dict with their counts, and how many
+    more."""
     ranked = sorted(d.items(), key=lambda kv: -kv[1])
     text = ", ".join(f"{fmt(k)} ×{n:,}" for k, n in ranked[:shown])
     if len(ranked) > shown:
         text += f" (+{len(ranked) - shown} more)"
-    if len(ranked) >= kept:
-        text += f"; only the first {kept} distinct ones are counted"
-    return text
+    return text + uncounted(len(ranked), SHAPES_MAX)
+
+
+def uncounted(distinct: int, kept: int) -> str:
+    """What to add when a count dict is as full as the summary keeps them (`kept`): it
+    counted only the first ones it met."""
+    return f"; only the first {kept} distinct ones are counted" if distinct >= kept else ""
 
 
 def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
@@ -125,14 +125,12 @@ def _group(g: Group, shown) -> Iterator[Text]:
         for text, n in ranked[:MAX_SPELLINGS]:
             yield Text(f"    {text}  ×{n:,}")
         if len(ranked) > MAX_SPELLINGS:
-            more = f"    (+{len(ranked) - MAX_SPELLINGS} more spellings"
-            if len(ranked) >= SPELLINGS_MAX:
-                more += f"; only the first {SPELLINGS_MAX} distinct ones are counted"
-            yield Text(more + ")")
+            more = len(ranked) - MAX_SPELLINGS
+            yield Text(f"    (+{more} more spellings{uncounted(len(ranked), SPELLINGS_MAX)})")
     if g.shapes:
-        yield Text(f"  global shapes: {counts_text(g.shapes, _shape)}")
+        yield Text(f"  global shapes: {counts_text(g.shapes)}")
     if g.local_shapes:
-        yield Text(f"  per-device shapes: {counts_text(g.local_shapes, _shape)}")
+        yield Text(f"  per-device shapes: {counts_text(g.local_shapes)}")
     yield Text(f"  in {_n(g.files, 'file')}:")
     for p, name, line in g.where:
         yield Text(f"    {shown(p)}  ({name} line {line})")

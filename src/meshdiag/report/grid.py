@@ -322,7 +322,8 @@ def cell_lines(
     return lines
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
+def dims_text(shape: tuple[int, ...]) -> str:
+    """A shape as the pictures and reports print it: `4×8`, `()` for a scalar."""
     return "×".join(map(str, shape)) if shape else "()"
 
 
@@ -339,7 +340,7 @@ def header_lines(
 
     n = lay.num_devices
     head = (
-        f"{sharding_text or lay.kind}  shape {_shape_text(lay.shape)}  split {lay.split}  "
+        f"{sharding_text or lay.kind}  shape {dims_text(lay.shape)}  split {lay.split}  "
         f"{n} device{'s' if n != 1 else ''}"
     )
     lines = [head]
@@ -350,7 +351,7 @@ def header_lines(
     padded = lay.padded
     if padded.any():
         devs = np.nonzero(padded)[0]
-        buf = _shape_text(tuple(lay.buffers[devs[0]].tolist()))
+        buf = dims_text(tuple(lay.buffers[devs[0]].tolist()))
         lines.append(
             f"padded buffers ({buf}, split {lay.split}): devices "
             f"{compress_devices(devs, max_chars=60)}"
@@ -426,14 +427,14 @@ def table_rows(lay: Layout, max_rows: int) -> tuple[list[TableRow | None], int]:
         if t is None:
             rows.append(None)
             continue
-        shard = _shape_text(tuple(b - a for a, b in t.slices)) if t.slices else "—"
+        shard = dims_text(tuple(b - a for a, b in t.slices)) if t.slices else "—"
         rows.append(
             TableRow(
                 "(" + ",".join(map(str, t.index)) + ")",
                 compress_devices(t.devices, max_chars=40),
                 slice_text(lay, t),
                 shard,
-                _shape_text(t.buffer) if t.buffer is not None else "—",
+                dims_text(t.buffer) if t.buffer is not None else "—",
                 mark_text(lay, t) or "",
             )
         )
