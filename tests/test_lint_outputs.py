@@ -139,21 +139,22 @@ def test_full(ctx):
     assert "1 finding in the baseline" in render("full", ctx, matched=1)
 
 
-def _full_by_rich(findings, ctx) -> str:
-    """`full` as rich draws it line by line (what the writer's plain path must equal)."""
+def _full_by_rich(findings) -> str:
+    """`full` as rich draws its styled lines on a colourless console (what the writer's
+    plain path must equal)."""
     from itertools import groupby
 
     from rich.console import Console
     from rich.text import Text
 
     from meshdiag.report.lint._summary import summary
-    from meshdiag.report.lint.full import _plain_lines
+    from meshdiag.report.lint.full import styled_lines
 
     buf = io.StringIO()
     console = Console(file=buf, soft_wrap=True, highlight=False, no_color=True)
     for path, group in groupby(findings, key=lambda f: f.path):
-        for line in _plain_lines(path, list(group)):
-            console.print(Text(line))
+        for line in styled_lines(path, group):
+            console.print(line)
         console.print()
     console.print(Text(summary(LintResult(list(findings), FILES))))
     return buf.getvalue()
@@ -180,7 +181,7 @@ def test_full_plain_text_is_what_rich_draws(rows):
         key=Finding.sort_key,
     )
     ctx = OutputContext(cwd="/", rules=RULES, version="0.1.0", color=False)
-    assert render("full", ctx, findings) == _full_by_rich(findings, ctx)
+    assert render("full", ctx, findings) == _full_by_rich(findings)
 
 
 def test_sarif_fields(ctx, tmp_path):

@@ -3,9 +3,16 @@ severity, message and fix, then a summary line. Drawn with rich (colour on termi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from meshdiag.report.lint._summary import summary
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from meshdiag.model.findings import Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -24,42 +31,40 @@ def write(result, stream, ctx) -> None:
     )
     plain = console.color_system is None  # no styles to draw (not a terminal)
     for path, group in groupby(result.findings, key=lambda f: f.path):
-        group = list(group)
+        lines = styled_lines(path, group)
         if plain:
             # what rich prints for printable text without styles is the text itself: written
-            # directly, 3,000 findings take 10 ms instead of 0.4 s (tabs, control characters
+            # directly, 3,000 findings take 80 ms instead of 0.5 s (tabs, control characters
             # and the like still go through rich)
-            text = "\n".join(_plain_lines(path, group))
+            text = "\n".join(line.plain for line in lines)
             if text.replace("\n", "").isprintable():
                 stream.write(text + "\n\n")
                 continue
         # a file's lines go to rich as one text: a print per line cost more than the line
-        lines = [Text(path or "<no file>", style="bold underline")]
-        for f in group:
-            line = Text("  ")
-            line.append(f"{f.line or 1}:{f.column or 1}", style="dim")
-            line.append("  ")
-            line.append(f.code, style="bold")
-            line.append(" ")
-            line.append(f.severity, style=_STYLE.get(f.severity, ""))
-            line.append(f" [{f.name}] ", style="dim")
-            line.append(f.message)
-            lines.append(line)
-            if f.fix:
-                fix = Text("      fix: ", style="green")
-                fix.append(f.fix)
-                lines.append(fix)
         console.print(Text("\n").join(lines))
         console.print()
     style = "bold green" if not result.findings else "bold"
     console.print(Text(summary(result), style=style))
 
 
-def _plain_lines(path: str | None, findings) -> list[str]:
-    """The lines `write` draws for one file's findings, without their styles."""
-    out = [path or "<no file>"]
+def styled_lines(path: str | None, findings: Iterable[Finding]) -> list[Text]:
+    """The lines `write` draws for one file's findings: its path, then each finding's
+    location, code, severity, name and message, and its fix."""
+    from rich.text import Text
+
+    lines = [Text(path or "<no file>", style="bold underline")]
     for f in findings:
-        out.append(f"  {f.line or 1}:{f.column or 1}  {f.code} {f.severity} [{f.name}] {f.message}")
+        line = Text("  ")
+        line.append(f"{f.line or 1}:{f.column or 1}", style="dim")
+        line.append("  ")
+        line.append(f.code, style="bold")
+        line.append(" ")
+        line.append(f.severity, style=_STYLE.get(f.severity, ""))
+        line.append(f" [{f.name}] ", style="dim")
+        line.append(f.message)
+        lines.append(line)
         if f.fix:
-            out.append(f"      fix: {f.fix}")
-    return out
+            fix = Text("      fix: ", style="green")
+            fix.append(f.fix)
+            lines.append(fix)
+    return lines
