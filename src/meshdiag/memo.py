@@ -138,10 +138,10 @@ class ContentTable:
 
 
 class Last:
-    """The value computed for the last key, and nothing older: for inputs that often
-    repeat the one just before (XLA's every-pass dumps write an unchanged module again
-    under the next pass's name). A key holds the input itself (a file's bytes): equal
-    keys are compared, never hashed."""
+    """The value computed for the last key, and nothing older: for a question asked
+    several times in a row (a file's device assignment, asked by its checks, its summary
+    and its JSON). The key is compared, never hashed; inputs that repeat one read a little
+    before are `Recent`'s."""
 
     __slots__ = ("key", "value")
 
