@@ -351,3 +351,35 @@ def test_summary_counts_of_many_shapes_do_not_depend_on_the_batches(tmp_path):
     (g,) = one.groups.values()
     assert len(g.shapes) == 12 and g.shapes[(2, 8)] == 14
     assert one.groups == five.groups == all_.groups
+
+
+@pytest.mark.parametrize("piped", [True, False])
+def test_summary_report_is_what_rich_prints(dump, piped):
+    """`inspect DIR` writes each part of its report as `render_part` draws it (piped: the
+    lines' and pictures' plain text, without rich); that is what rich prints, byte for
+    byte, piped or on a colour terminal."""
+    import io
+
+    from rich.console import Console
+
+    from meshdiag.pipeline.dump_summary import DumpSummary
+    from meshdiag.pipeline.inspect import iter_inspect
+    from meshdiag.report.dump_text import report
+    from meshdiag.report.file_text import render_part
+
+    path, _ = dump
+    summary = DumpSummary()
+    for item in iter_inspect([str(path)]):
+        summary.add(item, mesh=None)
+    look = {"width": 90, "height": 25, "highlight": False}
+    if piped:
+        look.update(color_system=None, soft_wrap=True)
+    else:
+        look.update(color_system="truecolor", force_terminal=True, soft_wrap=False)
+    parts = list(report(summary, roots=[str(path)], split="xla"))
+    console = Console(file=io.StringIO(), **look)
+    for p in parts:
+        console.print(p)
+    ours = Console(file=io.StringIO(), **look)
+    assert "".join(render_part(p, ours, None) for p in parts) == console.file.getvalue()
+    assert any(p.__class__.__name__ == "LayoutPicture" for p in parts)

@@ -230,7 +230,7 @@ def test_piped_lines_match_rich_for_summary_lines():
     from rich.text import Text
 
     from meshdiag.memo import RunMemos
-    from meshdiag.report.file_text import Line, _render
+    from meshdiag.report.file_text import Line, render_part
 
     samples = [
         Line(("module ", "dim"), ("jit_f", "bold"), "  line 3  (mlir, num_partitions=8)"),
@@ -252,8 +252,8 @@ def test_piped_lines_match_rich_for_summary_lines():
                 with console.capture() as cap:
                     console.print(line.text())
                 for _ in range(2):  # rendered, then from the memo
-                    assert _render(line, console, memos) == cap.get()
-                    assert _render(line.text(), console, memos) == cap.get()
+                    assert render_part(line, console, memos) == cap.get()
+                    assert render_part(line.text(), console, memos) == cap.get()
     assert isinstance(samples[0].text(), Text)
 
 

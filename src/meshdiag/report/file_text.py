@@ -180,20 +180,20 @@ def render_head(
     """`render_file`'s first part: the header (`count` modules and whether any has sharded
     `values`, when the report does not hold them). `render_file` is this, `render_module`
     of each module, `render_tail`."""
-    return _render(_file_head(item, count, values, memos), console, memos)
+    return render_part(_file_head(item, count, values, memos), console, memos)
 
 
 def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:
     """One module's summary as `render_file` prints it."""
-    return "".join(_render(p, console, memos) for p in module_lines(s))
+    return "".join(render_part(p, console, memos) for p in module_lines(s))
 
 
 def render_tail(item: Inspected, console, memos: RunMemos | None = None) -> str:
     """`render_file`'s last part: the findings and the empty line."""
-    return "".join(_render(p, console, memos) for p in _file_tail(item)) + "\n"
+    return "".join(render_part(p, console, memos) for p in _file_tail(item)) + "\n"
 
 
-def _render(part, console, memos: RunMemos | None) -> str:
+def render_part(part, console, memos: RunMemos | None) -> str:
     """One renderable as `console` prints it: a piped colourless console's lines are their
     plain text (rich's soft wrap keeps them whole), others are rich's rendering (kept in
     `memos` by key for repeated parts: the console is part of the key)."""

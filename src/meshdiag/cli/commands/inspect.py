@@ -167,6 +167,7 @@ def _write_summary(results, console, progress, roots, skipped: int, split: str):
     """Fold the batches' summaries in order, print the report, return the summary."""
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.report.dump_text import report
+    from meshdiag.report.file_text import render_part
 
     summary = DumpSummary(skipped=skipped)
     for paths, part in results:
@@ -175,8 +176,12 @@ def _write_summary(results, console, progress, roots, skipped: int, split: str):
         summary.merge(part)
     if progress is not None:
         progress.stop()
+    # each part as `console.print` draws it (piped: its plain text, without rich's layout
+    # pass over thousands of lines)
+    write = console.file.write
     for part in report(summary, roots=list(roots), split=split):
-        console.print(part)
+        write(render_part(part, console, None))
+    console.file.flush()
     return summary
 
 
