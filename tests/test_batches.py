@@ -1,10 +1,10 @@
-"""`inspect`'s worker batches: cut by bytes, in order; workers when the bytes pay for them,
-whatever the number of files."""
+"""`inspect`'s worker batches: cut by bytes, in order, while the walk goes on; workers when
+the bytes pay for them, whatever the number of files."""
 
 from __future__ import annotations
 
 from meshdiag.ir import batches
-from meshdiag.ir.batches import MAX_FILES, PARALLEL_BYTES, by_bytes
+from meshdiag.ir.batches import MAX_FILES, PARALLEL_BYTES, by_bytes, stream
 
 
 def files(tmp_path, sizes):
@@ -18,12 +18,55 @@ def files(tmp_path, sizes):
 
 def test_few_big_files_go_to_the_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(batches, "PARALLEL_BYTES", 62 * 1000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 1)
     fs = files(tmp_path, [1000] * 62)  # 62 files: too few for a count rule, enough bytes
     got, parallel = by_bytes(fs, 2)
     assert parallel
     assert [f for b in got for f in b] == fs  # every file once, in order
     assert len(got) >= 2 * batches.PER_WORKER - 1
     assert max(sum(1000 for _ in b) for b in got) <= 62 * 1000 // (2 * batches.PER_WORKER) + 1000
+
+
+def test_batches_hold_their_share_of_what_was_sized(tmp_path, monkeypatch):
+    """Cut while the walk goes on, a batch holds about 1/(jobs * PER_WORKER) of the bytes
+    sized so far, and at least MIN_BYTES: early ones small, later ones the share of all."""
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 10_000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 3_000)
+    fs = files(tmp_path, [100] * 2000)  # 200,000 bytes
+    got, parallel = by_bytes(fs, 2)
+    assert parallel and [f for b in got for f in b] == fs
+    held = [100 * len(b) for b in got]
+    assert held[0] == 3_000  # MIN_BYTES: the share of the first 10,000 bytes is smaller
+    assert max(held) <= 200_000 // (2 * batches.PER_WORKER)
+    assert held[-2] > 200_000 // (2 * batches.PER_WORKER) * 9 // 10
+    assert held[:-1] == sorted(held[:-1])  # growing with what was sized
+
+
+def test_the_walk_goes_on_while_batches_are_handed_out(tmp_path, monkeypatch):
+    """Only what decides whether workers pay is sized before the first batch: the rest of
+    the walk is read as batches are asked for. With one job nothing is sized at all."""
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 1000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 1)
+    fs = files(tmp_path, [500] * 40)
+    walked: list[str] = []
+
+    def walk():
+        for f in fs:
+            walked.append(f)
+            yield f
+
+    got, parallel = stream(walk(), 2)
+    assert parallel and len(walked) == 2  # 1,000 bytes: enough to decide
+    first = next(got)
+    assert len(walked) < len(fs) and first == fs[: len(first)]
+    assert [*first, *(f for b in got for f in b)] == fs
+
+    sized: list[str] = []
+    monkeypatch.setattr(batches, "size", lambda f: sized.append(f) or 500)
+    walked.clear()
+    got, parallel = stream(walk(), 1)
+    assert not parallel and walked == [] and [f for b in got for f in b] == fs
+    assert sized == []
 
 
 def test_many_small_files_stay_in_this_process(tmp_path, monkeypatch):
@@ -37,6 +80,7 @@ def test_many_small_files_stay_in_this_process(tmp_path, monkeypatch):
 
 def test_a_big_file_is_a_batch_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setattr(batches, "PARALLEL_BYTES", 1000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 1)
     fs = files(tmp_path, [10, 10, 5000, 10, 10])
     got, parallel = by_bytes(fs, 2)
     assert parallel

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -304,7 +304,7 @@ def _single_threaded() -> bool:
 
 def map_files(
     fn: Callable[[str], T],
-    files: Sequence[str],
+    files: Iterable,
     jobs: int | None,
     initializer: Callable | None = None,
     initargs: tuple = (),
@@ -313,10 +313,14 @@ def map_files(
     chunksize: int | None = None,
     context=None,
     died: str = "a worker process died (out of memory or killed); rerun with --jobs 1",
+    parallel: bool | None = None,
 ) -> Iterator[T]:
     """`fn(path)` for each file, in `files` order; in `jobs` worker processes when worth it
     (at least `min_files` files), started by `context` (default `mp_context()`), `chunksize`
     files per task (default: enough tasks to keep every worker busy to the end).
+
+    `parallel` given: the caller has decided (`files` may then be an iterator, read while
+    the workers start on its first items; `chunksize` must be given with True).
 
     `fn`, `initializer` and `initargs` must be picklable (module-level functions) unless
     `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
@@ -330,8 +334,11 @@ def map_files(
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
-    jobs = min(jobs, len(files))
-    if jobs <= 1 or len(files) < min_files or "-" in files:
+    if parallel is None:
+        files = list(files)
+        jobs = min(jobs, len(files))
+        parallel = jobs > 1 and len(files) >= min_files and "-" not in files
+    if not parallel or jobs <= 1:
         if initializer is not None:
             initializer(*initargs)
         for path in files:
@@ -347,7 +354,7 @@ def map_files(
     # about PER_WORKER tasks per worker keep the cores evenly loaded to the end; runs of
     # up to MAX_FILES consecutive files keep what a worker remembers useful (as inspect's
     # batches: see `ir.batches`)
-    chunk = chunksize or max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))
+    chunk = chunksize or max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))  # type: ignore[arg-type]
     # Ctrl-C or SIGTERM while the pool starts its thread and workers would leave it half
     # built (a thread that cannot be joined, a worker it does not know): held until then
     unheld = _hold_signals()
@@ -360,7 +367,10 @@ def map_files(
             initargs=(initializer, initargs, os.getpid() if forked else None),
         ) as pool:
             try:
-                results = pool.map(fn, files, chunksize=chunk)
+                # `map` submits every item before it returns: an iterator of `files` (a walk
+                # going on) is read meanwhile, with the stop signals let through again as
+                # soon as the first task is in (the pool is up then)
+                results = pool.map(fn, _released_after_first(files, unheld), chunksize=chunk)
                 unheld = _release_signals(unheld)  # one that came meanwhile is raised here
                 yield from results
             finally:  # also when the caller stops early: no waiting for the rest
@@ -369,6 +379,16 @@ def map_files(
         raise MeshdiagError(died) from None
     finally:
         _release_signals(unheld)
+
+
+def _released_after_first(items: Iterable, mask) -> Iterator:
+    """`items`, the signal `mask` restored once the first has been taken (and submitted)."""
+    it = iter(items)
+    for first in it:
+        yield first
+        break
+    _release_signals(mask)
+    yield from it
 
 
 #: the signals a run stops on (see `meshdiag.cli.app`)

@@ -57,17 +57,20 @@ def inspect(
     check_format(fmt)
     split_rule = check_rule(split or "xla")
     global_mesh = load_mesh(mesh)
+    from itertools import chain
+
     from meshdiag.cli.commands import inspect_worker as worker
-    from meshdiag.ir.batches import by_bytes
+    from meshdiag.ir.batches import stream
     from meshdiag.ir.scan import expand_paths
     from meshdiag.pipeline.inspect import default_jobs, map_files
     from meshdiag.pipeline.spool import SpoolDir
 
-    skipped: list[str] = []
-    files = list(expand_paths(paths, skipped))
-    if not files:  # an empty or unreadable tree: say so rather than report nothing
+    skipped: list[str] = []  # filled as the walk goes on: counted once the output is out
+    walk = expand_paths(paths, skipped)
+    first = next(walk, None)
+    if first is None:  # an empty or unreadable tree: say so rather than report nothing
         raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
-    if "-" in files:
+    if "-" in paths:
         if html is not None:
             raise MeshdiagError("--html reads its paths twice: name files, not '-' (stdin)")
         jobs = 1  # stdin is this process's
@@ -75,9 +78,10 @@ def inspect(
     # files go to the workers in batches; a worker leaves a batch's output in its spool
     # file and the parent copies it out in order: one result and one copy per batch
     n = default_jobs() if jobs is None else max(jobs, 1)
-    # batches of about equal bytes; workers when there are enough bytes to pay for them
-    batches, parallel = by_bytes(files, 1 if "-" in files else n)
-    par = {"min_files": 1 if parallel else len(batches) + 1, "chunksize": 1}
+    # batches of about equal bytes, cut while the walk goes on; workers when there are
+    # enough bytes to pay for them
+    batches, parallel = stream(chain([first], walk), n)
+    par = {"parallel": parallel, "chunksize": 1}
     spool = SpoolDir()
     summary = None  # of every file, for --html
     results = None
@@ -85,7 +89,7 @@ def inspect(
         if fmt == "json":
             state = (global_mesh, target, split_rule, layouts, None, spool.directory, bool(html))
             results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
-            summary = _write_json(results, progress, spool, len(skipped))
+            summary = _write_json(results, progress, spool, skipped)
         else:
             from rich.console import Console
 
@@ -107,13 +111,11 @@ def inspect(
                 # a dump directory reads as one report
                 fn = worker.summary_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
-                summary = _write_summary(
-                    results, console, progress, paths, len(skipped), split_rule
-                )
+                summary = _write_summary(results, console, progress, paths, skipped, split_rule)
             else:
                 fn = worker.text_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
-                summary = _write_text(results, console, progress, spool, len(skipped))
+                summary = _write_text(results, console, progress, spool, skipped)
     finally:
         # the pool first (it stops the workers writing to the spool), whatever stopped the
         # output: a closed pipe, a signal; the process may end without collecting garbage
@@ -128,7 +130,7 @@ def inspect(
         write_page(html, summary, paths, global_mesh, split_rule)
 
 
-def _write_json(results, progress, spool, skipped: int):
+def _write_json(results, progress, spool, skipped: list[str]):
     """Stream the document: each file's JSON goes out as soon as it is ready, in order.
     Returns the files' `DumpSummary` when the batches made one (--html), else None.
 
@@ -139,7 +141,7 @@ def _write_json(results, progress, spool, skipped: int):
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.pipeline.inspect import JSON_VERSION
 
-    summary = DumpSummary(skipped=skipped)
+    summary = DumpSummary()
 
     sys.stdout.flush()
     out = sys.stdout.buffer  # the files' JSON comes as ASCII bytes
@@ -156,6 +158,7 @@ def _write_json(results, progress, spool, skipped: int):
         if part is not None:
             summary.merge(part)
             made = True
+    summary.skipped += len(skipped)  # the walk is over: every batch is out
     out.write(b'], "findings": [')
     out.write(", ".join(findings).encode("ascii"))
     out.write(b"]}\n")
@@ -163,17 +166,18 @@ def _write_json(results, progress, spool, skipped: int):
     return summary if made else None
 
 
-def _write_summary(results, console, progress, roots, skipped: int, split: str):
+def _write_summary(results, console, progress, roots, skipped: list[str], split: str):
     """Fold the batches' summaries in order, print the report, return the summary."""
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.report.dump_text import report
     from meshdiag.report.file_text import render_part
 
-    summary = DumpSummary(skipped=skipped)
+    summary = DumpSummary()
     for paths, part in results:
         if progress is not None:
             progress.advance(paths)
         summary.merge(part)
+    summary.skipped += len(skipped)  # the walk is over: every batch is out
     if progress is not None:
         progress.stop()
     # each part as `console.print` draws it (piped: its plain text, without rich's layout
@@ -185,12 +189,12 @@ def _write_summary(results, console, progress, roots, skipped: int, split: str):
     return summary
 
 
-def _write_text(results, console, progress, spool, skipped: int):
+def _write_text(results, console, progress, spool, skipped: list[str]):
     """Copy the files' rendered text out in order; return their `DumpSummary` when the
     batches made one (--html), else None."""
     from meshdiag.pipeline.dump_summary import DumpSummary
 
-    summary = DumpSummary(skipped=skipped)
+    summary = DumpSummary()
     made = False
     n_files = n_findings = 0
     console.file.flush()
@@ -211,6 +215,7 @@ def _write_text(results, console, progress, spool, skipped: int):
             console.file.write(spool.read(spooled).decode("utf-8", "surrogateescape"))
     if out is not None:
         out.flush()
+    summary.skipped += len(skipped)  # the walk is over: every batch is out
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
     return summary if made else None
 
