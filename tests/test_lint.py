@@ -397,3 +397,27 @@ def test_stdin_dump(capsys, monkeypatch):
     after = [(f["code"], f["line"]) for f in json.loads(out)["findings"]]
     assert ("MD102", line + 1) not in after  # the silenced one, one line further down now
     assert sum(c == "MD102" for c, _ in after) == sum(f["code"] == "MD102" for f in found) - 1
+
+
+def test_files_are_handed_out_first_chunk_then_big_then_the_walk(tmp_path, monkeypatch):
+    """The workers start on the first chunk as walked while the rest is sized; then big
+    files go first (biggest first), then the others in walk order; each file once."""
+    from meshdiag.lint import runner
+
+    monkeypatch.setattr(runner, "BIG_FILE", 100)
+    sizes = [5, 500, 5, 5, 200, 5, 900, 5, 300, 5]
+    files = []
+    for i, n in enumerate(sizes):
+        p = tmp_path / f"f{i}.txt"
+        p.write_bytes(b"x" * n)
+        files.append(str(p))
+    order: list[str] = []
+    got = list(runner._handed_out(files, 3, order))
+    assert got == order
+    name = [f.rsplit("/", 1)[-1] for f in got]
+    assert name == ["f0.txt", "f1.txt", "f2.txt", "f6.txt", "f8.txt", "f4.txt"] + [
+        "f3.txt",
+        "f5.txt",
+        "f7.txt",
+        "f9.txt",
+    ]

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
@@ -422,6 +422,7 @@ def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = 
 def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
 
+    from meshdiag.ir.batches import MAX_FILES, PER_WORKER
     from meshdiag.pipeline.inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
@@ -430,32 +431,45 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     # by fork.
     fn = lint_file
     mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
-    # big files first (biggest first), so one large dump does not finish last on a single
-    # core; then the rest in the order of the walk, which `map_files` hands out in long
-    # runs: a worker then sees most of a program's pass files (sorted by size, every
-    # program was split across the workers)
-    sized = [(f, _size(f)) for f in files]
-    big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
-    order = [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]
+    chunk = max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))
+    order: list[str] = []  # the files as handed out (`_handed_out`)
     findings: list[Finding] = []
     results = map_files(
         _work,
-        order,
+        _handed_out(files, chunk, order),
         jobs,
         _init_worker,
         (settings, fn),
-        min_files=2,
         context=mp,
         died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
+        parallel=True,
+        chunksize=chunk,
     )
     try:
-        for path, (kind, value) in zip(order, results, strict=True):
+        for i, (kind, value) in enumerate(results):
             if kind != "ok":
-                _raise(path, kind, value)
+                _raise(order[i], kind, value)
             findings.extend(value)
     finally:
         results.close()  # stops the pool, cancelling what has not started
     return findings
+
+
+def _handed_out(files: Sequence[str], chunk: int, order: list[str]) -> Iterator[str]:
+    """The order the workers get `files` in (each also appended to `order`): the first
+    `chunk` as they are, so the workers start at once; then the rest sized (meanwhile), big
+    ones first (biggest first), so one large dump does not finish last on a single core;
+    then the others in the order of the walk, which `map_files` hands out in runs of
+    `chunk`: a worker then sees most of a program's pass files (sorted by size, every
+    program was split across the workers)."""
+    for f in files[:chunk]:
+        order.append(f)
+        yield f
+    sized = [(f, _size(f)) for f in files[chunk:]]
+    big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
+    for f in [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]:
+        order.append(f)
+        yield f
 
 
 #: files above this size go to the workers first (a file this big is streamed, not read
