@@ -7,6 +7,8 @@ import math
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.comms import cost
 from meshdiag.comms.report import measure_module
@@ -419,3 +421,54 @@ def test_partial_and_replica_groups_on_the_global_mesh():
     assert rows["%a"].off_mesh and rows["%a"].mesh_source == "global"
     assert not rows["%b"].off_mesh and rows["%b"].mesh_source is None
     assert rows["%b"].per_device == rows["%a"].per_device == 8 * 4 * 2 // 2
+
+
+# -- attributes found through their literal key --------------------------------------------
+
+_REFERENCE_ATTRS = {
+    "_CHANNEL": r"\bchannel_id=(\d+)",
+    "_DIMS": r"(?<![\w_])dimensions=\{([\d,\s]*)\}",
+    "_OP_NAME": r'\bop_name="((?:[^"\\]|\\.)*)"',
+    "_SOURCE_FILE": r'\bsource_file="((?:[^"\\]|\\.)*)"',
+    "_SOURCE_LINE": r"\bsource_line=(\d+)",
+    "_STACK_FRAME": r"\bstack_frame_id=(\d+)",
+}
+
+_PIECES = st.sampled_from(
+    [
+        "channel_id=",
+        "dimensions={",
+        'op_name="',
+        'source_file="',
+        "source_line=",
+        "stack_frame_id=",
+        "x",
+        "_",
+        "é",
+        " ",
+        ",",
+        "{",
+        "}",
+        '"',
+        "\\",
+        "12",
+        "0, 1",
+        "a.py",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join), st.integers(0, 20))
+def test_keyed_attributes_find_what_the_word_boundary_regexes_find(line, start):
+    """`_keyed` finds an attribute through its literal key; the regex it replaces (a word
+    boundary, the key, the value) finds the same value from the same start, on any text."""
+    import re
+
+    from meshdiag.comms import scan
+
+    for name, reference in _REFERENCE_ATTRS.items():
+        want = re.compile(reference).search(line, start)
+        got = scan._keyed(line, getattr(scan, name), start)
+        assert (got.group(1) if got else None) == (want.group(1) if want else None), name
+        assert (got.end() if got else None) == (want.end() if want else None), name

@@ -20,6 +20,7 @@ import heapq
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, BinaryIO
 
 from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_groups_end
@@ -74,11 +75,31 @@ _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + 
 _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(")
-_CHANNEL = re.compile(r"\bchannel_id=(\d+)")
-_DIMS = re.compile(r"(?<![\w_])dimensions=\{([\d,\s]*)\}")
-_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
-_SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
-_SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
+#: `key=value` attributes of a collective's line: (the key, its value's pattern), found by
+#: `_keyed` through the literal key (a regex starting at a word boundary has no literal
+#: prefix to search for: the engine tries it at every position of a long line)
+_CHANNEL = ("channel_id=", re.compile(r"(\d+)"))
+_DIMS = ("dimensions={", re.compile(r"([\d,\s]*)\}"))
+_OP_NAME = ('op_name="', re.compile(r'((?:[^"\\]|\\.)*)"'))
+_SOURCE_FILE = ('source_file="', re.compile(r'((?:[^"\\]|\\.)*)"'))
+_SOURCE_LINE = ("source_line=", re.compile(r"(\d+)"))
+_STACK_FRAME = ("stack_frame_id=", re.compile(r"(\d+)"))
+
+
+def _keyed(line: str, attr: tuple[str, re.Pattern], start: int) -> re.Match | None:
+    """The value of the first `key` at a word boundary at or after `start` whose value
+    matches (what the regex `\bkey(value)` searched from `start` finds), else None."""
+    key, value = attr
+    p = line.find(key, start)
+    while p >= 0:
+        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] == "_"):
+            m = value.match(line, p + len(key))
+            if m is not None:
+                return m
+        p = line.find(key, p + 1)
+    return None
+
+
 _A2A_PARAM = re.compile(r"\s*:\s*(\d+)\s*->\s*(\d+)\s*")
 
 #: lines longer than this are not read (reported once each)
@@ -289,12 +310,14 @@ class _Finder:
     occurrence of a name the all-gather following watches for. Those come and go: each
     one's next occurrence is kept in a heap until the scan passes it."""
 
-    def __init__(self, block: bytes, names: Iterable[str]) -> None:
+    def __init__(self, block: bytes, names: dict[str, int]) -> None:
         self.block = block
         self.lines = word_lines(block, _WORDS)
         self.i = 0  # the first of `lines` not yet passed
         self.heap: list[tuple[int, bytes]] = []
         self.names: set[bytes] = set()
+        self._of: dict[str, int] | None = None  # the dict `names` were last taken from
+        self._taken = 0  # how many of its keys
         self.sync(names, 0)
 
     def _push(self, word: bytes, pos: int) -> None:
@@ -302,12 +325,23 @@ class _Finder:
         if at >= 0:
             heapq.heappush(self.heap, (at, word))
 
-    def sync(self, names: Iterable[str], pos: int) -> None:
-        """Watch for exactly `names` from `pos` on."""
-        now = {n.encode() for n in names}
-        for n in now - self.names:
-            self._push(n, pos)
-        self.names = now
+    def sync(self, names: dict[str, int], pos: int) -> None:
+        """Watch for exactly the keys of `names` from `pos` on. The scan only adds to its
+        dict, or starts a new one: only the keys added since the last call are new (a
+        dict keeps its keys in the order they came)."""
+        if names is self._of and len(names) >= self._taken:
+            for n in islice(names, self._taken, None):
+                word = n.encode()
+                if word not in self.names:
+                    self.names.add(word)
+                    self._push(word, pos)
+        else:
+            now = {n.encode() for n in names}
+            for word in now - self.names:
+                self._push(word, pos)
+            self.names = now
+        self._of = names
+        self._taken = len(names)
 
     def next(self, pos: int) -> int:
         lines, i = self.lines, self.i
@@ -702,9 +736,6 @@ class SourceTables:
         return text + (f" ({fn.strip(chr(34))})" if fn else "")
 
 
-_STACK_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
-
-
 def _field(row: str | None, key: str) -> int | None:
     """`key=N` in a source-table row (`{file_location_id=3 parent_frame_id=3}`)."""
     if row is None:
@@ -828,14 +859,14 @@ def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int |
             pairs = calls.call(parse_pairs, line[at:end])
         except ParseError as e:
             raise _located(e, line, at) from None
-    dm = _DIMS.search(line, om.end())
+    dm = _keyed(line, _DIMS, om.end())
     dims = tuple(int(x) for x in dm.group(1).replace(" ", "").split(",") if x) if dm else ()
-    ch = _CHANNEL.search(line, om.end())
-    opn = _OP_NAME.search(line, om.end())
-    sf = _SOURCE_FILE.search(line, om.end())
-    sl = _SOURCE_LINE.search(line, om.end())
+    ch = _keyed(line, _CHANNEL, om.end())
+    opn = _keyed(line, _OP_NAME, om.end())
+    sf = _keyed(line, _SOURCE_FILE, om.end())
+    sl = _keyed(line, _SOURCE_LINE, om.end())
     source = f"{sf.group(1)}:{sl.group(1)}" if sf and sl else (sf.group(1) if sf else None)
-    fm = _STACK_FRAME.search(line, om.end()) if source is None else None
+    fm = _keyed(line, _STACK_FRAME, om.end()) if source is None else None
     c = Collective(
         kind=HLO_KINDS[op],  # type: ignore[arg-type]
         op=op,
