@@ -305,6 +305,21 @@ def test_block_scan_equals_line_reference(block, monkeypatch):
         assert got == scan.scan_stream_lines("t", io.BytesIO(data))
 
 
+def test_whole_bytes_scan_equals_the_stream_scan():
+    """A small file read whole is scanned without the stream (`_scan_whole`): the same
+    collectives and problems, at the same lines, as `scan_stream` of its bytes; also with
+    no final newline, no newline at all, and binary bytes."""
+    import io
+
+    from meshdiag.comms import scan
+
+    extra = [HLO.encode().rstrip(b"\n"), b"HloModule m, num_partitions=2", b"\0" + HLO.encode()]
+    for data in [*_texts(), *extra]:
+        got = scan._scan_whole("t", data, scan.ScanMemo())
+        assert got == scan.scan_stream("t", io.BytesIO(data), scan.ScanMemo())
+    assert scan._scan_whole("t", HLO.encode(), scan.ScanMemo()).modules[0].collectives
+
+
 def test_a_line_too_long_is_skipped_and_counted(monkeypatch):
     import io
 

@@ -115,9 +115,10 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
 class ScanMemo:
     """What one run of the collective scan remembers (one per run: a slot of the run's
     `RunMemos`, see `scan_collectives`; a fresh one per call without): small files by
-    content (dump directories hold the same pass output under many names), HLO collective
-    lines by their bytes, HLO source tables by their text, and each distinct Shardy sharding
-    and axis check. Bounded."""
+    content (dump directories hold the same pass output under many names), what each HLO
+    line it stops at is (a collective, or one that may take a gathered value) by its
+    bytes, HLO source tables by their text, module headers, meshes, and each distinct
+    Shardy sharding and axis check. Bounded."""
 
     __slots__ = ("files", "hlo", "calls", "tables")
 
@@ -174,10 +175,21 @@ def _scan_small(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
     content hash this memo used to take cost several times more)."""
     hit = memo.files.get(data, data)
     if hit is None:
-        import io
-
-        hit = memo.files.put(data, data, scan_stream(path, io.BytesIO(data), memo))
+        hit = memo.files.put(data, data, _scan_whole(path, data, memo))
     return CollectiveFile(path, hit.modules, hit.problems)
+
+
+def _scan_whole(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
+    """`scan_stream` of a file's bytes (at most one block): the same blocks, without the
+    stream (a last line without its newline is a block of its own there too)."""
+    s = _Scan(path, memo)
+    if b"\0" in data[:8192]:  # binary: nothing to read
+        return s.out
+    cut = data.rfind(b"\n") + 1
+    lineno = s.block(data if cut == len(data) else data[:cut], 1) if cut else 1
+    if cut < len(data):
+        s.block(data[cut:], lineno)
+    return s.out
 
 
 #: HLO source tables a run keeps
@@ -466,8 +478,8 @@ class _Scan:
             self.table_rows(raw + b"\n")
             return
         if raw.startswith(b"HloModule "):
-            line = _decode(raw)
-            name, num_partitions, meshes = _header(line)
+            # every pass of a module prints the same header (with the whole entry layout)
+            name, num_partitions, meshes = self.memo.calls.call(_header, _decode(raw))
             m = self.start(name, lineno, "hlo")
             m.num_partitions = num_partitions
             for mesh_name, text, col in meshes:
@@ -517,7 +529,7 @@ class _Scan:
         from meshdiag.notation.shardy import parse_mesh_attr_at
 
         try:
-            mesh, _ = parse_mesh_attr_at(text, 0)
+            mesh, _ = self.memo.calls.call(parse_mesh_attr_at, text, 0)
         except MeshdiagError as e:
             self.problem(f"mesh @{name}: {e}", lineno, column, shared=True)
             return
@@ -625,15 +637,18 @@ class _Scan:
             self.reach_gen += 1
 
     def _hlo(self, raw: bytes, lineno: int) -> None:
-        if _HLO_OPCODE.search(raw) is None:  # no collective's opcode: an operand named after one
-            hit: tuple = _FOLLOW
-        else:
-            known = self.memo.hlo
-            hit = known.get(raw)
-            if hit is None:
+        known = self.memo.hlo  # what each line is, whether it holds a collective or not
+        hit = known.get(raw)
+        if hit is None:
+            if (
+                _HLO_OPCODE.search(raw) is None
+            ):  # no collective's opcode: an operand named after one
+                hit = _FOLLOW
+            else:
                 hit = _read_hlo(_decode(raw), self.memo.calls)
-                if len(known) < MAX_MEMO:
-                    known[raw] = hit
+            if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
+                known.clear()
+            known[raw] = hit
         what = hit[0]
         if what == "follow":
             if self.reach:
