@@ -624,14 +624,13 @@ class _Scan:
         if len(self.raw_tables) < MAX_TABLE:
             self.raw_tables.append(rows)
 
-    def _follow(self, line: str) -> None:
-        """An instruction that may take an all-gather's result: a single-operand one passes
-        the gathered count on (an elementwise op of a whole tensor is whole)."""
-        parts = _instruction(line)
+    def _follow(self, parts: tuple[str, tuple[str, ...]] | None) -> None:
+        """An instruction that may take an all-gather's result (its name and operands,
+        `_follow_parts`): a single-operand one passes the gathered count on (an elementwise
+        op of a whole tensor is whole)."""
         if parts is None:
             return
-        name, _, om = parts
-        operands = _operands(line, om)
+        name, operands = parts
         if len(operands) == 1 and operands[0] in self.reach and len(self.reach) < MAX_REACH:
             self.reach[name] = self.reach[operands[0]]
             self.reach_gen += 1
@@ -640,19 +639,18 @@ class _Scan:
         known = self.memo.hlo  # what each line is, whether it holds a collective or not
         hit = known.get(raw)
         if hit is None:
-            if (
-                _HLO_OPCODE.search(raw) is None
-            ):  # no collective's opcode: an operand named after one
-                hit = _FOLLOW
-            else:
-                hit = _read_hlo(_decode(raw), self.memo.calls)
+            # no collective's opcode: an operand named after one (`fusion(%all-gather.3)`)
+            no_op = _HLO_OPCODE.search(raw) is None
+            hit = _FOLLOW if no_op else _read_hlo(_decode(raw), self.memo.calls)
             if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
                 known.clear()
             known[raw] = hit
         what = hit[0]
         if what == "follow":
             if self.reach:
-                self._follow(_decode(raw))
+                if len(hit) == 1:  # its name and operands, read once they matter
+                    hit = known[raw] = ("follow", _follow_parts(_decode(raw)))
+                self._follow(hit[1])
             return
         if what == "problem":
             self.problem(hit[1], lineno, hit[2])
@@ -785,6 +783,15 @@ def _instruction(line: str) -> tuple[str, str, re.Match] | None:
     if om is None:
         return None
     return im.group(1), shape_text, om
+
+
+def _follow_parts(line: str) -> tuple[str, tuple[str, ...]] | None:
+    """(name, operand names) of an HLO instruction line; None if it is not one."""
+    parts = _instruction(line)
+    if parts is None:
+        return None
+    name, _, om = parts
+    return name, tuple(_operands(line, om))
 
 
 def _operands(line: str, om: re.Match) -> list[str]:
