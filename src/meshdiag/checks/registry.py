@@ -13,6 +13,7 @@ an MD002 finding at the module it was judging.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -47,7 +48,10 @@ RULES: dict[str, tuple[str, Kind]] = {
 
 
 def _module(code: str):
-    return importlib.import_module(f"meshdiag.checks.{RULES[code][0]}")
+    name = f"meshdiag.checks.{RULES[code][0]}"
+    # imported once: after that, the module table (import_module takes the import lock and
+    # its finder path on every call, and lint asks for a rule per file)
+    return sys.modules.get(name) or importlib.import_module(name)
 
 
 def all_rules() -> list[Rule]:

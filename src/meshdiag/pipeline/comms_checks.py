@@ -30,13 +30,15 @@ def run_collective_checks(
     if checks is None:
         checks = collective_checks()
     measured = measure_file(f, ctx.mesh, ctx.memos)
-    md001 = get_rule("MD001")
-    assert md001 is not None
-    out = [
-        md001.finding(p.message, path=ctx.path, line=p.line or None, column=p.column)
-        for p in f.problems
-        if not (p.in_sharding_scan and p.line in unreadable_lines)
-    ]
+    out = []
+    if f.problems:
+        md001 = get_rule("MD001")
+        assert md001 is not None
+        out = [
+            md001.finding(p.message, path=ctx.path, line=p.line or None, column=p.column)
+            for p in f.problems
+            if not (p.in_sharding_scan and p.line in unreadable_lines)
+        ]
     for mc in measured.modules:
         for code, fn in checks.items():
             out.extend(run_check(code, fn, mc, ctx, line=mc.module.line, module=mc.module.name))
