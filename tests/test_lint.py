@@ -421,3 +421,31 @@ def test_files_are_handed_out_first_chunk_then_big_then_the_walk(tmp_path, monke
         "f7.txt",
         "f9.txt",
     ]
+
+
+def test_display_path_is_relpath_below_the_working_directory():
+    """A path below the working directory is shown relative to it (`os.path.relpath`), any
+    other as given: every mix of absolute, relative, `.`, `..` and empty parts."""
+    import itertools
+    import os.path
+
+    from meshdiag.lint.runner import display_path
+
+    def reference(path: str, cwd: str) -> str:
+        absolute = os.path.normpath(os.path.join(cwd, path))
+        if absolute == cwd:
+            return "."
+        if absolute.startswith(cwd.rstrip("/") + "/"):
+            return os.path.relpath(absolute, cwd)
+        return path
+
+    parts = ["a", "b", ".", "..", "", "work", "main"]
+    for cwd in ("/work/main", "/work", "/"):
+        for n in range(1, 5):
+            for combo in itertools.product(parts, repeat=n):
+                for lead in ("", "/"):
+                    path = lead + "/".join(combo)
+                    # (POSIX keeps a leading `//`: normpath and relpath disagree on it)
+                    if path and not path.startswith("//"):
+                        assert display_path(path, cwd) == reference(path, cwd), (path, cwd)
+    assert display_path("-", "/work") == "<stdin>"

@@ -79,10 +79,12 @@ def display_path(path: str, cwd: str | None = None) -> str:
     `<stdin>` for `-`."""
     if path == "-":
         return STDIN
-    if os.sep == "/" and path[:1] not in ("/", "") and not (_DOTS & set(path.split("/"))):
+    normal = os.sep == "/" and path[:1] != "" and not (_DOTS & set(path[1:].split("/")))
+    if normal and path[0] != "/":
         return path  # already relative and normal: the walk's paths below a relative root
     cwd = cwd or os.getcwd()
-    absolute = os.path.normpath(os.path.join(cwd, path))  # os.path.abspath, cwd read once
+    # os.path.abspath, cwd read once (a walk's paths below an absolute root are normal)
+    absolute = path if normal else os.path.normpath(os.path.join(cwd, path))
     if absolute == cwd:
         return "."
     prefix = cwd.rstrip(os.sep) + os.sep
