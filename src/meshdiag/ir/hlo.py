@@ -51,7 +51,7 @@ def _num_partitions(header: str) -> int | None:
 
 def header(b: Builder, raw: bytes, lineno: int) -> None:
     """An ASCII `HloModule` line as the scanner reads it (memoised by its bytes)."""
-    _start(b, _header_raw(raw), lineno)
+    _start(b, b.cache.module_header(_header_raw, raw), lineno)
 
 
 def entry(b: Builder, raw: bytes, lineno: int) -> None:

@@ -8,6 +8,9 @@ module-level, keyed by value (bytes / str / mesh keys), bounded.
   columns by itself: an every-pass dump prints most annotated lines in pass after pass.
 - Each distinct sharding text parsed once (`hlo`, `named`, `per_value`), and each distinct
   HLO shape text read once (`hlo_shapes`).
+- Each distinct `HloModule` header read once (`module_header`): every pass of a module
+  prints the same one (with the whole entry layout); in a table of their own, so headers
+  never seen again cannot evict the sharding parses.
 - A small number per distinct set of module meshes (`token`): the line memo's state key
   (hashing a MeshKey hashes its meshes, and tuples do not keep their hash).
 
@@ -33,12 +36,22 @@ MAX_LINE = 16384
 #: thousands of distinct shardings)
 MAX_PARSES = 1 << 14
 MAX_TOKENS = 4096
+#: distinct module headers kept (a few hundred bytes each; a dump has one or two per module)
+MAX_HEADERS = 1024
 
 
 class ScanCache:
     """The per-run memo of the scanner (see the module docstring)."""
 
-    __slots__ = ("_known", "_line_bytes", "_tokens", "_next_token", "_parses", "_shapes")
+    __slots__ = (
+        "_known",
+        "_line_bytes",
+        "_tokens",
+        "_next_token",
+        "_parses",
+        "_shapes",
+        "_headers",
+    )
 
     def __init__(self) -> None:
         self._known: dict[tuple[int, str | None], dict[bytes, LineValues | None]] = {}
@@ -47,6 +60,7 @@ class ScanCache:
         self._next_token = 1
         self._parses = Table(MAX_PARSES)
         self._shapes: dict[str, list] = {}
+        self._headers = Table(MAX_HEADERS)
 
     # -- lines -----------------------------------------------------------------------------
     def known(self, token: int, dialect: str | None) -> dict[bytes, LineValues | None]:
@@ -82,6 +96,13 @@ class ScanCache:
         return t
 
     # -- parses ----------------------------------------------------------------------------
+    def module_header(self, read, raw: bytes) -> tuple:
+        """`read(raw)`: an `HloModule` header line read once per distinct line."""
+        hit = self._headers.get(raw)
+        if hit is None:
+            hit = self._headers.put(raw, read(raw))
+        return hit
+
     def hlo(self, text: str) -> list[Parsed]:
         """The per-value records of a GSPMD sharding text (tuple elements flattened)."""
         key = ("hlo", text)
