@@ -4,7 +4,13 @@ the bytes pay for them, whatever the number of files."""
 from __future__ import annotations
 
 from meshdiag.ir import batches
-from meshdiag.ir.batches import MAX_FILES, PARALLEL_BYTES, by_bytes, stream
+from meshdiag.ir.batches import MAX_FILES, PARALLEL_BYTES, stream
+
+
+def by_bytes(files, jobs):
+    """`stream`'s batches of a whole list, listed."""
+    batches, parallel = stream(files, jobs)
+    return list(batches), parallel
 
 
 def files(tmp_path, sizes):

@@ -14,7 +14,7 @@ and sizing 48k files took 0.3 s before any worker started).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from itertools import chain
 
 #: below this many bytes in all, one process reads everything sooner than a pool starts
@@ -46,9 +46,9 @@ def stream(files: Iterable[str], jobs: int) -> tuple[Iterator[list[str]], bool]:
     """(batches of consecutive `files`, whether workers pay), the batches cut as they are
     asked for. With one job nothing is sized: batches of `MAX_FILES` files. Else the files
     are sized until `PARALLEL_BYTES` is reached (workers pay) or they end (they do not);
-    then each batch holds about 1/(jobs * `PER_WORKER`) of the bytes sized so far, at most
-    `MAX_FILES` files: small first, so the workers start at once, growing to the share
-    `by_bytes` gives a whole list."""
+    then each batch holds about 1/(jobs * `PER_WORKER`) of the bytes sized so far (at
+    least `MIN_BYTES`, at most `MAX_FILES` files): the workers start at once, and the last
+    batches hold that share of all the bytes."""
     it = iter(files)
     if jobs <= 1:
         return _runs(it), False
@@ -90,9 +90,3 @@ def _by_share(sized: Iterable[tuple[str, int]], jobs: int) -> Iterator[list[str]
         held += n
     if batch:
         yield batch
-
-
-def by_bytes(files: Sequence[str], jobs: int) -> tuple[list[list[str]], bool]:
-    """`stream` of a whole list, its batches listed."""
-    batches, parallel = stream(files, jobs)
-    return list(batches), parallel
