@@ -185,8 +185,10 @@ ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
         tight = inspect.run_checks(report, mesh, None, "xla", memos=memos)
         assert tight == roomy
         book = memos.slot("checks.verdicts", values._Book)
-        assert book.judged == sum(len(v.judged) for v in book.by_facts.values())
-        assert book.judged <= 3 + max(len(m.items) for m in report.modules)
+        # each judged column entry, and each value key found clean, counts once
+        held = sum(len(v.judged) + len(v.clean) for v in book.by_facts.values())
+        assert book.judged == held
+        assert book.judged <= 3 + 2 * max(len(m.items) for m in report.modules)
 
 
 def test_recent_keeps_the_last_n_inputs_within_its_bytes():
@@ -223,3 +225,78 @@ def test_a_file_repeating_one_a_few_files_back_is_answered_from_it(tmp_path, mon
     assert scanned == [str(a), str(x)]
     alone = inspect.scan_checked(str(b), mesh, None, "xla", memos=RunMemos())
     assert again == alone and {f.path for f in again[2]} == {str(b)}
+
+
+_VALUE_RULES = (
+    "md102_off_mesh_sharding",
+    "md104_device_count_mismatch",
+    "md105_uneven_shard",
+    "md107_rank_mismatch",
+    "md108_invalid_sharding",
+)
+
+
+#: values that repeat one another's sharding and shape under new names, clean and not:
+#: uneven (MD105), over the wrong device count (MD104), of the wrong rank (MD107), with
+#: devices out of range (MD108), on and off the global mesh (MD102)
+_REPEATS = """HloModule r{k}, num_partitions=8
+
+ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
+  %a{k} = f32[8,8]{{1,0}} parameter(0), sharding={{devices=[2,4]<=[8]}}
+  %b{k} = f32[7,8]{{1,0}} parameter(1), sharding={{devices=[8,1]<=[8]}}
+  %c{k} = f32[8]{{0}} parameter(2), sharding={{devices=[2,4]<=[8]}}
+  %d{k} = f32[8,8]{{1,0}} parameter(3), sharding={{devices=[2,2]<=[4]}}
+  %e{k} = f32[8,8]{{1,0}} parameter(4), sharding={{devices=[2,4]0,1,2,3,4,5,6,9}}
+  %f{k} = f32[8,8]{{1,0}} parameter(5), sharding={{devices=[4,2]<=[2,4]T(1,0)}}
+  %g{k} = f32[8,8]{{1,0}} copy(%a{k}), sharding={{devices=[2,4]<=[8]}}
+  %h{k} = f32[8,6]{{1,0}} copy(%a{k}), sharding={{devices=[2,4]<=[8]}}
+  %i{k} = f32[8]{{0}} copy(%c{k}), sharding={{devices=[8]<=[8]}}
+}}
+"""
+
+
+def _fixture_reports():
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".mlir"))
+    assert len(files) > 40
+    reports = [scan_file(str(p), io.BytesIO(p.read_bytes())) for p in files]
+    text = "\n".join(_REPEATS.format(k=k) for k in range(3))
+    return [*reports, scan_file("repeats.txt", io.BytesIO(text.encode()))]
+
+
+def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch):
+    """A value whose key (`DECIDES`) was found clean under the same facts is not judged
+    again; the findings over every fixture, with and without the global mesh, are what
+    judging every value gives (each rule's key with a fresh object per value: never equal)."""
+    import importlib
+
+    reports = _fixture_reports()
+    mesh = parse_mesh("batch=2,model=4")
+
+    def findings():
+        memos = RunMemos()
+        return [
+            inspect.run_checks(r, m, "tt-mlir", "xla", memos=memos)
+            for m in (None, mesh)
+            for r in reports
+        ]
+
+    calls = {"judged": 0}
+    rules = [importlib.import_module(f"meshdiag.checks.{name}") for name in _VALUE_RULES]
+    for rule in rules:
+        judge = rule._judge
+
+        def counted(v, facts, memos, judge=judge):
+            calls["judged"] += 1
+            return judge(v, facts, memos)
+
+        monkeypatch.setattr(rule, "_judge", counted)
+    keyed = findings()
+    with_keys = calls["judged"]
+    for rule in rules:
+        monkeypatch.setattr(rule, "DECIDES", lambda v: object())
+    calls["judged"] = 0
+    assert findings() == keyed
+    codes = {f.code for fs in keyed for f in fs}
+    assert {"MD102", "MD104", "MD105", "MD107", "MD108"} <= codes, codes
+    assert calls["judged"] > 2 * with_keys  # the keys answer most values

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
@@ -78,7 +79,12 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         same_mesh(mm.mesh, g) or (mm.derived and refines_global(mm.mesh, g, ctx.memos))
         for mm in module_meshes(module, ctx.memos)
     )
-    return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge)
+    return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge, DECIDES)
+
+
+#: what decides whether a value has a finding (`checks.values.Decides`): the notation, the mesh it names and its shardings (`own_spec` and `value_hlo` read
+#: nothing else)
+DECIDES = attrgetter("notation", "mesh_name", "sharding", "hlo")
 
 
 def _judge(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
@@ -93,7 +94,7 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
             ref, ref_what = s0.tile.num_devices, f"{v0.name}'s sharding (line {v0.line}) has"  # type: ignore[union-attr]
     if ref is not None:
         facts = (ref, ref_what, module.partitioned)
-        out.extend(value_findings(module, ctx, RULE, facts, _judge))
+        out.extend(value_findings(module, ctx, RULE, facts, _judge, DECIDES))
     if ctx.target:
         target = ctx.memos.table("targets", 64).call(get_target, ctx.target)
         if target.kind == "system":
@@ -109,6 +110,10 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
                         )
                     )
     return out
+
+
+#: what decides whether a value has a finding (`checks.values.Decides`): a GSPMD sharding's leaves
+DECIDES = attrgetter("notation", "sharding")
 
 
 def _judge(v: Value, facts: tuple[int, str, bool], memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -10,6 +10,7 @@ Three entry points share one message builder:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.rule import Rule
@@ -149,7 +150,11 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
     if module.partitioned:
         return []  # shapes are per-device there
-    return value_findings(module, ctx, RULE, ctx.split, _judge)
+    return value_findings(module, ctx, RULE, ctx.split, _judge, DECIDES)
+
+
+#: what decides whether a value has a finding (`checks.values.Decides`): the tiled form and the global shape
+DECIDES = attrgetter("hlo", "shape")
 
 
 def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.rule import Rule
@@ -43,7 +44,11 @@ RULE = Rule(
 
 def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
-    return value_findings(module, ctx, RULE, None, _judge)
+    return value_findings(module, ctx, RULE, None, _judge, DECIDES)
+
+
+#: what decides whether a value has a finding (`checks.values.Decides`): the sharding (the rank it describes) and the shape
+DECIDES = attrgetter("sharding", "shape", "local_shape")
 
 
 def _judge(v: Value, facts: None, memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import declared_meshes, sdy_mesh_text, where
@@ -69,8 +70,12 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
         tuple((name, tuple(msgs)) for name, msgs in mesh_msgs.items()),
         _device_count(module, ctx),
     )
-    out.extend(value_findings(module, ctx, RULE, facts, _judge))
+    out.extend(value_findings(module, ctx, RULE, facts, _judge, DECIDES))
     return out
+
+
+#: what decides whether a value has a finding (`checks.values.Decides`): the sharding, and the mesh named when it did not resolve
+DECIDES = attrgetter("sharding", "mesh_name")
 
 
 def _judge(v: Value, facts: tuple, memos: RunMemos) -> list[tuple[str, str | None]]:

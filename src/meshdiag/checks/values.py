@@ -6,6 +6,13 @@ value and on a few facts about its module (the meshes it declares, its device co
 global mesh, ...), which the rule states as a hashable key. Values found clean under those
 facts are remembered, so a module whose lines were all seen before under the same facts
 costs a set difference, not a Python loop over its values.
+
+A line not seen before is judged value by value, but a rule also states what decides
+whether a value has a finding (`Decides`: its sharding and shape, say, never its name or
+place), and a value like one found clean under the same facts is not judged again: MLIR
+prints every op line with its own SSA names, so its lines are new in every module, while
+their shardings and shapes repeat (on the cold bench 222k of 242k judgements were of such
+values). A value not known clean is judged itself: the messages name it.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ if TYPE_CHECKING:
 
 #: a rule's verdict on one value: (message, fix) per problem, empty when clean
 Judge = Callable[[Value, Hashable, "RunMemos"], list[tuple[str, str | None]]]
+#: what decides whether a value has a finding under given facts: values with equal keys are
+#: both clean or both not (an `operator.attrgetter` of the fields the judge reads, but the
+#: name, which only its messages show)
+Decides = Callable[[Value], Hashable]
 
 #: column entries all rules keep judged before starting over (each holds its values: about
 #: 1 KB; a real program's every-pass dump has a few thousand distinct ones)
@@ -46,22 +57,30 @@ class _Book:
 
 class _Verdicts:
     """Under one (rule, facts, partitioned): the column entries judged, and of those the
-    ones with findings and their verdicts. Both clear together: an entry judged but missing
-    from `found` would read as clean."""
+    ones with findings and their verdicts; and the keys (`Decides`) of the values found
+    clean. All clear together: an entry judged but missing from `found` would read as
+    clean."""
 
-    __slots__ = ("judged", "found")
+    __slots__ = ("judged", "found", "clean")
 
     def __init__(self) -> None:
         self.judged = IdentityTable(_UNBOUNDED)
         self.found = IdentityTable(_UNBOUNDED)
+        self.clean: set = set()
 
 
 def value_findings(
-    module: ModuleReport, ctx: CheckContext, rule: Rule, facts: Hashable, judge: Judge
+    module: ModuleReport,
+    ctx: CheckContext,
+    rule: Rule,
+    facts: Hashable,
+    judge: Judge,
+    decides: Decides,
 ) -> list[Finding]:
     """`judge(v, facts, memos)` for every value of `module`, as findings of `rule` at each
     value's line and column. `judge` must depend on nothing but the value and `facts` (the
-    memos only remember its answers)."""
+    memos only remember its answers), and whether it finds anything on nothing but
+    `decides(v)` and `facts`."""
     items = module.items
     if not items:
         return []
@@ -82,7 +101,8 @@ def value_findings(
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
     if not ids <= judged.ids():  # lines not seen before under these facts
         seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
-        before = len(seen)
+        clean = verdicts.clean
+        before = len(seen) + len(clean)
         for item in items:
             hit = seen.get(id(item))
             if hit is not None and hit[0] is item:
@@ -91,14 +111,23 @@ def value_findings(
                 values = [item]
             else:
                 values = [per_device(p, memos) if part else p for p in item.protos]  # type: ignore[attr-defined]
-            bad = [(v, res) for v in values if (res := judge(v, facts, memos))]
+            bad = []
+            for v in values:
+                k = decides(v)
+                if k in clean:
+                    continue
+                res = judge(v, facts, memos)
+                if res:
+                    bad.append((v, res))
+                else:
+                    clean.add(k)
             if item.__class__ is not Value:  # one-off Values are never seen again
                 judged.put(item, True)
             if bad:
                 found.put(item, bad)
                 if item.__class__ is Value:
                     one_off.append(item)
-        book.judged += len(seen) - before
+        book.judged += len(seen) + len(clean) - before
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
         return out
