@@ -46,6 +46,9 @@ def test_batches_hold_their_share_of_what_was_sized(tmp_path, monkeypatch):
     assert max(held) <= 200_000 // (2 * batches.PER_WORKER)
     assert held[-2] > 200_000 // (2 * batches.PER_WORKER) * 9 // 10
     assert held[:-1] == sorted(held[:-1])  # growing with what was sized
+    # many cores: the smallest parallel run still gives every worker a batch
+    got, parallel = by_bytes(fs[:100], 20)
+    assert parallel and len(got) >= 20 and [f for b in got for f in b] == fs[:100]
 
 
 def test_the_walk_goes_on_while_batches_are_handed_out(tmp_path, monkeypatch):

@@ -28,8 +28,10 @@ PARALLEL_BYTES = 8 << 20
 MAX_FILES = 1024
 #: batches per worker: enough to keep every worker busy to the end
 PER_WORKER = 16
-#: bytes a batch holds at least (but for the last): a run's first batches split no more
-#: programs between the workers than later ones (each worker learns what it reads)
+#: bytes a batch holds at least (but for the last), or 1/jobs of `PARALLEL_BYTES` when that
+#: is less (many cores: every worker gets a batch of the smallest parallel run): a run's
+#: first batches split no more programs between the workers than later ones (each worker
+#: learns what it reads)
 MIN_BYTES = 2 << 20
 
 
@@ -47,7 +49,7 @@ def stream(files: Iterable[str], jobs: int) -> tuple[Iterator[list[str]], bool]:
     asked for. With one job nothing is sized: batches of `MAX_FILES` files. Else the files
     are sized until `PARALLEL_BYTES` is reached (workers pay) or they end (they do not);
     then each batch holds about 1/(jobs * `PER_WORKER`) of the bytes sized so far (at
-    least `MIN_BYTES`, at most `MAX_FILES` files): the workers start at once, and the last
+    least `MIN_BYTES` or 1/jobs of `PARALLEL_BYTES`, at most `MAX_FILES` files): the workers start at once, and the last
     batches hold that share of all the bytes."""
     it = iter(files)
     if jobs <= 1:
@@ -78,12 +80,13 @@ def _runs(files: Iterator[str]) -> Iterator[list[str]]:
 
 def _by_share(sized: Iterable[tuple[str, int]], jobs: int) -> Iterator[list[str]]:
     share = jobs * PER_WORKER
+    least = max(1, min(MIN_BYTES, PARALLEL_BYTES // jobs))
     seen = 0  # bytes sized so far
     batch: list[str] = []
     held = 0
     for f, n in sized:
         seen += n
-        if batch and (held + n > max(MIN_BYTES, seen // share) or len(batch) >= MAX_FILES):
+        if batch and (held + n > max(least, seen // share) or len(batch) >= MAX_FILES):
             yield batch
             batch, held = [], 0
         batch.append(f)
