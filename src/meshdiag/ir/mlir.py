@@ -299,7 +299,7 @@ def _op(b: Builder, line: str, lineno: int) -> None:
         start = cm.end() - 1
         end = match_end(line, start)
         types = op_result_types(line, body)
-        shape, dtype = _shape(types[0] if types else "")
+        shape, dtype = b.cache.tensor_type(types[0] if types else "")
         if end < 0:
             b.problem(f"{cm.group(0)[:-2]}: the sharding is not closed", lineno, start + 1)
             b.value(names[0], lineno, start + 1, line[start:], "sdy", annot.Parsed(None), kind=kind)
@@ -444,7 +444,7 @@ def _emit(b, names, parsed, types, lineno, col, text, notation, kind, opname) ->
             name = names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
         else:
             name = f"{names[0]}#{k}"
-        shape, dtype = _shape(types[k]) if types and k < len(types) else (None, None)
+        shape, dtype = b.cache.tensor_type(types[k]) if types and k < len(types) else (None, None)
         b.value(
             name, lineno, col, text, notation, p, kind=kind, op=opname, shape=shape, dtype=dtype
         )

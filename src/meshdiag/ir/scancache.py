@@ -7,7 +7,7 @@ module-level, keyed by value (bytes / str / mesh keys), bounded.
   The native walker (`lines.scan_known`) appends a known line's values to the module's
   columns by itself: an every-pass dump prints most annotated lines in pass after pass.
 - Each distinct sharding text parsed once (`hlo`, `named`, `per_value`), and each distinct
-  HLO shape text read once (`hlo_shapes`).
+  HLO shape or MLIR type text read once (`hlo_shapes`, `tensor_type`).
 - Each distinct `HloModule` header read once (`module_header`): every pass of a module
   prints the same one (with the whole entry layout); in a table of their own, so headers
   never seen again cannot evict the sharding parses.
@@ -51,6 +51,7 @@ class ScanCache:
         "_parses",
         "_shapes",
         "_headers",
+        "_types",
     )
 
     def __init__(self) -> None:
@@ -61,6 +62,7 @@ class ScanCache:
         self._parses = Table(MAX_PARSES)
         self._shapes: dict[str, list] = {}
         self._headers = Table(MAX_HEADERS)
+        self._types: dict[str, tuple] = {}
 
     # -- lines -----------------------------------------------------------------------------
     def known(self, token: int, dialect: str | None) -> dict[bytes, LineValues | None]:
@@ -125,6 +127,19 @@ class ScanCache:
         """`fn(*args)` once per distinct arguments: the handlers' parsers of a mesh
         declaration or a per-value sharding list."""
         return self._parses.call(fn, *args)
+
+    def tensor_type(self, text: str) -> tuple[tuple[int, ...] | None, str | None]:
+        """(shape, dtype) of the first `tensor<...>` of an MLIR type text ((None, None) when
+        there is none), once per distinct text: every op line spells its result type again."""
+        hit = self._types.get(text)
+        if hit is None:
+            from meshdiag.ir.text import tensor_shape
+
+            if len(self._types) >= MAX_PARSES:
+                self._types.clear()
+            r = tensor_shape(text) if text else None
+            hit = self._types[text] = (None, None) if r is None else r
+        return hit
 
     def hlo_shapes(self, text: str) -> list:
         """`text.hlo_shapes(text)`, once per distinct shape text."""
