@@ -16,13 +16,17 @@ import stat
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
+from meshdiag.checks.context import CheckContext
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
+from meshdiag.ir.model import FileReport
+from meshdiag.ir.scan import partitioned_by_name, read_small_file
 from meshdiag.lint.config import CONFIG_NAMES, LintSettings
 from meshdiag.lint.meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
 from meshdiag.lint.select import ignored_for
 from meshdiag.lint.suppress import apply_comments
 from meshdiag.model.findings import Finding
+from meshdiag.pipeline.inspect import logical_global_mesh, run_checks, scan_checked
 
 #: what the scanner reads to tell a binary file (`ir.scan.SNIFF`)
 SNIFF = 8192
@@ -273,8 +277,6 @@ def _lint_file(
 ) -> list[Finding]:
     """`lint_file` of the file at `path`, reported as `shown`; per-file ignores match
     `rules_path` (default: `path`)."""
-    from meshdiag.ir.model import FileReport
-    from meshdiag.pipeline.inspect import run_checks
 
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
@@ -298,9 +300,6 @@ def _lint_file(
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
             findings = run_checks(report, *where, checks=_checks(mesh_codes), memos=settings.memos)
     else:
-        from meshdiag.ir.scan import partitioned_by_name, read_small_file
-        from meshdiag.pipeline.inspect import logical_global_mesh, scan_checked
-
         data = read_small_file(path)  # a small file is read once, for both scans
         if data is not None:
             # every-pass dumps repeat a file read a little before (see `scan_checked`): the
@@ -344,14 +343,13 @@ def _collective_findings(
     of the sharding scan's MD001s (a problem both scans find is reported once)."""
     if not checks:
         return []
-    from meshdiag.comms.scan import may_hold_collectives
+    # imported here, not at the top: a lint of files that name no collective never loads the
+    # measuring and the checks; one module per statement (a statement costs about 0.7 µs a
+    # call, and this runs for every file)
+    from meshdiag.comms import scan as comms_scan
 
-    if data is not None and not may_hold_collectives(data):
+    if data is not None and not comms_scan.may_hold_collectives(data):
         return []  # nothing to measure, and nothing the collective scan alone could find
-    from meshdiag.checks.context import CheckContext
-    from meshdiag.comms.scan import ScanMemo
-    from meshdiag.comms.scan import scan_bytes as scan_collective_bytes
-    from meshdiag.comms.scan import scan_path as scan_collectives
     from meshdiag.pipeline.comms_checks import run_collective_checks
 
     ctx = CheckContext(
@@ -363,9 +361,11 @@ def _collective_findings(
         remat_min_bytes=settings.remat_min_bytes,
         memos=settings.memos,
     )
-    memo = settings.memos.slot("comms.scan", ScanMemo)  # the run's (this process's)
+    memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
     scanned = (
-        scan_collectives(path, memo) if data is None else scan_collective_bytes(path, data, memo)
+        comms_scan.scan_path(path, memo)
+        if data is None
+        else comms_scan.scan_bytes(path, data, memo)
     )
     _, found = run_collective_checks(scanned, ctx, checks, unreadable)
     return found
