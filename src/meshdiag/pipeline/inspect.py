@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import run_check
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.batches import MAX_FILES, PER_WORKER
@@ -67,8 +68,6 @@ class ModuleChecker:
         checks: dict | None = None,
         memos: RunMemos | None = None,
     ) -> None:
-        from meshdiag.checks.context import CheckContext
-
         if checks is None:
             from meshdiag.checks.registry import module_checks
 
