@@ -103,3 +103,24 @@ def test_one_job_or_stdin_or_missing_files(tmp_path):
     assert by_bytes(["-"], 4) == ([["-"]], False)
     missing = str(tmp_path / "nope")
     assert by_bytes([missing, fs[0]], 2)[1] is True  # a missing file counts 0 bytes
+
+
+def test_map_files_takes_a_walk_going_on_without_a_task_size():
+    """Told to run in workers, `map_files` reads an iterator as it goes (no length to size
+    its tasks by: one file per task), in order."""
+    import os.path
+
+    from meshdiag.pipeline.inspect import map_files
+
+    walk = (f"/d{k}/f{k}.txt" for k in range(5))
+    assert list(map_files(os.path.basename, walk, 2, parallel=True)) == [
+        f"f{k}.txt" for k in range(5)
+    ]
+
+
+def test_task_files_keeps_every_worker_busy_in_long_runs():
+    from meshdiag.ir.batches import PER_WORKER, task_files
+
+    assert task_files(10, 2) == 1
+    assert task_files(2 * PER_WORKER * 100, 2) == 100
+    assert task_files(10**7, 2) == MAX_FILES

@@ -20,9 +20,9 @@ from itertools import chain
 #: below this many bytes in all, one process reads everything sooner than a pool starts
 #: (importing meshdiag and the checks in each worker costs about 0.2 s)
 PARALLEL_BYTES = 8 << 20
-#: files per batch at most (each batch is one task and one spooled output; `map_files` puts
-#: no more in one task of `lint` either). Long runs of
-#: consecutive files keep a program's pass files with one worker, whose memos then answer
+#: files per batch at most (each batch is one task and one spooled output; `task_files`
+#: puts no more in one task of a file-by-file pool either). Long runs of consecutive files
+#: keep a program's pass files with one worker, whose memos then answer
 #: their repeated lines: 64 split every program of the cold bench across both workers
 #: (both cores: 4.0-5.0 s, 6.4-7.8 s CPU; with 1024: 3.4-4.1 s, 5.3-6.5 s CPU)
 MAX_FILES = 1024
@@ -33,6 +33,13 @@ PER_WORKER = 16
 #: first batches split no more programs between the workers than later ones (each worker
 #: learns what it reads)
 MIN_BYTES = 2 << 20
+
+
+def task_files(n_files: int, jobs: int) -> int:
+    """Files per task when `jobs` workers take `n_files` one by one (`lint`): about
+    `PER_WORKER` tasks per worker keep the cores evenly loaded to the end, and runs of up to
+    `MAX_FILES` consecutive files keep what a worker remembers useful."""
+    return max(1, min(MAX_FILES, n_files // (jobs * PER_WORKER)))
 
 
 def size(path: str) -> int:
@@ -49,8 +56,8 @@ def stream(files: Iterable[str], jobs: int) -> tuple[Iterator[list[str]], bool]:
     asked for. With one job nothing is sized: batches of `MAX_FILES` files. Else the files
     are sized until `PARALLEL_BYTES` is reached (workers pay) or they end (they do not);
     then each batch holds about 1/(jobs * `PER_WORKER`) of the bytes sized so far (at
-    least `MIN_BYTES` or 1/jobs of `PARALLEL_BYTES`, at most `MAX_FILES` files): the workers start at once, and the last
-    batches hold that share of all the bytes."""
+    least `MIN_BYTES` or 1/jobs of `PARALLEL_BYTES`, at most `MAX_FILES` files): the
+    workers start at once, and the last batches hold that share of all the bytes."""
     it = iter(files)
     if jobs <= 1:
         return _runs(it), False

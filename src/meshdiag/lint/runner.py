@@ -424,7 +424,7 @@ def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = 
 def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
 
-    from meshdiag.ir.batches import MAX_FILES, PER_WORKER
+    from meshdiag.ir.batches import task_files
     from meshdiag.pipeline.inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
@@ -433,7 +433,7 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     # by fork.
     fn = lint_file
     mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
-    chunk = max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))
+    chunk = task_files(len(files), jobs)
     order: list[str] = []  # the files as handed out (`_handed_out`)
     findings: list[Finding] = []
     results = map_files(
@@ -467,7 +467,9 @@ def _handed_out(files: Sequence[str], chunk: int, order: list[str]) -> Iterator[
     for f in files[:chunk]:
         order.append(f)
         yield f
-    sized = [(f, _size(f)) for f in files[chunk:]]
+    from meshdiag.ir.batches import size
+
+    sized = [(f, size(f)) for f in files[chunk:]]
     big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
     for f in [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]:
         order.append(f)
@@ -487,10 +489,3 @@ def _picklable(fn) -> bool:
     except (pickle.PicklingError, AttributeError, TypeError):
         return False
     return True
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import run_check
 from meshdiag.errors import LimitError, MeshdiagError
-from meshdiag.ir.batches import MAX_FILES, PER_WORKER
+from meshdiag.ir.batches import task_files
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
 
@@ -319,7 +319,7 @@ def map_files(
     files per task (default: enough tasks to keep every worker busy to the end).
 
     `parallel` given: the caller has decided (`files` may then be an iterator, read while
-    the workers start on its first items; `chunksize` must be given with True).
+    the workers start on its first items; without `chunksize`, one file per task).
 
     `fn`, `initializer` and `initargs` must be picklable (module-level functions) unless
     `context` forks. Serial runs call `initializer` in this process first, so `fn` sees the
@@ -350,10 +350,7 @@ def map_files(
     forked = mp.get_start_method() == "fork"
     if forked:
         _preload()  # imported once here, inherited by every worker
-    # about PER_WORKER tasks per worker keep the cores evenly loaded to the end; runs of
-    # up to MAX_FILES consecutive files keep what a worker remembers useful (as inspect's
-    # batches: see `ir.batches`)
-    chunk = chunksize or max(1, min(MAX_FILES, len(files) // (jobs * PER_WORKER)))  # type: ignore[arg-type]
+    chunk = chunksize or (task_files(len(files), jobs) if isinstance(files, Sized) else 1)
     # Ctrl-C or SIGTERM while the pool starts its thread and workers would leave it half
     # built (a thread that cannot be joined, a worker it does not know): held until then
     unheld = _hold_signals()
