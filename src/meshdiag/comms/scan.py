@@ -90,13 +90,12 @@ def _keyed(line: str, attr: tuple[str, re.Pattern], start: int) -> re.Match | No
     """The value of the first `key` at a word boundary at or after `start` whose value
     matches (what the regex `\bkey(value)` searched from `start` finds), else None."""
     key, value = attr
-    p = line.find(key, start)
-    while p >= 0:
-        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] == "_"):
-            m = value.match(line, p + len(key))
-            if m is not None:
-                return m
-        p = line.find(key, p + 1)
+    at = _attr(line, key, start)
+    while at >= 0:
+        m = value.match(line, at)
+        if m is not None:
+            return m
+        at = _attr(line, key, at - len(key) + 1)
     return None
 
 
@@ -120,13 +119,15 @@ class ScanMemo:
     bytes, HLO source tables by their text, module headers, meshes, and each distinct
     Shardy sharding and axis check. Bounded."""
 
-    __slots__ = ("files", "hlo", "calls", "tables")
+    __slots__ = ("files", "hlo", "calls", "tables", "headers")
 
     def __init__(self) -> None:
         self.files = Recent()  # small files read a little before, by their bytes
         self.hlo: dict[bytes, tuple] = {}
         self.calls = Table(MAX_MEMO)  # Shardy parses and axis checks: `calls.call(fn, ...)`
         self.tables = Table(MAX_TABLES_MEMO)  # HLO source tables by their text
+        # module headers: a table of their own, so one-off headers cannot evict parses
+        self.headers = Table(MAX_HEADERS)
 
 
 def scan_collectives(
@@ -192,8 +193,9 @@ def _scan_whole(path: str, data: bytes, memo: ScanMemo) -> CollectiveFile:
     return s.out
 
 
-#: HLO source tables a run keeps
+#: HLO source tables a run keeps, and module headers
 MAX_TABLES_MEMO = 64
+MAX_HEADERS = 1024
 
 
 class _Prefixed:
@@ -479,7 +481,7 @@ class _Scan:
             return
         if raw.startswith(b"HloModule "):
             # every pass of a module prints the same header (with the whole entry layout)
-            name, num_partitions, meshes = self.memo.calls.call(_header, _decode(raw))
+            name, num_partitions, meshes = self.memo.headers.call(_header, _decode(raw))
             m = self.start(name, lineno, "hlo")
             m.num_partitions = num_partitions
             for mesh_name, text, col in meshes:
@@ -911,7 +913,7 @@ def _attr(line: str, key: str, start: int) -> int:
     """Where the value of `key` (`replica_groups=`) starts, at a word boundary; -1 if none."""
     p = line.find(key, start)
     while p >= 0:
-        if not (line[p - 1].isalnum() or line[p - 1] == "_"):
+        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] == "_"):
             return p + len(key)
         p = line.find(key, p + 1)
     return -1
