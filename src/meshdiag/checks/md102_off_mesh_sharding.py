@@ -82,8 +82,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the notation, the mesh it names and its shardings (`own_spec` and `value_hlo` read
-#: nothing else)
+#: what decides whether a value has a finding (`checks.values.Decides`): the notation, the
+#: mesh it names and its shardings (`own_spec` and `value_hlo` read nothing else)
 DECIDES = attrgetter("notation", "mesh_name", "sharding", "hlo")
 
 

@@ -112,7 +112,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): a GSPMD sharding's leaves
+#: what decides whether a value has a finding (`checks.values.Decides`): a GSPMD sharding's
+#: leaves
 DECIDES = attrgetter("notation", "sharding")
 
 

@@ -153,7 +153,8 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, ctx.split, _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the tiled form and the global shape
+#: what decides whether a value has a finding (`checks.values.Decides`): the tiled form and
+#: the global shape
 DECIDES = attrgetter("hlo", "shape")
 
 

@@ -47,7 +47,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, None, _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the sharding (the rank it describes) and the shape
+#: what decides whether a value has a finding (`checks.values.Decides`): the sharding (the
+#: rank it describes) and the shape
 DECIDES = attrgetter("sharding", "shape", "local_shape")
 
 

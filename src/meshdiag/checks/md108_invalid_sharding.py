@@ -74,7 +74,8 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the sharding, and the mesh named when it did not resolve
+#: what decides whether a value has a finding (`checks.values.Decides`): the sharding, and
+#: the mesh named when it did not resolve
 DECIDES = attrgetter("sharding", "mesh_name")
 
 

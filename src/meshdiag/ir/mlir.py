@@ -17,7 +17,6 @@ from meshdiag.ir.text import (
     op_result_types,
     split_top,
     string_end,
-    tensor_shape,
     unescape,
 )
 
@@ -323,11 +322,6 @@ def _op(b: Builder, line: str, lineno: int) -> None:
     _annotations(b, line, lineno, body, len(line), names, kind, opname, body=body)
 
 
-def _shape(t: str) -> tuple[tuple[int, ...] | None, str | None]:
-    r = tensor_shape(t) if t else None
-    return (None, None) if r is None else r
-
-
 def _annotations(
     b: Builder,
     line: str,
@@ -477,7 +471,7 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
     if rp >= 0:
         rpe = match_end(line, rp)
         if rpe > 0:
-            local = [_shape(line[a:e]) for a, e in split_top(line, rp + 1, rpe - 1)]
+            local = [b.cache.tensor_type(line[a:e]) for a, e in split_top(line, rp + 1, rpe - 1)]
     kinds = ("manual_in", "manual_out") if manual else ("named_in", "named_out")
     for key, kind in zip(("in_shardings=[", "out_shardings=["), kinds, strict=True):
         i = line.find(key)
@@ -529,7 +523,7 @@ def _close_manual(b: Builder, line: str, lineno: int) -> None:
     for vals, types in ((region.ins, in_types), (region.outs, out_types)):
         for k, v in enumerate(vals):
             if k < len(types):
-                shape, dtype = _shape(types[k])
+                shape, dtype = b.cache.tensor_type(types[k])
                 if outer:
                     if v.local_shape is None:
                         v.local_shape = shape

@@ -100,10 +100,7 @@ class ScanCache:
     # -- parses ----------------------------------------------------------------------------
     def module_header(self, read, raw: bytes) -> tuple:
         """`read(raw)`: an `HloModule` header line read once per distinct line."""
-        hit = self._headers.get(raw)
-        if hit is None:
-            hit = self._headers.put(raw, read(raw))
-        return hit
+        return self._headers.call(read, raw)
 
     def hlo(self, text: str) -> list[Parsed]:
         """The per-value records of a GSPMD sharding text (tuple elements flattened)."""
@@ -133,12 +130,11 @@ class ScanCache:
         there is none), once per distinct text: every op line spells its result type again."""
         hit = self._types.get(text)
         if hit is None:
-            from meshdiag.ir.text import tensor_shape
+            from meshdiag.ir.text import tensor_type
 
             if len(self._types) >= MAX_PARSES:
                 self._types.clear()
-            r = tensor_shape(text) if text else None
-            hit = self._types[text] = (None, None) if r is None else r
+            hit = self._types[text] = tensor_type(text)
         return hit
 
     def hlo_shapes(self, text: str) -> list:

@@ -147,6 +147,12 @@ def tensor_shape(t: str) -> tuple[tuple[int, ...] | None, str | None] | None:
     return tuple(int(d) for d in dims), m.group(2)
 
 
+def tensor_type(t: str) -> tuple[tuple[int, ...] | None, str | None]:
+    """`tensor_shape(t)`, (None, None) when `t` holds no tensor type."""
+    r = tensor_shape(t) if t else None
+    return (None, None) if r is None else r
+
+
 _HLO_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 
 
