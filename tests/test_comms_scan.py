@@ -476,14 +476,20 @@ _PIECES = st.sampled_from(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, max_size=14).map("".join), st.integers(0, 20))
 def test_keyed_attributes_find_what_the_word_boundary_regexes_find(line, start):
-    """`_keyed` finds an attribute through its literal key; the regex it replaces (a word
-    boundary, the key, the value) finds the same value from the same start, on any text."""
+    """`text.keyed` finds an attribute through its literal key; the regex it replaces (a
+    word boundary, the key, the value) finds the same value from the same start, on any
+    text. The HloModule header's num_partitions is read the same way."""
     import re
 
     from meshdiag.comms import scan
+    from meshdiag.ir.hlo import _num_partitions
+    from meshdiag.ir.text import keyed
 
     for name, reference in _REFERENCE_ATTRS.items():
         want = re.compile(reference).search(line, start)
-        got = scan._keyed(line, getattr(scan, name), start)
+        got = keyed(line, *getattr(scan, name), start)
         assert (got.group(1) if got else None) == (want.group(1) if want else None), name
         assert (got.end() if got else None) == (want.end() if want else None), name
+    header = "num_partitions=" + line
+    want_np = re.search(r"\bnum_partitions=(\d+)", header)
+    assert _num_partitions(header) == (int(want_np.group(1)) if want_np else None)

@@ -29,7 +29,16 @@ from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.ir.fast import native
 from meshdiag.ir.hlo import INSTR, OPCODE, _header
 from meshdiag.ir.mlir import MODULE
-from meshdiag.ir.text import brace_end, hlo_shapes, match_end, split_top, strip_loc, tensor_shape
+from meshdiag.ir.text import (
+    brace_end,
+    hlo_shapes,
+    key_end,
+    keyed,
+    match_end,
+    split_top,
+    strip_loc,
+    tensor_shape,
+)
 from meshdiag.memo import Recent, Table
 
 if TYPE_CHECKING:
@@ -76,27 +85,13 @@ _SDY_MESH = re.compile(r'^\s*sdy\.mesh\s+@([\w.$\-]+|"[^"]*")\s*=\s*')
 _SECTION = re.compile(r"^// -----// (IR Dump .*?) //----- //")
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(")
 #: `key=value` attributes of a collective's line: (the key, its value's pattern), found by
-#: `_keyed` through the literal key (a regex starting at a word boundary has no literal
-#: prefix to search for: the engine tries it at every position of a long line)
+#: `text.keyed` through the literal key
 _CHANNEL = ("channel_id=", re.compile(r"(\d+)"))
 _DIMS = ("dimensions={", re.compile(r"([\d,\s]*)\}"))
 _OP_NAME = ('op_name="', re.compile(r'((?:[^"\\]|\\.)*)"'))
 _SOURCE_FILE = ('source_file="', re.compile(r'((?:[^"\\]|\\.)*)"'))
 _SOURCE_LINE = ("source_line=", re.compile(r"(\d+)"))
 _STACK_FRAME = ("stack_frame_id=", re.compile(r"(\d+)"))
-
-
-def _keyed(line: str, attr: tuple[str, re.Pattern], start: int) -> re.Match | None:
-    """The value of the first `key` at a word boundary at or after `start` whose value
-    matches (what the regex `\bkey(value)` searched from `start` finds), else None."""
-    key, value = attr
-    at = _attr(line, key, start)
-    while at >= 0:
-        m = value.match(line, at)
-        if m is not None:
-            return m
-        at = _attr(line, key, at - len(key) + 1)
-    return None
 
 
 _A2A_PARAM = re.compile(r"\s*:\s*(\d+)\s*->\s*(\d+)\s*")
@@ -865,7 +860,7 @@ def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int |
         arrays = [a for a in leaves if a[0] != ()]
         leaves = arrays[len(arrays) // 2 :] if op != "all-reduce-start" else arrays
     groups = pairs = None
-    at = _attr(line, "replica_groups=", om.end())
+    at = key_end(line, "replica_groups=", om.end())
     if at >= 0:
         end = replica_groups_end(line, at)
         if end < 0:
@@ -874,7 +869,7 @@ def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int |
             groups = calls.call(parse_replica_groups, line[at:end])
         except ParseError as e:
             raise _located(e, line, at) from None
-    at = _attr(line, "source_target_pairs=", om.end())
+    at = key_end(line, "source_target_pairs=", om.end())
     if at >= 0:
         end = brace_end(line, at)
         if end < 0:
@@ -883,14 +878,14 @@ def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int |
             pairs = calls.call(parse_pairs, line[at:end])
         except ParseError as e:
             raise _located(e, line, at) from None
-    dm = _keyed(line, _DIMS, om.end())
+    dm = keyed(line, *_DIMS, om.end())
     dims = tuple(int(x) for x in dm.group(1).replace(" ", "").split(",") if x) if dm else ()
-    ch = _keyed(line, _CHANNEL, om.end())
-    opn = _keyed(line, _OP_NAME, om.end())
-    sf = _keyed(line, _SOURCE_FILE, om.end())
-    sl = _keyed(line, _SOURCE_LINE, om.end())
+    ch = keyed(line, *_CHANNEL, om.end())
+    opn = keyed(line, *_OP_NAME, om.end())
+    sf = keyed(line, *_SOURCE_FILE, om.end())
+    sl = keyed(line, *_SOURCE_LINE, om.end())
     source = f"{sf.group(1)}:{sl.group(1)}" if sf and sl else (sf.group(1) if sf else None)
-    fm = _keyed(line, _STACK_FRAME, om.end()) if source is None else None
+    fm = keyed(line, *_STACK_FRAME, om.end()) if source is None else None
     c = Collective(
         kind=HLO_KINDS[op],  # type: ignore[arg-type]
         op=op,
@@ -907,16 +902,6 @@ def _hlo_op(line, name, shape_text, om, calls: Table) -> tuple[Collective, int |
         source=source,
     )
     return c, int(fm.group(1)) if fm else None
-
-
-def _attr(line: str, key: str, start: int) -> int:
-    """Where the value of `key` (`replica_groups=`) starts, at a word boundary; -1 if none."""
-    p = line.find(key, start)
-    while p >= 0:
-        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] == "_"):
-            return p + len(key)
-        p = line.find(key, p + 1)
-    return -1
 
 
 def _sdy_op(

@@ -8,7 +8,7 @@ import re
 from meshdiag.ir import annot, linememo
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.mlir import declare_mesh, diagnostic
-from meshdiag.ir.text import brace_end, match_end, split_top, string_end, unescape
+from meshdiag.ir.text import brace_end, keyed, match_end, split_top, string_end, unescape
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")
@@ -37,16 +37,10 @@ def handle(b: Builder, line: str, lineno: int) -> None:
 
 
 def _num_partitions(header: str) -> int | None:
-    """`num_partitions=N` of an HloModule header (found with `str.find`: the header holds the
-    whole entry layout, and a regex without a literal start walks it char by char)."""
-    i = header.find("num_partitions=")
-    while i >= 0:
-        if i == 0 or not (header[i - 1].isalnum() or header[i - 1] == "_"):
-            m = DIGITS.match(header, i + len("num_partitions="))
-            if m:
-                return int(m.group())
-        i = header.find("num_partitions=", i + 1)
-    return None
+    """`num_partitions=N` of an HloModule header (the header holds the whole entry layout:
+    found through the literal key)."""
+    m = keyed(header, "num_partitions=", DIGITS, 0)
+    return int(m.group()) if m else None
 
 
 def header(b: Builder, raw: bytes, lineno: int) -> None:

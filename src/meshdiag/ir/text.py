@@ -147,6 +147,31 @@ def tensor_shape(t: str) -> tuple[tuple[int, ...] | None, str | None] | None:
     return tuple(int(d) for d in dims), m.group(2)
 
 
+def key_end(line: str, key: str, start: int) -> int:
+    """Where the value of the first `key` (`replica_groups=`) at a word boundary at or after
+    `start` begins; -1 if none. Found with `str.find`: a regex starting at a word boundary
+    has no literal prefix to search for, and the engine tries it at every position of a
+    long line."""
+    p = line.find(key, start)
+    while p >= 0:
+        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] == "_"):
+            return p + len(key)
+        p = line.find(key, p + 1)
+    return -1
+
+
+def keyed(line: str, key: str, value: re.Pattern, start: int) -> re.Match | None:
+    """The `value` match after the first `key` at a word boundary at or after `start` whose
+    value matches (what the regex `\bkey(value)` searched from `start` finds), else None."""
+    at = key_end(line, key, start)
+    while at >= 0:
+        m = value.match(line, at)
+        if m is not None:
+            return m
+        at = key_end(line, key, at - len(key) + 1)
+    return None
+
+
 def tensor_type(t: str) -> tuple[tuple[int, ...] | None, str | None]:
     """`tensor_shape(t)`, (None, None) when `t` holds no tensor type."""
     r = tensor_shape(t) if t else None
