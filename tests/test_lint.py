@@ -114,9 +114,17 @@ def test_fail_on_from_config(capsys, work, monkeypatch):
     assert run(capsys, "dump.mlir", "-j", "1", "--fail-on", "warning")[0] == 1
 
 
+def _pool_for_any_size(monkeypatch):
+    """Workers even for the few bytes of a test (they start at `PARALLEL_BYTES`)."""
+    from meshdiag.ir import batches
+
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 1)
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_internal_error_is_one_line(capsys, work, monkeypatch, jobs):
     shutil.copy(work / "dump.mlir", work / "other.mlir")
+    _pool_for_any_size(monkeypatch)
 
     def boom(path, settings):
         raise ZeroDivisionError("division by zero in a check")
@@ -130,6 +138,7 @@ def test_internal_error_is_one_line(capsys, work, monkeypatch, jobs):
 
 def test_worker_process_death_is_one_line(capsys, work, monkeypatch):
     shutil.copy(work / "dump.mlir", work / "other.mlir")
+    _pool_for_any_size(monkeypatch)
 
     def die(path, settings):
         import os
@@ -356,6 +365,7 @@ def test_bad_baseline_is_usage_error(capsys, work):
 
 def test_parallel_matches_serial(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
+    _pool_for_any_size(monkeypatch)
     args = ["fixtures", *MESH, "--output-format", "concise"]
     serial = run(capsys, *args, "--jobs", "1")
     parallel = run(capsys, *args, "--jobs", "2")
@@ -399,28 +409,50 @@ def test_stdin_dump(capsys, monkeypatch):
     assert sum(c == "MD102" for c, _ in after) == sum(f["code"] == "MD102" for f in found) - 1
 
 
-def test_files_are_handed_out_first_chunk_then_big_then_the_walk(tmp_path, monkeypatch):
-    """The workers start on the first chunk as walked while the rest is sized; then big
-    files go first (biggest first), then the others in walk order; each file once."""
-    from meshdiag.lint import runner
+def test_lint_starts_while_the_walk_goes_on_and_reports_every_file(tmp_path, monkeypatch):
+    """The workers get batches of the walk as it goes on (the parent is still walking when
+    the first batch is handed out); every file is linted once and listed in walk order."""
+    from meshdiag.checks.registry import all_rules
+    from meshdiag.ir import batches
+    from meshdiag.lint import lint_paths
+    from meshdiag.lint.config import CliOptions, resolve_settings
+    from meshdiag.pipeline import inspect as pipeline
 
-    monkeypatch.setattr(runner, "BIG_FILE", 100)
-    sizes = [5, 500, 5, 5, 200, 5, 900, 5, 300, 5]
-    files = []
-    for i, n in enumerate(sizes):
-        p = tmp_path / f"f{i}.txt"
-        p.write_bytes(b"x" * n)
-        files.append(str(p))
-    order: list[str] = []
-    got = list(runner._handed_out(files, 3, order))
-    assert got == order
-    name = [f.rsplit("/", 1)[-1] for f in got]
-    assert name == ["f0.txt", "f1.txt", "f2.txt", "f6.txt", "f8.txt", "f4.txt"] + [
-        "f3.txt",
-        "f5.txt",
-        "f7.txt",
-        "f9.txt",
-    ]
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 1000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 1000)
+    for d in range(3):
+        sub = tmp_path / f"d{d}"
+        sub.mkdir()
+        for i in range(4):
+            (sub / f"f{i}.txt").write_bytes(b"HloModule m\n" + b"// pad\n" * 100)
+    walked: list[str] = []
+    real_walk = runner.walk_files
+
+    def walk(paths, settings):
+        for f in real_walk(paths, settings):
+            walked.append(f)
+            yield f
+
+    handed: list[tuple[list[str], int]] = []  # each batch, and how many files were walked
+    real_map = pipeline.map_files
+
+    def map_files(fn, items, *args, **kwargs):
+        def tap():
+            for batch in items:
+                handed.append((batch, len(walked)))
+                yield batch
+
+        return real_map(fn, tap(), *args, **kwargs)
+
+    monkeypatch.setattr(runner, "walk_files", walk)
+    monkeypatch.setattr(pipeline, "map_files", map_files)
+    settings = resolve_settings(CliOptions(isolated=True), {r.code: r for r in all_rules()})
+    result = lint_paths([str(tmp_path)], settings, jobs=2)
+    names = [f"d{d}/f{i}.txt" for d in range(3) for i in range(4)]
+    assert [f.split(str(tmp_path) + "/")[-1] for f in result.files] == names
+    # the batches in order are the walk, and the first went out before the walk was over
+    assert [f for paths, _ in handed for f in paths] == walked
+    assert handed[0][1] < len(names)
 
 
 def test_display_path_is_relpath_below_the_working_directory():

@@ -404,6 +404,7 @@ class _Scan:
             pos = self._table_chunk(block, 0)
         finder = _Finder(block, self.reach)
         gen = self.reach_gen
+        known = self.memo.hlo
         while pos < n:
             at = finder.next(pos)
             if at < 0:
@@ -411,6 +412,17 @@ class _Scan:
             start = block.rfind(b"\n", 0, at) + 1
             end = block.find(b"\n", at)
             end = n if end < 0 else end
+            m = self.module
+            if m is not None and m.dialect == "hlo" and block[start : start + 1] in _INDENT:
+                # an instruction line known to do nothing here (no collective, and nothing
+                # gathered to follow): skipped before counting lines or looking back for
+                # its computation, which only a line that records something needs
+                hit = known.get(block[start:end])
+                if hit is not None and (
+                    hit[0] == "none" or (hit[0] == "follow" and not self.reach)
+                ):
+                    pos = end + 1
+                    continue
             lineno += block.count(b"\n", counted, start)
             self._catch_up(block, counted, start)
             counted = start
@@ -686,6 +698,7 @@ _HLO_OPCODE = re.compile(
     + rb")\("
 )
 _FOLLOW = ("follow",)
+_INDENT = (b" ", b"\t")
 #: names followed per computation at most
 MAX_REACH = 4096
 _ARG_SHARDING = "sdy.sharding = #sdy.sharding<"

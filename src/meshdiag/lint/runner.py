@@ -109,39 +109,44 @@ def _lintable(name: str) -> bool:
 
 
 def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
-    """Files to lint: named files as they are, directories walked in sorted order (like
-    `inspect`'s walk, pruning VCS and environment directories, leaving out FIFOs, sockets
-    and devices), anything matching an `exclude` glob dropped.
+    """Every file `walk_files` gives, as a list."""
+    return list(walk_files(paths, settings))
 
-    Finding nothing that could be read is an error (a gate that checked nothing must not
-    pass), which says which directory could not be read; a tree whose every file is
-    excluded by the user's globs is not (that was asked for)."""
-    out: list[str] = []
+
+def walk_files(paths: Sequence[str], settings: LintSettings) -> Iterator[str]:
+    """Files to lint, as the walk finds them: named files as they are, directories walked in
+    sorted order (like `inspect`'s walk, pruning VCS and environment directories, leaving
+    out FIFOs, sockets and devices), anything matching an `exclude` glob dropped. A path
+    that does not exist is an error before any file.
+
+    Finding nothing that could be read is an error once the walk is over (a gate that
+    checked nothing must not pass), which says which directory could not be read; a tree
+    whose every file is excluded by the user's globs is not (that was asked for)."""
     seen: set[str] = set()
     unreadable: list[tuple[str, str]] = []
-    n_excluded = 0
+    counts = {"files": 0, "excluded": 0}
 
     def excluded(p: str) -> bool:
         return any(g.matches(p) for g in settings.exclude)
 
-    def add(p: str, key: str | None = None) -> None:
-        nonlocal n_excluded
+    def new(p: str, key: str | None = None) -> bool:
+        """Whether `p` is a file to lint not found before (counted)."""
         key = key or os.path.realpath(p)
         if key in seen:
-            return
+            return False
         if excluded(p):
-            n_excluded += 1
-            return
+            counts["excluded"] += 1
+            return False
         seen.add(key)
-        out.append(p)
+        counts["files"] += 1
+        return True
 
-    def walk(top: str, real_top: str) -> None:
+    def walk(top: str, real_top: str) -> Iterator[str]:
         """`top`'s files in sorted order, then its subdirectories' (like os.walk, which
         does not descend into symlinked directories), from one scandir per directory: the
         entries say what is a directory, a regular file or a symlink without a syscall per
         file. A directory's real path is its parent's plus its name (symlinked directories
         are not entered). Iterative: a tree thousands of levels deep needs no recursion."""
-        nonlocal n_excluded
         stack = [(top, real_top)]
         while stack:
             root, real_root = stack.pop()
@@ -163,33 +168,40 @@ def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
                     if e.is_symlink() or e.name in SKIP_DIRS:
                         continue
                     if excluded(e.path):
-                        n_excluded += 1
+                        counts["excluded"] += 1
                     else:
                         subdirs.append((e.path, real_prefix + e.name))
                 elif is_file and _lintable(e.name):
                     # a plain file's real path is its directory's plus its name
-                    add(e.path, None if e.is_symlink() else real_prefix + e.name)
+                    if new(e.path, None if e.is_symlink() else real_prefix + e.name):
+                        yield e.path
             stack.extend(reversed(subdirs))
 
-    for p in paths:
+    kinds = [_kind(p) for p in paths]  # every path checked before the first file
+    for p, is_dir in zip(paths, kinds, strict=True):
         if p == "-":  # a dump on stdin
-            add(p, p)
-            continue
-        try:
-            is_dir = stat.S_ISDIR(os.stat(p).st_mode)
-        except OSError as e:
-            if e.errno == errno.ENOENT and not os.path.lexists(p):
-                raise MeshdiagError(f"{p}: no such file or directory") from None
-            if e.errno == errno.ENOENT:
-                raise MeshdiagError(f"{p}: broken symbolic link") from None
-            raise MeshdiagError(f"{p}: {describe_os_error(e)}") from None
-        if is_dir:
-            walk(p, os.path.realpath(p))
-        else:
-            add(p)  # named files are read whatever they are (a FIFO is read once)
-    if not out and not n_excluded:
+            if new(p, p):
+                yield p
+        elif is_dir:
+            yield from walk(p, os.path.realpath(p))
+        elif new(p):
+            yield p  # named files are read whatever they are (a FIFO is read once)
+    if not counts["files"] and not counts["excluded"]:
         raise MeshdiagError(_nothing_to_lint(paths, unreadable))
-    return out
+
+
+def _kind(p: str) -> bool:
+    """Whether a named path is a directory; MeshdiagError when it cannot be read at all."""
+    if p == "-":
+        return False
+    try:
+        return stat.S_ISDIR(os.stat(p).st_mode)
+    except OSError as e:
+        if e.errno == errno.ENOENT and not os.path.lexists(p):
+            raise MeshdiagError(f"{p}: no such file or directory") from None
+        if e.errno == errno.ENOENT:
+            raise MeshdiagError(f"{p}: broken symbolic link") from None
+        raise MeshdiagError(f"{p}: {describe_os_error(e)}") from None
 
 
 def _nothing_to_lint(paths: Sequence[str], unreadable: list) -> str:
@@ -383,15 +395,21 @@ def _init_worker(settings: LintSettings, fn=None) -> None:
     _LINT_FILE = fn
 
 
-def _work(path: str) -> tuple[str, list[Finding] | str]:
-    """Runs in a worker: findings, or one line saying what went wrong (never a traceback
-    across the process boundary)."""
-    try:
-        return "ok", (_LINT_FILE or lint_file)(path, _SETTINGS)
-    except MeshdiagError as e:
-        return "error", str(e)
-    except Exception as e:  # a bug in a check or the scanner
-        return "internal", f"{type(e).__name__}: {e}"
+def _work(paths: list[str]) -> list[tuple]:
+    """Runs in a worker: per file of a batch, ("ok", its findings), or (what went wrong,
+    one line saying it, the file) — never a traceback across the process boundary; the
+    batch stops at its first error (the run stops there)."""
+    out: list[tuple] = []
+    for path in paths:
+        try:
+            out.append(("ok", (_LINT_FILE or lint_file)(path, _SETTINGS)))
+        except MeshdiagError as e:
+            out.append(("error", str(e), path))
+            break
+        except Exception as e:  # a bug in a check or the scanner
+            out.append(("internal", f"{type(e).__name__}: {e}", path))
+            break
+    return out
 
 
 def _raise(path: str, kind: str, message: str) -> None:
@@ -403,28 +421,34 @@ def _raise(path: str, kind: str, message: str) -> None:
     )
 
 
-def lint_files(files: Sequence[str], settings: LintSettings, jobs: int | None = None):
-    """Findings for all files (sorted by path, line, column, code), serial or parallel."""
+def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = None):
+    """Findings for all files (sorted by path, line, column, code), serial or parallel.
+
+    `files` may be a walk going on: they go to the workers in batches of about equal bytes
+    as they come (`ir.batches.stream`, as `inspect` hands them out), so the workers start
+    while the walk and the sizing go on; a run with too few bytes to pay for the workers
+    is linted in this process."""
+    from meshdiag.ir.batches import stream
     from meshdiag.pipeline.inspect import default_jobs
 
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
-    jobs = min(jobs, len(files))
+    batches, parallel = stream(files, jobs)
     findings: list[Finding] = []
-    if jobs <= 1:
-        for path in files:  # in-process: errors propagate with their own message
-            findings.extend(lint_file(path, settings))
+    if parallel:
+        findings = _parallel(batches, settings, jobs)
     else:
-        findings = _parallel(files, settings, jobs)
+        for batch in batches:  # in-process: errors propagate with their own message
+            for path in batch:
+                findings.extend(lint_file(path, settings))
     findings.sort(key=Finding.sort_key)
     return findings
 
 
-def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[Finding]:
+def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
 
-    from meshdiag.ir.batches import task_files
     from meshdiag.pipeline.inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
@@ -433,52 +457,27 @@ def _parallel(files: Sequence[str], settings: LintSettings, jobs: int) -> list[F
     # by fork.
     fn = lint_file
     mp = mp_context() if _picklable(fn) else multiprocessing.get_context("fork")
-    chunk = task_files(len(files), jobs)
-    order: list[str] = []  # the files as handed out (`_handed_out`)
     findings: list[Finding] = []
     results = map_files(
         _work,
-        _handed_out(files, chunk, order),
+        batches,
         jobs,
         _init_worker,
         (settings, fn),
         context=mp,
         died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
         parallel=True,
-        chunksize=chunk,
+        chunksize=1,
     )
     try:
-        for i, (kind, value) in enumerate(results):
-            if kind != "ok":
-                _raise(order[i], kind, value)
-            findings.extend(value)
+        for outcomes in results:
+            for outcome in outcomes:
+                if outcome[0] != "ok":
+                    _raise(outcome[2], outcome[0], outcome[1])
+                findings.extend(outcome[1])
     finally:
         results.close()  # stops the pool, cancelling what has not started
     return findings
-
-
-def _handed_out(files: Sequence[str], chunk: int, order: list[str]) -> Iterator[str]:
-    """The order the workers get `files` in (each also appended to `order`): the first
-    `chunk` as they are, so the workers start at once; then the rest sized (meanwhile), big
-    ones first (biggest first), so one large dump does not finish last on a single core;
-    then the others in the order of the walk, which `map_files` hands out in runs of
-    `chunk`: a worker then sees most of a program's pass files (sorted by size, every
-    program was split across the workers)."""
-    for f in files[:chunk]:
-        order.append(f)
-        yield f
-    from meshdiag.ir.batches import size
-
-    sized = [(f, size(f)) for f in files[chunk:]]
-    big = sorted((fn for fn in sized if fn[1] > BIG_FILE), key=lambda fn: fn[1], reverse=True)
-    for f in [f for f, _ in big] + [f for f, n in sized if n <= BIG_FILE]:
-        order.append(f)
-        yield f
-
-
-#: files above this size go to the workers first (a file this big is streamed, not read
-#: whole)
-BIG_FILE = 1 << 20
 
 
 def _picklable(fn) -> bool:
