@@ -32,6 +32,20 @@ COMMANDS = (
     ("inspect", "-q", "--format", "json", "--mesh", "batch=2,model=4", "--target", "tt-mlir"),
     ("lint", "--jobs", "1"),
     ("lint", "--jobs", "1", "--output-format", "json", "--mesh", "batch=2,model=4"),
+    # every collective check speaking: a budget, a global mesh, every all-gather big enough
+    (
+        "lint",
+        "--jobs",
+        "1",
+        "--output-format",
+        "json",
+        "--mesh",
+        "batch=2,model=4",
+        "--collective-budget",
+        "1KiB",
+        "--remat-min-bytes",
+        "1",
+    ),
 )
 
 #: run inside each side's process: every command, each output's digest and size

@@ -493,3 +493,55 @@ def test_keyed_attributes_find_what_the_word_boundary_regexes_find(line, start):
     header = "num_partitions=" + line
     want_np = re.search(r"\bnum_partitions=(\d+)", header)
     assert _num_partitions(header) == (int(want_np.group(1)) if want_np else None)
+
+
+# -- lint measures only what its checks read -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {},
+        {"collective_budget": 1024},
+        {"mesh": "batch=2,model=4"},
+        {"mesh": "batch=2,model=4", "collective_budget": 0, "remat_min_bytes": 0},
+        {"remat_min_bytes": 0},
+    ],
+)
+def test_checks_find_the_same_on_only_the_collectives_they_judge(opts):
+    """`judged_only` (lint) measures only the collectives some check's `judges(ctx)` keeps;
+    every check must find exactly what it finds over all of them, on every fixture with
+    collectives, under settings that make each check speak or stay silent."""
+    from pathlib import Path
+
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.checks.registry import collective_checks
+    from meshdiag.comms.scan import scan_path
+    from meshdiag.pipeline.comms_checks import judged_by, run_collective_checks
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    mesh = parse_mesh(opts["mesh"]) if "mesh" in opts else None
+    ctx = CheckContext("t", **{**opts, "mesh": mesh})
+    everything = collective_checks()
+    found = measured = kept = 0
+    for path in sorted(root.rglob("*.*")):
+        if path.suffix not in (".txt", ".mlir", ".hlo"):
+            continue
+        f = scan_path(str(path))
+        for code, check in everything.items():
+            one = {code: check}
+            whole, all_found = run_collective_checks(f, ctx, one)
+            part, part_found = run_collective_checks(f, ctx, one, judged_only=True)
+            assert part_found == all_found, (path, code)
+            found += len(all_found)
+            measured += sum(len(m.rows) for m in whole.modules)
+            kept += sum(len(m.rows) for m in part.modules)
+        keep = judged_by(everything, ctx)
+        assert keep is None or all(
+            isinstance(keep(c), bool) for m in f.modules for c in m.collectives
+        )
+    assert measured > 100
+    if opts.get("collective_budget") is None and "mesh" not in opts:
+        assert kept < measured  # only all-gathers are read then
+    if opts.get("collective_budget") == 0:
+        assert found > 0

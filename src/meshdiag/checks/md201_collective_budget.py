@@ -39,6 +39,12 @@ RULE = Rule(
 )
 
 
+def judges(ctx: CheckContext) -> bool:
+    """Which collectives `check` reads under these settings (see `checks.registry`): every
+    one when there is a budget, else none."""
+    return ctx.collective_budget is not None
+
+
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
 
     budget = ctx.collective_budget

@@ -10,7 +10,10 @@ from meshdiag.model.collective_bytes import array_bytes
 from meshdiag.notation.byte_size import human_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.model import Collective
     from meshdiag.comms.report import ModuleComms
     from meshdiag.model.findings import Finding
 
@@ -41,6 +44,16 @@ RULE = Rule(
 )
 
 
+def judges(ctx: CheckContext) -> Callable[[Collective], bool]:
+    """Which collectives `check` reads (see `checks.registry`): the all-gathers that
+    gather over more than one device."""
+    return _gathers
+
+
+def _gathers(c: Collective) -> bool:
+    return c.kind == "all-gather" and c.gathered is not None and c.gathered >= 2
+
+
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
 
     m = mc.module
@@ -48,7 +61,7 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
     out = []
     for r in mc.rows:
         c = r.collective
-        if c.kind != "all-gather" or c.gathered is None or c.gathered < 2:
+        if not _gathers(c):
             continue
         if c.dialect == "sdy":
             mesh = c.out_sharding.mesh if c.out_sharding is not None else None

@@ -41,6 +41,13 @@ RULE = Rule(
 )
 
 
+def judges(ctx: CheckContext) -> bool:
+    """Which collectives `check` reads under these settings (see `checks.registry`): every
+    one when there is a global mesh (only it makes a row's `mesh_source` "global"), else
+    none."""
+    return ctx.mesh is not None
+
+
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
     out = []
     for r in mc.rows:

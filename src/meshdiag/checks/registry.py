@@ -5,7 +5,9 @@ A rule module under `meshdiag.checks` defines `RULE` (its `Rule`: code, name, se
 the docs `meshdiag rule CODE` prints) and, unless another part of the tool reports it,
 `check(subject, ctx) -> list[Finding]` — over a scanned module (`ir.model.ModuleReport`) for
 module rules, over a module's measured collectives (`comms.report.ModuleComms`) for
-collective rules. Checks keep no state of their own: what they remember lives in the run's
+collective rules; a collective rule may also define `judges(ctx)`, which collectives its
+check reads under a run's settings (True: all, False: none, else a test of one), so `lint`
+measures no others. Checks keep no state of their own: what they remember lives in the run's
 memos (`ctx.memos`). A check that raises does not go silent: `run_check` turns the error into
 an MD002 finding at the module it was judging.
 """
@@ -76,6 +78,12 @@ def collective_checks() -> dict[str, Callable]:
     """code -> check over a module's measured collectives: (ModuleComms, CheckContext) ->
     findings."""
     return _checks("collectives")
+
+
+def judges(code: str, ctx: CheckContext):
+    """The collective rule `code`'s `judges(ctx)`; None when it does not say."""
+    says = getattr(_module(code), "judges", None)
+    return None if says is None else says(ctx)
 
 
 def run_check(

@@ -9,7 +9,7 @@ collective prints itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.comms import cost
@@ -21,6 +21,8 @@ from meshdiag.memo import RunMemos, Table
 from meshdiag.model.collective_bytes import array_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import AxisRef
@@ -81,11 +83,23 @@ class FileComms:
     modules: list[ModuleComms] = field(default_factory=list)
 
 
-def measure_file(f: CollectiveFile, mesh: Mesh | None, memos: RunMemos | None = None) -> FileComms:
-    """Every collective of `f` measured; equal collectives are measured once per run (the
-    run's `memos`; a dump repeats the same few on thousands of lines)."""
+def measure_file(
+    f: CollectiveFile,
+    mesh: Mesh | None,
+    memos: RunMemos | None = None,
+    keep: Callable[[Collective], bool] | None = None,
+) -> FileComms:
+    """Every collective of `f` measured (only those `keep` keeps, when given: the modules
+    left without one are left out); equal collectives are measured once per run (the run's
+    `memos`; a dump repeats the same few on thousands of lines)."""
     memos = RunMemos() if memos is None else memos
-    return FileComms(f.path, [measure_module(m, mesh, memos) for m in f.modules if m.collectives])
+    out = []
+    for m in f.modules:
+        if keep is not None and m.collectives:
+            m = replace(m, collectives=[c for c in m.collectives if keep(c)])
+        if m.collectives:
+            out.append(measure_module(m, mesh, memos))
+    return FileComms(f.path, out)
 
 
 def measure_module(

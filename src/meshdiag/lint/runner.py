@@ -379,7 +379,7 @@ def _collective_findings(
         if data is None
         else comms_scan.scan_bytes(path, data, memo)
     )
-    _, found = run_collective_checks(scanned, ctx, checks, unreadable)
+    _, found = run_collective_checks(scanned, ctx, checks, unreadable, judged_only=True)
     return found
 
 
