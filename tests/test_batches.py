@@ -3,6 +3,8 @@ the bytes pay for them, whatever the number of files."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from meshdiag.ir import batches
 from meshdiag.ir.batches import MAX_FILES, PARALLEL_BYTES, stream
 
@@ -124,3 +126,33 @@ def test_task_files_keeps_every_worker_busy_in_long_runs():
     assert task_files(10, 2) == 1
     assert task_files(2 * PER_WORKER * 100, 2) == 100
     assert task_files(10**7, 2) == MAX_FILES
+
+
+def test_a_batch_past_its_share_ends_with_its_module(tmp_path, monkeypatch):
+    """XLA dump files of one module (`module_NNNN.` prefix, one directory) stay in one
+    batch when the batch reaches its share in the middle of them, up to twice the share;
+    files named otherwise are cut at the share."""
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 2000)
+    monkeypatch.setattr(batches, "MIN_BYTES", 1000)
+    fs = []
+    for m in range(6):  # six modules of five 300-byte pass files: 1,500 bytes each
+        for k in range(5):
+            p = tmp_path / f"module_{m:04}.jit_f.{k:04}.pass.txt"
+            p.write_bytes(b"x" * 300)
+            fs.append(str(p))
+    got, parallel = by_bytes(fs, 2)
+    assert parallel and [f for b in got for f in b] == fs
+    module = [{batches.program_of(f) for f in b} for b in got]
+    assert all(len(m) == 1 for m in module)  # each batch one whole module (share 1,000)
+    assert len(got) == 6
+    # a module bigger than twice the share is cut there
+    big = fs[:5] + [str(tmp_path / f"module_0000.jit_f.{k:04}.more.txt") for k in range(5, 12)]
+    for f in big[5:]:
+        Path(f).write_bytes(b"x" * 300)
+    got, _ = by_bytes(big, 2)
+    assert [len(b) for b in got] == [6, 6]  # 1,800 bytes: over 2 * 1,000 with the 7th
+    # other names: cut at the share
+    plain = files(tmp_path, [300] * 10)
+    got, _ = by_bytes(plain, 2)
+    assert [len(b) for b in got] == [3, 3, 3, 1]
+    assert batches.program_of(plain[0]) is None
