@@ -135,7 +135,7 @@ def _module_dirs(root: str) -> list[str]:
     (the longest matching name wins)."""
     try:
         with os.scandir(root) as entries:  # directories known without a stat each
-            names = [e.name for e in entries if _MODULE.match(e.name) and e.is_dir()]
+            names = [e.name for e in entries if e.is_dir() and _MODULE.match(e.name)]
     except OSError:
         return []
     found = (n for n in names if os.path.isfile(os.path.join(root, n, TEXTPROTO)))
