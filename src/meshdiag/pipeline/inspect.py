@@ -458,8 +458,10 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _preload() -> None:
-    """Import what every worker needs (the scanner, every check) before forking, so the
-    workers do not each import it again."""
+    """Import what every worker needs (the scanner, every check, numpy) before forking, so
+    the workers do not each import it again."""
+    import numpy  # noqa: F401  (tile assignments, the uneven-shard check, the pictures)
+
     from meshdiag.checks.registry import module_checks
     from meshdiag.ir import scan  # noqa: F401
 
