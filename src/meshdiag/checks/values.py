@@ -108,9 +108,11 @@ def value_findings(
             if hit is not None and hit[0] is item:
                 continue
             if item.__class__ is Value:
-                values = [item]
+                values = (item,)
+            elif part:
+                values = [per_device(p, memos) for p in item.protos]  # type: ignore[attr-defined]
             else:
-                values = [per_device(p, memos) if part else p for p in item.protos]  # type: ignore[attr-defined]
+                values = item.protos  # type: ignore[attr-defined]
             bad = []
             for v in values:
                 k = decides(v)
