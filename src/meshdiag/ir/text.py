@@ -81,6 +81,14 @@ _native_top_colon = native("top_colon")
 def brace_end(s: str, pos: int) -> int:
     """Index after the `}` closing `s[pos] == "{"` (HLO text: only braces nest; `<=` is not
     a bracket), skipping quoted strings; -1 when the line ends first."""
+    close = s.find("}", pos)
+    if (
+        close > pos
+        and s.startswith("{", pos)
+        and s.find("{", pos + 1, close) < 0
+        and s.find('"', pos, close) < 0
+    ):
+        return close + 1  # the common `{...}` with nothing nested or quoted: two finds
     depth = 0
     for p, c in _tokens(s, _BRACES, pos, len(s)):
         if c == "{":
