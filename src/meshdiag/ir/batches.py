@@ -12,7 +12,7 @@ and sizing 48k files took 0.3 s before any worker started). A batch past its sha
 bytes ends where an XLA dump's module does (`program_of`): one worker then reads all the
 pass files of a module, whose lines repeat from pass to pass, and learns them once (cut
 by bytes alone, 71 of the cold bench's programs were split across two batches and read
-afresh by both workers; cut at modules, 15).
+afresh by both workers; cut at modules, 20).
 """
 
 from __future__ import annotations

@@ -108,11 +108,6 @@ def _lintable(name: str) -> bool:
     return not base.endswith(NOT_IR) and name not in CONFIG_NAMES
 
 
-def discover(paths: Sequence[str], settings: LintSettings) -> list[str]:
-    """Every file `walk_files` gives, as a list."""
-    return list(walk_files(paths, settings))
-
-
 def walk_files(paths: Sequence[str], settings: LintSettings) -> Iterator[str]:
     """Files to lint, as the walk finds them: named files as they are, directories walked in
     sorted order (like `inspect`'s walk, pruning VCS and environment directories, leaving
