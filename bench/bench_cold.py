@@ -3,6 +3,7 @@
     .venv/bin/python bench/make_cold_dumps.py                     # once: bench/out/cold
     .venv/bin/python bench/make_cold_dumps.py --single-mlir 300   # once: bench/out/cold.mlir
     .venv/bin/python bench/bench_cold.py [PATH ...] [--repeat N]
+    .venv/bin/python bench/bench_cold.py [PATH ...] --against REV [--repeat N]
 
 For each PATH (default: whichever of bench/out/cold and bench/out/cold.mlir exist), in one
 run: `grep -rc sharding PATH` (the physical limit: one pass over the bytes), then
@@ -13,6 +14,12 @@ the largest process of that one command (for several workers: the biggest worker
 parent, not their sum). The ratio is to grep's time in the same run; every command reads
 the files from the page cache (a first, unmeasured grep warms it). With --repeat N each
 is run N times, the best shown with the worst.
+
+With --against REV, every command runs N rounds alternating between REV's src/ (exported
+with `git archive`, with this tree's native scanner) and this tree's: this machine's speed
+drifts by up to a third between minutes, so a change is judged by sides measured side by
+side. Per side: the best and the median time, each a ratio to the best grep of the run,
+the median CPU (user + system of the whole process tree) and the peak RSS.
 """
 
 from __future__ import annotations
@@ -36,14 +43,15 @@ t = time.perf_counter()
 with open(os.devnull, "wb") as null:
     rc = subprocess.run(sys.argv[1:], stdout=null, stderr=null).returncode
 dt = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
-print(json.dumps({"seconds": dt, "rss_mb": rss / 1024, "rc": rc}))
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = ru.ru_utime + ru.ru_stime
+print(json.dumps({"seconds": dt, "cpu": cpu, "rss_mb": ru.ru_maxrss / 1024, "rc": rc}))
 """
 
 
-def measure(cmd: list[str]) -> dict:
+def measure(cmd: list[str], env: dict | None = None) -> dict:
     r = subprocess.run(
-        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, check=True
+        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, check=True, env=env
     )
     return json.loads(r.stdout)
 
@@ -87,10 +95,53 @@ def bench(path: Path, repeat: int) -> None:
         )
 
 
+def against(path: Path, rev: str, rounds: int) -> None:
+    """The meshdiag commands of `commands`, REV's and this tree's in turn, `rounds` times."""
+    import statistics
+    import tempfile
+
+    from compare_outputs import export_base
+
+    with tempfile.TemporaryDirectory(prefix="meshdiag-base-") as tmp:
+        sides = {rev: export_base(rev, tmp), "this tree": str(ROOT / "src")}
+        # compiled once per side before measuring (the export has no bytecode yet)
+        env0 = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        envs = {name: env0 | {"PYTHONPATH": src} for name, src in sides.items()}
+        cmds = [(label, cmd[1:]) for label, cmd in commands(str(path))[1:]]
+        for env in envs.values():
+            measure([sys.executable, "-m", "meshdiag", "--version"], env)
+        print(f"{path}: {size_of(path) / 1e6:.1f} MB, {os.cpu_count()} cores, {rounds} rounds")
+        grep_cmd = commands(str(path))[0][1]
+        measure(grep_cmd)  # the page cache warm
+        runs: dict[tuple[str, str], list[dict]] = {}
+        greps = []
+        for _ in range(rounds):
+            for label, args in cmds:
+                for name, env in envs.items():
+                    greps.append(measure(grep_cmd)["seconds"])
+                    r = measure([sys.executable, "-m", "meshdiag", *args], env)
+                    runs.setdefault((label, name), []).append(r)
+        grep = min(greps)
+        print(f"  best grep {grep:.2f} s; best / median seconds (x grep), median CPU, peak RSS")
+        for label, _ in cmds:
+            for name in envs:
+                rs = runs[(label, name)]
+                secs = [r["seconds"] for r in rs]
+                b, m = min(secs), statistics.median(secs)
+                cpu = statistics.median(r["cpu"] for r in rs)
+                rss = max(r["rss_mb"] for r in rs)
+                print(
+                    f"  {label:26} {name:10} {b:6.2f} ({b / grep:4.1f}x) / {m:6.2f} "
+                    f"({m / grep:4.1f}x)  CPU {cpu:5.2f} s  {rss:4.0f} MB",
+                    flush=True,
+                )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--against", metavar="REV", help="alternate with REV's src/ (see above)")
     a = ap.parse_args()
     paths = [Path(p) for p in a.paths] or [
         p for p in (HERE / "out" / "cold", HERE / "out" / "cold.mlir") if p.exists()
@@ -99,7 +150,10 @@ def main() -> int:
         print("no input: run bench/make_cold_dumps.py first (see --help)", file=sys.stderr)
         return 2
     for p in paths:
-        bench(p, a.repeat)
+        if a.against:
+            against(p, a.against, max(a.repeat, 1))
+        else:
+            bench(p, a.repeat)
     return 0
 
 
