@@ -172,8 +172,8 @@ def walk_files(paths: Sequence[str], settings: LintSettings) -> Iterator[str]:
                         yield e.path
             stack.extend(reversed(subdirs))
 
-    kinds = [_kind(p) for p in paths]  # every path checked before the first file
-    for p, is_dir in zip(paths, kinds, strict=True):
+    dirs = [_is_dir(p) for p in paths]  # every path checked before the first file
+    for p, is_dir in zip(paths, dirs, strict=True):
         if p == "-":  # a dump on stdin
             if new(p, p):
                 yield p
@@ -185,7 +185,7 @@ def walk_files(paths: Sequence[str], settings: LintSettings) -> Iterator[str]:
         raise MeshdiagError(_nothing_to_lint(paths, unreadable))
 
 
-def _kind(p: str) -> bool:
+def _is_dir(p: str) -> bool:
     """Whether a named path is a directory; MeshdiagError when it cannot be read at all."""
     if p == "-":
         return False
