@@ -20,7 +20,11 @@ repeated line must not grow the memo with its size.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from meshdiag.ir import annot
+from meshdiag.ir import text as _text
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import LineValues
 from meshdiag.memo import Table
@@ -129,21 +133,18 @@ class ScanCache:
         """(shape, dtype) of the first `tensor<...>` of an MLIR type text ((None, None) when
         there is none), once per distinct text: every op line spells its result type again."""
         hit = self._types.get(text)
-        if hit is None:
-            from meshdiag.ir.text import tensor_type
-
-            if len(self._types) >= MAX_PARSES:
-                self._types.clear()
-            hit = self._types[text] = tensor_type(text)
-        return hit
+        return hit if hit is not None else _remember(self._types, text, _text.tensor_type)
 
     def hlo_shapes(self, text: str) -> list:
         """`text.hlo_shapes(text)`, once per distinct shape text."""
         hit = self._shapes.get(text)
-        if hit is None:
-            from meshdiag.ir.text import hlo_shapes
+        return hit if hit is not None else _remember(self._shapes, text, _text.hlo_shapes)
 
-            if len(self._shapes) >= MAX_PARSES:
-                self._shapes.clear()
-            hit = self._shapes[text] = hlo_shapes(text)
-        return hit
+
+def _remember(memo: dict, key: str, read: Callable[[str], Any]) -> Any:
+    """`read(key)`, kept in `memo` (which starts over past `MAX_PARSES` entries); the
+    lookup that missed stays in the caller (a hit costs no call)."""
+    if len(memo) >= MAX_PARSES:
+        memo.clear()
+    hit = memo[key] = read(key)
+    return hit
