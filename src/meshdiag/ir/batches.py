@@ -40,9 +40,11 @@ MIN_BYTES = 2 << 20
 
 
 def task_files(n_files: int, jobs: int) -> int:
-    """Files per task when `jobs` workers take `n_files` one by one (`lint`): about
-    `PER_WORKER` tasks per worker keep the cores evenly loaded to the end, and runs of up to
-    `MAX_FILES` consecutive files keep what a worker remembers useful."""
+    """Files per task when `jobs` workers take a list of `n_files` files one by one
+    (`pipeline.inspect.map_files` without a chunk size; the commands hand out `stream`'s
+    batches instead): about `PER_WORKER` tasks per worker keep the cores evenly loaded to
+    the end, and runs of up to `MAX_FILES` consecutive files keep what a worker remembers
+    useful."""
     return max(1, min(MAX_FILES, n_files // (jobs * PER_WORKER)))
 
 
