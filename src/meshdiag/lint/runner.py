@@ -321,7 +321,9 @@ def _lint_file(
                 ]
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
         # each module judged as it ends: a big file is never held whole
-        findings = scan_checked(path, *where, checks=checks, memos=settings.memos, data=data)[2]
+        findings = scan_checked(
+            path, *where, checks=checks, memos=settings.memos, data=data, replay=False
+        )[2]
         unreadable = {f.line for f in findings if f.code == "MD001"}
         findings += _collective_findings(path, shown, settings, collective, data, unreadable)
     findings = [

@@ -115,12 +115,15 @@ def scan_checked(
     each: Callable[[ModuleReport], None] | None = None,
     memos: RunMemos | None = None,
     data: bytes | None = None,
+    replay: bool = True,
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
     modules), how many modules it had, and the findings `run_checks` gives on the whole.
     The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`.
-    `data`: the file's bytes when the caller read it already (`read_small_file`)."""
+    `data`: the file's bytes when the caller read it already (`read_small_file`).
+    `replay=False`: the caller remembers the files it read itself (`lint`, whose memo holds
+    the findings of both its scans): none is kept here."""
     from meshdiag.ir.scan import partitioned_by_name, read_small_file, scan_bytes, scan_path
 
     shown = "<stdin>" if path == "-" else path
@@ -130,7 +133,7 @@ def scan_checked(
     # 22 MB one of the 64 before): the same bytes, name hint and settings give the same
     # modules and findings
     recent = key = None
-    if memos is not None:
+    if memos is not None and replay:
         recent = memos.recent("inspect.recent_files")
         data = read_small_file(path) if data is None else data
         if data is not None:
