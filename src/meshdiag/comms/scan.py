@@ -418,9 +418,7 @@ class _Scan:
                 # gathered to follow): skipped before counting lines or looking back for
                 # its computation, which only a line that records something needs
                 hit = known.get(block[start:end])
-                if hit is not None and (
-                    hit[0] == "none" or (hit[0] == "follow" and not self.reach)
-                ):
+                if hit is not None and _records_nothing(hit, self.reach):
                     pos = end + 1
                     continue
             lineno += block.count(b"\n", counted, start)
@@ -654,17 +652,16 @@ class _Scan:
             if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
                 known.clear()
             known[raw] = hit
+        if _records_nothing(hit, self.reach):
+            return
         what = hit[0]
         if what == "follow":
-            if self.reach:
-                if len(hit) == 1:  # its name and operands, read once they matter
-                    hit = known[raw] = ("follow", _follow_parts(_decode(raw)))
-                self._follow(hit[1])
+            if len(hit) == 1:  # its name and operands, read once they matter
+                hit = known[raw] = ("follow", _follow_parts(_decode(raw)))
+            self._follow(hit[1])
             return
         if what == "problem":
             self.problem(hit[1], lineno, hit[2])
-            return
-        if what != "op":
             return
         assert self.module is not None
         _, proto, frame_id, operands = hit
@@ -699,6 +696,14 @@ _HLO_OPCODE = re.compile(
 )
 _FOLLOW = ("follow",)
 _INDENT = (b" ", b"\t")
+
+
+def _records_nothing(hit: tuple, reach: dict) -> bool:
+    """Whether an HLO line read as `hit` (`_read_hlo`) adds nothing to the scan: not an
+    instruction, or one with no collective while nothing gathered is being followed."""
+    return hit[0] == "none" or (hit[0] == "follow" and not reach)
+
+
 #: names followed per computation at most
 MAX_REACH = 4096
 _ARG_SHARDING = "sdy.sharding = #sdy.sharding<"
