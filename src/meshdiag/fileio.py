@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TypeVar
 
+from meshdiag.cleanup import signals_deferred
 from meshdiag.errors import MeshdiagError
 
 #: the largest input file an option may name (baselines of big projects stay far below)
@@ -167,10 +168,11 @@ def atomic_writer(path: str, what: str, *, binary: bool = False) -> Iterator[IO]
         raise MeshdiagError(f"cannot write {what} {path}: {describe_os_error(e)}") from None
     finally:
         if not done:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            with signals_deferred():  # a stop signal now would leave the temporary file
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
 
 def write_atomic(path: str, data: str | bytes, what: str) -> None:

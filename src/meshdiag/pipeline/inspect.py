@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import run_check
+from meshdiag.cleanup import STOP_SIGNALS, signals_deferred
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.batches import task_files
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
@@ -373,7 +374,8 @@ def map_files(
                 unheld = _release_signals(unheld)  # one that came meanwhile is raised here
                 yield from results
             finally:  # also when the caller stops early: no waiting for the rest
-                pool.shutdown(wait=True, cancel_futures=True)
+                with signals_deferred():  # the workers are joined whatever comes now
+                    pool.shutdown(wait=True, cancel_futures=True)
     except BrokenProcessPool:
         raise MeshdiagError(died) from None
     finally:
@@ -390,18 +392,13 @@ def _released_after_first(items: Iterable, mask) -> Iterator:
     yield from it
 
 
-#: the signals a run stops on (see `meshdiag.cli.app`)
-_STOP_SIGNALS = ("SIGINT", "SIGTERM")
-
-
 def _hold_signals():
     """Block the stop signals in this thread; returns the mask to restore (None where
     there are no signal masks)."""
     import signal
 
     try:
-        stops = {getattr(signal, name) for name in _STOP_SIGNALS}
-        return signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        return signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     except (AttributeError, OSError, ValueError):
         return None
 
@@ -410,7 +407,7 @@ def _unblock_stop_signals() -> None:
     import signal
 
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, n) for n in _STOP_SIGNALS})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     except (AttributeError, OSError, ValueError):
         pass
 

@@ -26,6 +26,8 @@ import shutil
 import tempfile
 from typing import BinaryIO, NamedTuple
 
+from meshdiag.cleanup import signals_deferred
+
 #: a worker starts a new spool file after this many bytes
 ROTATE = 32 << 20
 
@@ -188,10 +190,11 @@ class SpoolDir:
         return fd
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        with signals_deferred():  # nothing left behind in TMPDIR, whatever comes now
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> SpoolDir:
         return self

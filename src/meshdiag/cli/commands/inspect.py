@@ -59,6 +59,7 @@ def inspect(
     global_mesh = load_mesh(mesh)
     from itertools import chain
 
+    from meshdiag.cleanup import signals_deferred
     from meshdiag.cli.commands import inspect_worker as worker
     from meshdiag.ir.batches import stream
     from meshdiag.ir.scan import expand_paths
@@ -118,12 +119,14 @@ def inspect(
                 summary = _write_text(results, console, progress, spool, skipped)
     finally:
         # the pool first (it stops the workers writing to the spool), whatever stopped the
-        # output: a closed pipe, a signal; the process may end without collecting garbage
-        if results is not None:
-            results.close()
-        spool.close()
-        if progress is not None:
-            progress.stop()
+        # output: a closed pipe, a signal; the process may end without collecting garbage.
+        # A signal now (the run may be just ending) waits until both are done.
+        with signals_deferred():
+            if results is not None:
+                results.close()
+            spool.close()
+            if progress is not None:
+                progress.stop()
     if html is not None:
         from meshdiag.cli.commands.inspect_page import write_page
 

@@ -1,0 +1,91 @@
+"""A stop signal that arrives while a run cleans up waits until the clean-up is done: the
+spool directory goes, the workers are joined, and the signal still ends the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from meshdiag.cleanup import signals_deferred
+from meshdiag.cli.app import main
+from meshdiag.pipeline import spool
+from meshdiag.pipeline.spool import SpoolDir
+
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed" / "distorted_mesh.mlir"
+
+
+class Stopped(Exception):
+    pass
+
+
+@pytest.fixture
+def sigterm_raises():
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    old = signal.signal(signal.SIGTERM, stop)
+    yield
+    signal.signal(signal.SIGTERM, old)
+
+
+def test_signal_in_block_is_raised_after_it(sigterm_raises):
+    steps = []
+    with pytest.raises(Stopped), signals_deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        steps.append("after the signal")
+    assert steps == ["after the signal"]
+    assert signal.getsignal(signal.SIGTERM) is not None  # the handler is back
+
+
+def test_no_signal_no_change(sigterm_raises):
+    before = signal.getsignal(signal.SIGTERM)
+    with signals_deferred():
+        pass
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_nested_blocks_raise_once_at_the_outer_end(sigterm_raises):
+    steps = []
+    with pytest.raises(Stopped), signals_deferred():
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+        steps.append("outer block goes on")
+    assert steps == ["outer block goes on"]
+
+
+def _rmtree_signalled(monkeypatch):
+    """`shutil.rmtree` in the spool module gets SIGTERM just before it starts."""
+    real = spool.shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(spool.shutil, "rmtree", rmtree)
+
+
+def test_spool_removed_when_signal_comes_during_close(tmp_path, monkeypatch, sigterm_raises):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    sd = SpoolDir()
+    sd.worker_init(*sd.init_args)
+    sd.read(spool.spool_write(b"some output"))
+    _rmtree_signalled(monkeypatch)
+    with pytest.raises(Stopped):
+        sd.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_inspect_terminated_while_cleaning_up_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """The run ends as SIGTERM says (one line, status 143), with nothing left in TMPDIR."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _rmtree_signalled(monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        main(["inspect", "-j", "1", "-f", "json", str(SEED)])
+    assert stop.value.code == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["meshdiag: terminated"]
+    assert list(tmp_path.iterdir()) == []
