@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from meshdiag.ir.model import Value, per_device
+from meshdiag.ir.model import Value
 from meshdiag.memo import IdentityTable
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def value_findings(
             if item.__class__ is Value:
                 values = (item,)
             elif part:
-                values = [per_device(p, memos) for p in item.protos]  # type: ignore[attr-defined]
+                values = item.partitioned  # type: ignore[attr-defined]
             else:
                 values = item.protos  # type: ignore[attr-defined]
             bad = []

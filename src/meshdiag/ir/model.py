@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.memo import MAX_ENTRIES, RunMemos
@@ -71,6 +72,12 @@ class LineValues:
     as (line number, this) instead of a Value per occurrence."""
 
     protos: tuple[Value, ...]
+
+    @cached_property
+    def partitioned(self) -> tuple[Value, ...]:
+        """The prototypes as a partitioned module holds them (`per_device`), made once: the
+        checks and the summaries all ask, for every module the line is in."""
+        return tuple(per_device(p) for p in self.protos)
 
 
 class ValueGroup:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.devices import assignment_for, ids_label
-from meshdiag.ir.model import Value, per_device
+from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
 
@@ -248,7 +248,7 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
             if id(it) in done_items:
                 continue
             done_items.add(id(it))
-            vals = [per_device(p, memos) if part else p for p in it.protos]  # type: ignore[union-attr]
+            vals = it.partitioned if part else it.protos  # type: ignore[union-attr]
             times = occurrences[id(it)]
         counted: set[tuple[str, str]] = set()
         for v in vals:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from meshdiag.ir.model import Value, per_device
+from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text, value_layout
 
@@ -169,8 +169,8 @@ def _rows(item, part: bool, memos: RunMemos) -> tuple:
         hit = memo.put(
             key,
             tuple(
-                (own_text(p, memos), p.name, p.column, per_device(p, memos) if part else p)
-                for p in item.protos
+                (own_text(p, memos), p.name, p.column, v)
+                for p, v in zip(item.protos, item.partitioned if part else item.protos, strict=True)
             ),
         )
     return hit
