@@ -21,6 +21,9 @@ ALLOWED_STATE = {
     ("meshdiag.cli.commands.inspect_worker", "_STATE"),
     # the one spool writer of a worker process (ordered output across processes)
     ("meshdiag.pipeline.spool", "_WRITER"),
+    # whether a worker process is inside a task, and whether it was asked to stop (SIGTERM
+    # ends a task only inside one: never while the worker sends a result)
+    ("meshdiag.pipeline.tasks", "_WORKER"),
     # the native walker's Python twin: the candidate spans of the one block it is walking
     # (the C walker keeps them in locals), replaced at the next block
     ("meshdiag.ir.lines", "_walk"),

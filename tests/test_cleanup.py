@@ -89,3 +89,51 @@ def test_inspect_terminated_while_cleaning_up_leaves_nothing(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["meshdiag: terminated"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_signal_is_obeyed_at_once(sigterm_raises):
+    """Ctrl-C pressed again while a clean-up waits (a worker still on a big file)."""
+    steps = []
+    with pytest.raises(Stopped), signals_deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        steps.append("first noted")
+        os.kill(os.getpid(), signal.SIGTERM)
+        steps.append("not reached")
+    assert steps == ["first noted"]
+
+
+class _StopSignal(BaseException):
+    signum = signal.SIGTERM
+
+
+def test_clean_up_after_a_stop_obeys_the_next_one(sigterm_raises):
+    """The block runs because of a stop signal (Ctrl-C mid-run): the next one is the
+    user's second, and ends it at once."""
+    steps = []
+    with pytest.raises(Stopped):
+        try:
+            raise _StopSignal
+        finally:
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                steps.append("not reached")
+    assert steps == []
+
+
+def test_default_action_when_no_handler_was_set(tmp_path):
+    """With SIGTERM's default action in place, a noted SIGTERM still ends the process (as
+    SIGTERM), after the block."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, sys\n"
+        "from meshdiag.cleanup import signals_deferred\n"
+        "with signals_deferred():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('block done', flush=True)\n"
+        "print('not reached', flush=True)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == -signal.SIGTERM
+    assert r.stdout == "block done\n"

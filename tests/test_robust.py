@@ -839,3 +839,64 @@ def test_help_lists_allowed_values():
         b"[by-reference|by-value]",
     ):
         assert choices in text, choices
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_ctrl_c_does_not_wait_for_a_big_file(tmp_path):
+    """The workers drop the file they are reading: Ctrl-C ends the run in a moment, not
+    once a big file is done (seconds here, a minute for a 250 MB dump)."""
+    text = SEED.read_text()
+    big = [tmp_path / "a.mlir", tmp_path / "b.mlir"]
+    for k, path in enumerate(big):  # 6000 distinct modules each: seconds to render
+        path.write_text(
+            "".join(
+                text.replace("32x32", f"{8 * (i + 4)}x{8 * (i % 50 + 4) + k}").replace(
+                    "ReplicateShardedData.6", f"M{i}"
+                )
+                for i in range(6000)
+            )
+        )
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshdiag", "inspect", "-j", "2", *map(str, big)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,
+    )
+    workers = _workers(proc)
+    if workers is None:
+        pytest.skip("the run finished before it could be interrupted")
+    time.sleep(1.0)  # each worker deep in its file
+    start = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 130, err
+    assert err.decode().strip() == "meshdiag: interrupted"
+    assert took < 4, f"{took:.1f} s after Ctrl-C"
+    assert _gone(workers)
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_a_worker_stopped_from_outside_is_one_line(tmp_path):
+    """SIGTERM sent to a worker (not the run): the run stops with one line saying so."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _busy_run(tmp_path, ["inspect", "-j", "2"], tmp, stderr=subprocess.PIPE)
+    workers = _workers(proc)
+    if workers is None:
+        pytest.skip("the run finished before it could be interrupted")
+    time.sleep(0.2)
+    os.kill(int(workers[0]), signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the worker had no task left when it was stopped")
+    assert proc.returncode == 2, err
+    assert err.decode().strip() == (
+        "meshdiag: error: a worker process was stopped (SIGTERM) before it was done"
+    )
+    assert _gone(workers)
+    assert list(tmp.iterdir()) == []

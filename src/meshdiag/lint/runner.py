@@ -446,6 +446,7 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
 def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -> list[Finding]:
     import multiprocessing
 
+    from meshdiag.cleanup import signals_deferred
     from meshdiag.pipeline.inspect import map_files, mp_context
 
     # fork only while this process is single-threaded (forking JAX's thread pools can
@@ -473,7 +474,8 @@ def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -
                     _raise(outcome[2], outcome[0], outcome[1])
                 findings.extend(outcome[1])
     finally:
-        results.close()  # stops the pool, cancelling what has not started
+        with signals_deferred():  # a stop signal now waits until the workers are joined
+            results.close()  # stops the pool, cancelling what has not started
     return findings
 
 

@@ -23,6 +23,7 @@ from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.batches import task_files
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
+from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
 
 if TYPE_CHECKING:
     from meshdiag.ir.scancache import ScanCache
@@ -370,9 +371,21 @@ def map_files(
                 # `map` submits every item before it returns: an iterator of `files` (a walk
                 # going on) is read meanwhile, with the stop signals let through again as
                 # soon as the first task is in (the pool is up then)
-                results = pool.map(fn, _released_after_first(files, unheld), chunksize=chunk)
+                tasks = _released_after_first(files, unheld)
+                results = pool.map(Task(fn), tasks, chunksize=chunk)
                 unheld = _release_signals(unheld)  # one that came meanwhile is raised here
                 yield from results
+            except TaskStopped:  # not asked for by this process: someone stopped a worker
+                stop_tasks(pool)
+                raise MeshdiagError(
+                    "a worker process was stopped (SIGTERM) before it was done"
+                ) from None
+            except BaseException:
+                # the run stops here (Ctrl-C, an error, the caller closing early): what
+                # the workers are on is not wanted, and a batch of a big file can take
+                # a minute; they are asked to drop it rather than waited for
+                stop_tasks(pool)
+                raise
             finally:  # also when the caller stops early: no waiting for the rest
                 with signals_deferred():  # the workers are joined whatever comes now
                     pool.shutdown(wait=True, cancel_futures=True)
@@ -423,11 +436,13 @@ def _release_signals(mask) -> None:
 
 def _worker_start(initializer: Callable | None, initargs: tuple, parent: int | None) -> None:
     """A worker leaves Ctrl-C to the parent: the terminal sends SIGINT to the whole process
-    group, and the parent stops the pool (letting running files finish, cancelling the
-    rest) and prints one line; workers printing their own tracebacks would only add noise."""
+    group, and the parent prints one line (workers printing their own tracebacks would
+    only add noise) and stops the pool, asking each worker with SIGTERM to drop the task
+    it is on (`tasks.Task`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, stop_requested)
     _unblock_stop_signals()  # forked while the parent held them (see `map_files`)
     _die_with_parent(parent)
     if initializer is not None:
