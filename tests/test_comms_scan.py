@@ -320,6 +320,19 @@ def test_whole_bytes_scan_equals_the_stream_scan():
     assert scan._scan_whole("t", HLO.encode(), scan.ScanMemo()).modules[0].collectives
 
 
+def test_scan_bytes_without_remembering_the_file():
+    """`remember=False` (lint, which keeps its own memo of recent files): the same scan,
+    and the file is not kept in the scan's memo."""
+    from meshdiag.comms import scan
+
+    for data in [*_texts(), HLO.encode()]:
+        kept, not_kept = scan.ScanMemo(), scan.ScanMemo()
+        got = scan.scan_bytes("t", data, not_kept, remember=False)
+        assert got == scan.scan_bytes("t", data, kept)
+        assert not_kept.files.get(data, data) is None
+        assert kept.files.get(data, data) is not None
+
+
 def test_a_line_too_long_is_skipped_and_counted(monkeypatch):
     import io
 

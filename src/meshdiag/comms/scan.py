@@ -154,13 +154,19 @@ def scan_path(path: str, memo: ScanMemo | None = None) -> CollectiveFile:
     return _scan_small(path, data, memo)
 
 
-def scan_bytes(path: str, data: bytes, memo: ScanMemo | None = None) -> CollectiveFile:
-    """A whole file read already (`ir.scan.read_small_file`)."""
+def scan_bytes(
+    path: str, data: bytes, memo: ScanMemo | None = None, remember: bool = True
+) -> CollectiveFile:
+    """A whole file read already (`ir.scan.read_small_file`). `remember=False`: the caller
+    remembers the files it read itself (`lint`, whose memo of recent files answers a
+    repeated file first): none is kept here."""
     memo = ScanMemo() if memo is None else memo
     if len(data) > BLOCK:
         import io
 
         return scan_stream(path, io.BytesIO(data), memo)
+    if not remember:
+        return _scan_whole(path, data, memo)
     return _scan_small(path, data, memo)
 
 

@@ -374,7 +374,7 @@ def _collective_findings(
     scanned = (
         comms_scan.scan_path(path, memo)
         if data is None
-        else comms_scan.scan_bytes(path, data, memo)
+        else comms_scan.scan_bytes(path, data, memo, remember=False)
     )
     _, found = run_collective_checks(scanned, ctx, checks, unreadable, judged_only=True)
     return found
