@@ -50,6 +50,11 @@ def judges(ctx: CheckContext) -> Callable[[Collective], bool]:
     return _gathers
 
 
+#: words one of which is on the line of every collective `judges` keeps (HLO `all-gather`
+#: and `all-gather-start`, Shardy `sdy.all_gather`): a file with none has nothing to judge
+JUDGED_WORDS = (b"all-gather", b"all_gather")
+
+
 def _gathers(c: Collective) -> bool:
     return c.kind == "all-gather" and c.gathered is not None and c.gathered >= 2
 

@@ -86,6 +86,12 @@ def judges(code: str, ctx: CheckContext):
     return None if says is None else says(ctx)
 
 
+def judged_words(code: str) -> tuple[bytes, ...] | None:
+    """The collective rule `code`'s `JUDGED_WORDS`: one of them is on the line of every
+    collective its `judges` keeps (None when it does not say)."""
+    return getattr(_module(code), "JUDGED_WORDS", None)
+
+
 def run_check(
     code: str, check: Callable, subject, ctx: CheckContext, *, line: int | None, module: str | None
 ) -> list[Finding]:

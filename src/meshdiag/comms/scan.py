@@ -652,12 +652,7 @@ class _Scan:
         known = self.memo.hlo  # what each line is, whether it holds a collective or not
         hit = known.get(raw)
         if hit is None:
-            # no collective's opcode: an operand named after one (`fusion(%all-gather.3)`)
-            no_op = _HLO_OPCODE.search(raw) is None
-            hit = _FOLLOW if no_op else _read_hlo(_decode(raw), self.memo.calls)
-            if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
-                known.clear()
-            known[raw] = hit
+            hit = _learn_hlo(self.memo, raw)
         if _records_nothing(hit, self.reach):
             return
         what = hit[0]
@@ -690,6 +685,41 @@ class _Scan:
         c = _new(Collective)
         object.__setattr__(c, "__dict__", d)
         self.module.collectives.append(c)
+
+
+def _learn_hlo(memo: ScanMemo, raw: bytes) -> tuple:
+    """What the HLO line `raw` is (`_read_hlo`), remembered in `memo.hlo` by its bytes."""
+    # no collective's opcode: an operand named after one (`fusion(%all-gather.3)`)
+    no_op = _HLO_OPCODE.search(raw) is None
+    hit = _FOLLOW if no_op else _read_hlo(_decode(raw), memo.calls)
+    known = memo.hlo
+    if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
+        known.clear()
+    known[raw] = hit
+    return hit
+
+
+def reads_clean(data: bytes, memo: ScanMemo) -> bool:
+    """True only when the scan of `data` (a whole small file) would report no problem:
+    it declares no Shardy mesh and holds no Shardy collective, and every HLO line naming
+    a collective's opcode reads (each distinct line parsed once per run, in `memo`, as the
+    scan does). False means it may report one: scan it. For a caller whose checks read
+    none of a file's collectives (`lint` with only MD202 on, and no all-gather in it),
+    this is all the scan would add."""
+    if len(data) > MAX_LINE or b"\0" in data[:8192]:
+        return False
+    if b"sdy.mesh" in data or b"xla.sdy.meshes" in data or _SDY_WORD.search(data):
+        return False
+    known = memo.hlo
+    for start in word_lines(data, _HLO_WORDS):  # every line naming an opcode has one
+        end = data.find(b"\n", start)
+        raw = data[start : len(data) if end < 0 else end]
+        hit = known.get(raw)
+        if hit is None:
+            hit = _learn_hlo(memo, raw)
+        if hit[0] == "problem":
+            return False
+    return True
 
 
 #: a collective's opcode as an HLO instruction prints it (`... all-gather(`), which every line

@@ -359,7 +359,7 @@ def _collective_findings(
 
     if data is not None and not comms_scan.may_hold_collectives(data):
         return []  # nothing to measure, and nothing the collective scan alone could find
-    from meshdiag.pipeline.comms_checks import run_collective_checks
+    from meshdiag.pipeline import comms_checks
 
     ctx = CheckContext(
         shown,
@@ -371,12 +371,24 @@ def _collective_findings(
         memos=settings.memos,
     )
     memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
+    if data is not None:
+        words = comms_checks.words_judged(checks, ctx)
+        if (
+            words is not None
+            and not any(w in data for w in words)
+            and comms_scan.reads_clean(data, memo)
+        ):
+            # the checks judge none of its collectives (by default only MD202 judges,
+            # and only all-gathers), and its scan would find no problem: nothing to report
+            return []
     scanned = (
         comms_scan.scan_path(path, memo)
         if data is None
         else comms_scan.scan_bytes(path, data, memo, remember=False)
     )
-    _, found = run_collective_checks(scanned, ctx, checks, unreadable, judged_only=True)
+    _, found = comms_checks.run_collective_checks(
+        scanned, ctx, checks, unreadable, judged_only=True
+    )
     return found
 
 

@@ -68,3 +68,21 @@ def judged_by(checks: dict, ctx: CheckContext) -> Callable[[Collective], bool] |
     if len(tests) == 1:
         return tests[0]
     return lambda c: any(t(c) for t in tests)
+
+
+def words_judged(checks: dict, ctx: CheckContext) -> tuple[bytes, ...] | None:
+    """Words one of which is on the line of every collective `checks` read under `ctx`
+    (none when they read none); None when any collective may be read. A file holding none
+    of them gives these checks nothing to judge."""
+    from meshdiag.checks.registry import judged_words, judges
+
+    words: list[bytes] = []
+    for code in checks:
+        says = judges(code, ctx)
+        if says is False:
+            continue
+        found = None if says is None or says is True else judged_words(code)
+        if found is None:
+            return None
+        words.extend(found)
+    return tuple(words)
