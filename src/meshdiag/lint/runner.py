@@ -338,6 +338,17 @@ def _lint_file(
     return findings
 
 
+def _collective_settings(settings: LintSettings) -> tuple:
+    """The settings a collective check's context takes from the run (all but the path)."""
+    return (
+        settings.mesh,
+        settings.target,
+        settings.split,
+        settings.collective_budget,
+        settings.remat_min_bytes,
+    )
+
+
 def _collective_findings(
     path: str,
     shown: str,
@@ -361,18 +372,25 @@ def _collective_findings(
         return []  # nothing to measure, and nothing the collective scan alone could find
     from meshdiag.pipeline import comms_checks
 
+    mesh, target, split, budget, remat = _collective_settings(settings)
     ctx = CheckContext(
         shown,
-        mesh=settings.mesh,
-        target=settings.target,
-        split=settings.split,
-        collective_budget=settings.collective_budget,
-        remat_min_bytes=settings.remat_min_bytes,
+        mesh=mesh,
+        target=target,
+        split=split,
+        collective_budget=budget,
+        remat_min_bytes=remat,
         memos=settings.memos,
     )
     memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
     if data is not None:
-        words = comms_checks.words_judged(checks, ctx)
+        # the same for every file of a run (per set of checks): worked out once
+        judged = settings.memos.table("lint.judged_words", 64)
+        key = (tuple(checks), *_collective_settings(settings))
+        hit = judged.get(key)
+        if hit is None:
+            hit = judged.put(key, (comms_checks.words_judged(checks, ctx),))
+        words = hit[0]
         if (
             words is not None
             and not any(w in data for w in words)
