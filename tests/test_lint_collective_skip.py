@@ -28,6 +28,8 @@ CASES = {
     "reduce-scatter": ADD
     + "  ROOT %r = f32[2]{0} reduce-scatter(%p), replica_groups=[1,4]<=[4], dimensions={0}",
     "operand only": ADD + "  ROOT %f = f32[8]{0} fusion(%all-reduce.1), kind=kLoop",
+    # an all-gather's name, not the op: MD202 has nothing to judge
+    "gathered name": ADD + "  ROOT %f = f32[8]{0} fusion(%all-gather.1), kind=kLoop",
 }
 SDY_BAD = (
     "module @m attributes {mhlo.num_partitions = 8 : i32} {\n"
@@ -101,7 +103,11 @@ def test_reads_clean_only_when_the_scan_finds_no_problem(tmp_path):
 
 def test_words_judged_follow_the_settings():
     checks = collective_checks()
-    assert words_judged(checks, CheckContext("f")) == (b"all-gather", b"all_gather")
+    assert words_judged(checks, CheckContext("f")) == (
+        b"all-gather(",
+        b"all-gather-start(",
+        b"sdy.all_gather",
+    )
     assert words_judged(checks, CheckContext("f", collective_budget=1)) is None
     assert words_judged(checks, CheckContext("f", mesh=parse_mesh("x=2"))) is None
     assert words_judged({}, CheckContext("f")) == ()

@@ -50,9 +50,10 @@ def judges(ctx: CheckContext) -> Callable[[Collective], bool]:
     return _gathers
 
 
-#: words one of which is on the line of every collective `judges` keeps (HLO `all-gather`
-#: and `all-gather-start`, Shardy `sdy.all_gather`): a file with none has nothing to judge
-JUDGED_WORDS = (b"all-gather", b"all_gather")
+#: words one of which is on the line of every collective `judges` keeps: the HLO opcodes as
+#: an instruction prints them, right before their operands (`all-gather(`, not a name like
+#: `%all-gather.3`), and Shardy's op. A file with none has nothing to judge
+JUDGED_WORDS = (b"all-gather(", b"all-gather-start(", b"sdy.all_gather")
 
 
 def _gathers(c: Collective) -> bool:
