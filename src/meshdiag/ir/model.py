@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
-from meshdiag.memo import MAX_ENTRIES, RunMemos
-
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
@@ -279,18 +277,12 @@ class ModuleReport:
         )
 
 
-def per_device(p: Value, memos: RunMemos | None = None) -> Value:
-    """A prototype as a partitioned module holds it: its shape is the per-device shape (one
-    copy per prototype and run, given the run's `memos`)."""
+def per_device(p: Value) -> Value:
+    """A prototype as a partitioned module holds it: its shape is the per-device shape
+    (made once per line: `LineValues.partitioned`)."""
     if p.shape is None or p.local_shape is not None:
         return p
-    if memos is None:
-        return _at(p, p.line, True)
-    local = memos.identity("ir.per_device", MAX_ENTRIES)
-    hit = local.get(p)
-    if hit is None:
-        hit = local.put(p, _at(p, p.line, True))
-    return hit
+    return _at(p, p.line, True)
 
 
 @dataclass

@@ -338,15 +338,7 @@ def _lint_file(
     return findings
 
 
-def _collective_settings(settings: LintSettings) -> tuple:
-    """The settings a collective check's context takes from the run (all but the path)."""
-    return (
-        settings.mesh,
-        settings.target,
-        settings.split,
-        settings.collective_budget,
-        settings.remat_min_bytes,
-    )
+_UNKNOWN = object()  # not worked out yet (a memo's answer may be None)
 
 
 def _collective_findings(
@@ -372,25 +364,23 @@ def _collective_findings(
         return []  # nothing to measure, and nothing the collective scan alone could find
     from meshdiag.pipeline import comms_checks
 
-    mesh, target, split, budget, remat = _collective_settings(settings)
     ctx = CheckContext(
         shown,
-        mesh=mesh,
-        target=target,
-        split=split,
-        collective_budget=budget,
-        remat_min_bytes=remat,
+        mesh=settings.mesh,
+        target=settings.target,
+        split=settings.split,
+        collective_budget=settings.collective_budget,
+        remat_min_bytes=settings.remat_min_bytes,
         memos=settings.memos,
     )
     memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
     if data is not None:
-        # the same for every file of a run (per set of checks): worked out once
+        # the settings are the run's (its memos are theirs): the words differ only with
+        # the checks (per-file ignores), so they are worked out once per set of checks
         judged = settings.memos.table("lint.judged_words", 64)
-        key = (tuple(checks), *_collective_settings(settings))
-        hit = judged.get(key)
-        if hit is None:
-            hit = judged.put(key, (comms_checks.words_judged(checks, ctx),))
-        words = hit[0]
+        words = judged.get(tuple(checks), _UNKNOWN)
+        if words is _UNKNOWN:
+            words = judged.put(tuple(checks), comms_checks.words_judged(checks, ctx))
         if (
             words is not None
             and not any(w in data for w in words)
@@ -504,7 +494,9 @@ def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -
                     _raise(outcome[2], outcome[0], outcome[1])
                 findings.extend(outcome[1])
     finally:
-        with signals_deferred():  # a stop signal now waits until the workers are joined
+        # a block of its own, not only the pool's: entered on the way out of a Ctrl-C, it
+        # knows the next one is the user's second (see `cleanup`)
+        with signals_deferred():
             results.close()  # stops the pool, cancelling what has not started
     return findings
 
