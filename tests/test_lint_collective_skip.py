@@ -1,6 +1,7 @@
 """`lint` skips the collective scan of a file when none of the enabled checks judges any of
-its collectives (by default only MD202 judges, and only all-gathers) and `reads_clean` says
-the scan would find no problem. Skipped or scanned, a file gets the same findings."""
+its collectives (by default only MD202 judges, and only all-gathers of at least
+remat-min-bytes) and `reads_clean` says the scan would find no problem. Skipped or scanned,
+a file gets the same findings."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from meshdiag.comms import scan as comms_scan
 from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.lint import runner
 from meshdiag.lint.config import LintSettings
-from meshdiag.pipeline.comms_checks import words_judged
+from meshdiag.pipeline.comms_checks import judged_before_scan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +31,24 @@ CASES = {
     "operand only": ADD + "  ROOT %f = f32[8]{0} fusion(%all-reduce.1), kind=kLoop",
     # an all-gather's name, not the op: MD202 has nothing to judge
     "gathered name": ADD + "  ROOT %f = f32[8]{0} fusion(%all-gather.1), kind=kLoop",
+    # all-gathers whole on all 4 devices: 128 B (under the default 1 MiB), 1 MiB (at it),
+    # and the async form of each
+    "small gather": "  %p = f32[8]{0} parameter(0)\n"
+    "  ROOT %g = f32[32]{0} all-gather(%p), replica_groups=[1,4]<=[4], dimensions={0}",
+    "big gather": "  %p = f32[65536]{0} parameter(0)\n"
+    "  ROOT %g = f32[262144]{0} all-gather(%p), replica_groups=[1,4]<=[4], dimensions={0}",
+    "small gather start": "  %p = f32[8]{0} parameter(0)\n"
+    "  %s = (f32[8]{0}, f32[32]{0}) all-gather-start(%p), replica_groups=[1,4]<=[4], "
+    "dimensions={0}\n  ROOT %d = f32[32]{0} all-gather-done(%s)",
+    "big gather start": "  %p = f32[65536]{0} parameter(0)\n"
+    "  %s = (f32[65536]{0}, f32[262144]{0}) all-gather-start(%p), replica_groups=[1,4]<=[4], "
+    "dimensions={0}\n  ROOT %d = f32[262144]{0} all-gather-done(%s)",
+    # a big all-gather over 2 of the 4 devices, then one over the other 2: whole only
+    # through the first, and under 1 MiB only at the first
+    "chain": "  %p = f32[65536]{0} parameter(0)\n"
+    "  %a = f32[131072]{0} all-gather(%p), replica_groups={{0,1},{2,3}}, dimensions={0}\n"
+    "  %c = f32[131072]{0} convert(%a)\n"
+    "  ROOT %b = f32[262144]{0} all-gather(%c), replica_groups={{0,2},{1,3}}, dimensions={0}",
 }
 SDY_BAD = (
     "module @m attributes {mhlo.num_partitions = 8 : i32} {\n"
@@ -65,30 +84,36 @@ def _findings(path: Path, settings: LintSettings) -> list:
     return runner._collective_findings(str(path), path.name, settings, collective_checks(), data)
 
 
+@pytest.mark.parametrize("remat", [1 << 20, 0])
 @pytest.mark.parametrize("mesh", [None, "x=2,y=2"])
-def test_skipped_files_get_the_findings_of_a_scan(tmp_path, monkeypatch, mesh):
+def test_skipped_files_get_the_findings_of_a_scan(tmp_path, monkeypatch, mesh, remat):
     files = _inputs(tmp_path)
     codes = frozenset(collective_checks())
-    fast = LintSettings(codes=codes, mesh=parse_mesh(mesh) if mesh else None)
-    skipped = 0
+    where = {"mesh": parse_mesh(mesh) if mesh else None, "remat_min_bytes": remat}
+    fast = LintSettings(codes=codes, **where)
+    skipped = []
     real = comms_scan.reads_clean
 
-    def counting(data, memo):
-        nonlocal skipped
-        clean = real(data, memo)
-        skipped += clean
+    def counting(data, memo, judged=None):
+        clean = real(data, memo, judged)
+        skipped.append(clean)
         return clean
 
     monkeypatch.setattr(comms_scan, "reads_clean", counting)
     got = {p: _findings(p, fast) for p in files}
-    monkeypatch.setattr(comms_scan, "reads_clean", lambda data, memo: False)
-    full = LintSettings(codes=codes, mesh=fast.mesh)
+    monkeypatch.setattr(comms_scan, "reads_clean", lambda data, memo, judged=None: False)
+    full = LintSettings(codes=codes, **where)
     want = {p: _findings(p, full) for p in files}
     assert got == want
     # without a mesh only MD202 judges, and the all-reduce files are skipped; with one,
     # MD203 judges every collective and nothing is
-    assert (skipped > 0) == (mesh is None)
+    assert any(skipped) == (mesh is None)
     assert any(f.code == "MD001" for p in files for f in want[p])  # the broken ones
+    remats = {p.stem for p in files for f in want[p] if f.code == "MD202"}
+    # the big all-gathers are whole on all devices; the small ones only count with no floor
+    big = {"big_gather", "big_gather_start", "chain"}
+    assert big <= remats
+    assert ({"small_gather", "small_gather_start"} <= remats) == (remat == 0)
 
 
 def test_reads_clean_only_when_the_scan_finds_no_problem(tmp_path):
@@ -101,13 +126,21 @@ def test_reads_clean_only_when_the_scan_finds_no_problem(tmp_path):
     assert not comms_scan.reads_clean(MESH_BAD.encode(), memo)  # a mesh: always scanned
 
 
-def test_words_judged_follow_the_settings():
+def test_what_is_judged_follows_the_settings():
     checks = collective_checks()
-    assert words_judged(checks, CheckContext("f")) == (
-        b"all-gather(",
-        b"all-gather-start(",
-        b"sdy.all_gather",
-    )
-    assert words_judged(checks, CheckContext("f", collective_budget=1)) is None
-    assert words_judged(checks, CheckContext("f", mesh=parse_mesh("x=2"))) is None
-    assert words_judged({}, CheckContext("f")) == ()
+    judged = judged_before_scan(checks, CheckContext("f"))
+    assert judged.words == (b"all-gather(", b"all-gather-start(", b"sdy.all_gather")
+    assert judged_before_scan(checks, CheckContext("f", collective_budget=1)) is None
+    assert judged_before_scan(checks, CheckContext("f", mesh=parse_mesh("x=2"))) is None
+    assert judged_before_scan({}, CheckContext("f")).words == ()
+
+
+def test_only_big_all_gathers_are_judged_before_a_scan():
+    memo = comms_scan.ScanMemo()
+    for floor in (1 << 20, 0):
+        judged = judged_before_scan(collective_checks(), CheckContext("f", remat_min_bytes=floor))
+        for name in ("small gather", "big gather", "small gather start", "big gather start"):
+            data = HLO.replace("{body}", CASES[name]).encode()
+            assert comms_scan.reads_clean(data, memo)  # it reads
+            kept = not comms_scan.reads_clean(data, memo, judged.test)
+            assert kept == (name.startswith("big") or floor == 0), (name, floor)

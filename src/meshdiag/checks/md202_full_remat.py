@@ -46,8 +46,17 @@ RULE = Rule(
 
 def judges(ctx: CheckContext) -> Callable[[Collective], bool]:
     """Which collectives `check` reads (see `checks.registry`): the all-gathers that
-    gather over more than one device."""
-    return _gathers
+    gather over more than one device a result of at least `remat_min_bytes`."""
+    least = ctx.remat_min_bytes
+    return lambda c: _gathers(c) and _result_bytes(c) >= least
+
+
+def may_judge(ctx: CheckContext) -> Callable[[Collective], bool]:
+    """Which collectives `check` may read, told from a collective's own line (before the
+    scan works out over how many devices it gathers): the all-gathers of a result of at
+    least `remat_min_bytes`. A dump whose all-gathers are all smaller has nothing for it."""
+    least = ctx.remat_min_bytes
+    return lambda c: c.kind == "all-gather" and _result_bytes(c) >= least
 
 
 #: words one of which is on the line of every collective `judges` keeps: the HLO opcodes as
@@ -58,6 +67,10 @@ JUDGED_WORDS = (b"all-gather(", b"all-gather-start(", b"sdy.all_gather")
 
 def _gathers(c: Collective) -> bool:
     return c.kind == "all-gather" and c.gathered is not None and c.gathered >= 2
+
+
+def _result_bytes(c: Collective) -> int:
+    return sum(_bytes(s, d) for s, d in c.results)
 
 
 def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
@@ -75,7 +88,7 @@ def check(mc: ModuleComms, ctx: CheckContext) -> list[Finding]:
             devices = mesh.size if mesh is not None else devices
         else:
             whole = devices is not None and c.gathered == devices
-        nbytes = sum(_bytes(s, d) for s, d in c.results)
+        nbytes = _result_bytes(c)
         if not whole or nbytes < ctx.remat_min_bytes:
             continue
         shape = ", ".join(f"{d}[{','.join(map(str, s or ()))}]" for s, d in c.results)

@@ -92,6 +92,13 @@ def judged_words(code: str) -> tuple[bytes, ...] | None:
     return getattr(_module(code), "JUDGED_WORDS", None)
 
 
+def may_judge(code: str, ctx: CheckContext):
+    """The collective rule `code`'s `may_judge(ctx)`: which collectives, told from their
+    own lines before a scan, it may read (None when it does not say)."""
+    says = getattr(_module(code), "may_judge", None)
+    return None if says is None else says(ctx)
+
+
 def run_check(
     code: str, check: Callable, subject, ctx: CheckContext, *, line: int | None, module: str | None
 ) -> list[Finding]:

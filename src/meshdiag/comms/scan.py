@@ -699,12 +699,15 @@ def _learn_hlo(memo: ScanMemo, raw: bytes) -> tuple:
     return hit
 
 
-def reads_clean(data: bytes, memo: ScanMemo) -> bool:
-    """True only when the scan of `data` (a whole small file) would report no problem:
-    it declares no Shardy mesh and holds no Shardy collective, and every HLO line naming
-    a collective's opcode reads (each distinct line parsed once per run, in `memo`, as the
-    scan does). False means it may report one: scan it. For a caller whose checks read
-    none of a file's collectives (`lint` with only MD202 on, and no all-gather in it),
+def reads_clean(
+    data: bytes, memo: ScanMemo, judged: Callable[[Collective], bool] | None = None
+) -> bool:
+    """True only when the scan of `data` (a whole small file) would report no problem and
+    find no collective `judged` keeps (None: keeps none): it declares no Shardy mesh and
+    holds no Shardy collective, and every HLO line naming a collective's opcode reads, as a
+    collective `judged` does not keep (each distinct line parsed once per run, in `memo`,
+    as the scan does). False means it may: scan it. For a caller whose checks read none of
+    these (`lint` by default: MD202 reads only all-gathers of at least `remat-min-bytes`),
     this is all the scan would add."""
     if len(data) > MAX_LINE or b"\0" in data[:8192]:
         return False
@@ -719,7 +722,8 @@ def reads_clean(data: bytes, memo: ScanMemo) -> bool:
         hit = known.get(raw)
         if hit is None:
             hit = _learn_hlo(memo, raw)
-        if hit[0] == "problem":
+        what = hit[0]
+        if what == "problem" or (what == "op" and judged is not None and judged(hit[1])):
             return False
     return True
 

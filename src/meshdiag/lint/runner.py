@@ -375,20 +375,22 @@ def _collective_findings(
     )
     memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
     if data is not None:
-        # the settings are the run's (its memos are theirs): the words differ only with
-        # the checks (per-file ignores), so they are worked out once per set of checks
-        judged = settings.memos.table("lint.judged_words", 64)
-        words = judged.get(tuple(checks), _UNKNOWN)
-        if words is _UNKNOWN:
-            words = judged.put(tuple(checks), comms_checks.words_judged(checks, ctx))
-        if (
-            words is not None
-            and not any(w in data for w in words)
-            and comms_scan.reads_clean(data, memo)
-        ):
-            # the checks judge none of its collectives (by default only MD202 judges,
-            # and only all-gathers), and its scan would find no problem: nothing to report
-            return []
+        # the settings are the run's (its memos are theirs): what the checks read differs
+        # only with the checks (per-file ignores), so it is worked out once per set of them
+        table = settings.memos.table("lint.judged", 64)
+        judged = table.get(tuple(checks), _UNKNOWN)
+        if judged is _UNKNOWN:
+            judged = table.put(tuple(checks), comms_checks.judged_before_scan(checks, ctx))
+        if judged is not None:
+            # none of the words: no collective is read; else those the test keeps may be
+            named = any(w in data for w in judged.words)
+            if (not named or judged.test is not None) and comms_scan.reads_clean(
+                data, memo, judged.test if named else None
+            ):
+                # the checks judge none of its collectives (by default only MD202 judges,
+                # only all-gathers of at least remat-min-bytes), and its scan would find
+                # no problem: nothing to report
+                return []
     scanned = (
         comms_scan.scan_path(path, memo)
         if data is None

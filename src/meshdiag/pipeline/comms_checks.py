@@ -5,6 +5,7 @@ read into MD001 findings."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.report import FileComms, measure_file
@@ -70,13 +71,26 @@ def judged_by(checks: dict, ctx: CheckContext) -> Callable[[Collective], bool] |
     return lambda c: any(t(c) for t in tests)
 
 
-def words_judged(checks: dict, ctx: CheckContext) -> tuple[bytes, ...] | None:
-    """Words one of which is on the line of every collective `checks` read under `ctx`
-    (none when they read none); None when any collective may be read. A file holding none
-    of them gives these checks nothing to judge."""
-    from meshdiag.checks.registry import judged_words, judges
+@dataclass(frozen=True)
+class Judged:
+    """What a set of checks reads of a file's collectives under one context, told before
+    the file is scanned: `words`, one of which is on the line of every collective they
+    read, and `test`, which collectives they may read as each one's own line gives it
+    (None: any whose line has one of the words)."""
+
+    words: tuple[bytes, ...]
+    test: Callable[[Collective], bool] | None
+
+
+def judged_before_scan(checks: dict, ctx: CheckContext) -> Judged | None:
+    """What `checks` read under `ctx` (`Judged`); None when any collective may be read.
+    A file with none of the words, or whose collectives all fail the test, gives these
+    checks nothing to judge."""
+    from meshdiag.checks.registry import judged_words, judges, may_judge
 
     words: list[bytes] = []
+    tests = []
+    untested = False
     for code in checks:
         says = judges(code, ctx)
         if says is False:
@@ -85,4 +99,13 @@ def words_judged(checks: dict, ctx: CheckContext) -> tuple[bytes, ...] | None:
         if found is None:
             return None
         words.extend(found)
-    return tuple(words)
+        test = may_judge(code, ctx)
+        if test is None:
+            untested = True
+        else:
+            tests.append(test)
+    if untested or not tests:
+        return Judged(tuple(words), None)
+    if len(tests) == 1:
+        return Judged(tuple(words), tests[0])
+    return Judged(tuple(words), lambda c: any(t(c) for t in tests))
