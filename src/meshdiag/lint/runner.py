@@ -381,16 +381,17 @@ def _collective_findings(
         judged = table.get(tuple(checks), _UNKNOWN)
         if judged is _UNKNOWN:
             judged = table.put(tuple(checks), comms_checks.judged_before_scan(checks, ctx))
-        if judged is not None:
-            # none of the words: no collective is read; else those the test keeps may be
-            named = any(w in data for w in judged.words)
-            if (not named or judged.test is not None) and comms_scan.reads_clean(
-                data, memo, judged.test if named else None
-            ):
-                # the checks judge none of its collectives (by default only MD202 judges,
-                # only all-gathers of at least remat-min-bytes), and its scan would find
-                # no problem: nothing to report
-                return []
+        # the test (when the checks give one) keeps every collective they may read, and
+        # those lines hold one of the words: with a test the words need no search
+        if judged is not None and (
+            comms_scan.reads_clean(data, memo, judged.test)
+            if judged.test is not None
+            else not any(w in data for w in judged.words) and comms_scan.reads_clean(data, memo)
+        ):
+            # the checks judge none of its collectives (by default only MD202 judges, only
+            # all-gathers of at least remat-min-bytes), and its scan would find no problem:
+            # nothing to report
+            return []
     scanned = (
         comms_scan.scan_path(path, memo)
         if data is None
