@@ -27,6 +27,9 @@ _NUMPY_FROM = 4096
 def _sorted_unique(ids: Iterable[int]) -> Sequence[int]:
     if isinstance(ids, (list, tuple, range)) and len(ids) <= _NUMPY_FROM:
         return sorted(set(int(i) for i in ids))
+    if getattr(ids, "size", _NUMPY_FROM + 1) <= _NUMPY_FROM:
+        # a small array (MD105 names each shard's devices): a few numpy calls cost more
+        return sorted(set(ids.reshape(-1).tolist()))  # type: ignore[attr-defined]
     import numpy as np
 
     arr = np.asarray(ids if isinstance(ids, (list, tuple, np.ndarray)) else list(ids))
