@@ -7,7 +7,9 @@ the docs `meshdiag rule CODE` prints) and, unless another part of the tool repor
 module rules, over a module's measured collectives (`comms.report.ModuleComms`) for
 collective rules; a collective rule may also define `judges(ctx)`, which collectives its
 check reads under a run's settings (True: all, False: none, else a test of one), so `lint`
-measures no others. Checks keep no state of their own: what they remember lives in the run's
+measures no others; with a test, `JUDGED_WORDS` (one of them is on every such collective's
+line) and `may_judge(ctx)` (a test of a collective as its own line reads, before the scan
+follows what it gathers) let `lint` leave unscanned a file with nothing to judge. Checks keep no state of their own: what they remember lives in the run's
 memos (`ctx.memos`). A check that raises does not go silent: `run_check` turns the error into
 an MD002 finding at the module it was judging.
 """

@@ -381,8 +381,8 @@ def _collective_findings(
         judged = table.get(tuple(checks), _UNKNOWN)
         if judged is _UNKNOWN:
             judged = table.put(tuple(checks), comms_checks.judged_before_scan(checks, ctx))
-        # the test (when the checks give one) keeps every collective they may read, and
-        # those lines hold one of the words: with a test the words need no search
+        # with a test (when the checks give one) `reads_clean` asks it of every collective
+        # line: the words would add nothing; without one, no line may hold them
         if judged is not None and (
             comms_scan.reads_clean(data, memo, judged.test)
             if judged.test is not None
