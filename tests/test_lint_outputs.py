@@ -184,6 +184,33 @@ def test_full_plain_text_is_what_rich_draws(rows):
     assert render("full", ctx, findings) == _full_by_rich(findings)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(RULES)),
+            st.sampled_from(["error", "warning", "info"]),
+            st.integers(0, 10**6),
+            st.integers(0, 300),
+            _texts,
+            _texts | st.none(),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(["a.mlir", None]),
+)
+def test_plain_lines_are_the_styled_lines_text(rows, path):
+    """The writer's colourless path makes printable lines' text directly: it must be the
+    text of the styled lines it stands for, whatever the code, severity, line and column
+    (rich drops control characters; the writer sends those lines through rich)."""
+    from meshdiag.report.lint.full import plain_lines, styled_lines
+
+    findings = [F(c, sev, path, line, col, msg, fix) for c, sev, line, col, msg, fix in rows]
+    plain = plain_lines(path, findings)
+    if "".join(plain).isprintable():
+        assert plain == [t.plain for t in styled_lines(path, findings)]
+
+
 def test_sarif_fields(ctx, tmp_path):
     doc = json.loads(render("sarif", ctx))
     assert doc["$schema"] == "https://json.schemastore.org/sarif-2.1.0.json"

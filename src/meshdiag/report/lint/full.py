@@ -31,17 +31,18 @@ def write(result, stream, ctx) -> None:
     )
     plain = console.color_system is None  # no styles to draw (not a terminal)
     for path, group in groupby(result.findings, key=lambda f: f.path):
-        lines = styled_lines(path, group)
+        found = list(group)
         if plain:
             # what rich prints for printable text without styles is the text itself: written
-            # directly, 3,000 findings take 80 ms instead of 0.5 s (tabs, control characters
-            # and the like still go through rich)
-            text = "\n".join(line.plain for line in lines)
+            # directly, 3,300 findings take 15 ms instead of 0.5 s through rich, or 55 ms
+            # through its Text objects (tabs, control characters and the like still go
+            # through rich)
+            text = "\n".join(plain_lines(path, found))
             if text.replace("\n", "").isprintable():
                 stream.write(text + "\n\n")
                 continue
         # a file's lines go to rich as one text: a print per line cost more than the line
-        console.print(Text("\n").join(lines))
+        console.print(Text("\n").join(styled_lines(path, found)))
         console.print()
     style = "bold green" if not result.findings else "bold"
     console.print(Text(summary(result), style=style))
@@ -67,4 +68,17 @@ def styled_lines(path: str | None, findings: Iterable[Finding]) -> list[Text]:
             fix = Text("      fix: ", style="green")
             fix.append(f.fix)
             lines.append(fix)
+    return lines
+
+
+def plain_lines(path: str | None, findings: Iterable[Finding]) -> list[str]:
+    """`styled_lines`' text without its styles, made directly (the writer's path to a
+    colourless output; the tests compare the two)."""
+    lines = [path or "<no file>"]
+    for f in findings:
+        lines.append(
+            f"  {f.line or 1}:{f.column or 1}  {f.code} {f.severity} [{f.name}] {f.message}"
+        )
+        if f.fix:
+            lines.append(f"      fix: {f.fix}")
     return lines
