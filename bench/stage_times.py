@@ -7,8 +7,9 @@ processes, alternating, best of --repeat.
 The runs, each one in-process loop over the files `inspect` reads (as a worker does,
 after start-up and without rendering):
 
-- read: every file's bytes (`read_small_file`)
-- scan: read + the module scan of every file (`scan_bytes`), no memo of recent files
+- read: every file's bytes (`read_small_file`; a big file in 1 MiB blocks)
+- scan: read + the module scan of every file (`scan_bytes`, a big file's `scan_path`), no
+  memo of recent files
 - bookkeeping: `scan_checked` with no checks: the per-file report, checker and findings,
   and the recent-files memo, which replays a file repeating one read a little before
   instead of scanning it (so this row's increment is its cost less the scans it saves)
@@ -31,7 +32,7 @@ CHILD = r"""
 import json, sys, tempfile, time
 from meshdiag.cli import runtime
 from meshdiag.cli.commands import inspect_worker as worker
-from meshdiag.ir.scan import expand_paths, read_small_file, scan_bytes
+from meshdiag.ir.scan import expand_paths, read_small_file, scan_bytes, scan_path
 from meshdiag.model.splits import check_rule
 from meshdiag.pipeline.dump_summary import DumpSummary
 from meshdiag.pipeline.inspect import Inspected, scan_cache, scan_checked
@@ -44,12 +45,17 @@ files = [p for p in expand_paths(paths) if p.endswith(suffix)]
 t = time.perf_counter()
 if mode == "read":
     for p in files:
-        read_small_file(p)
+        if read_small_file(p) is None:  # a big file: read in blocks, as the scan streams it
+            with open(p, "rb", buffering=0) as f:
+                while f.read(1 << 20):
+                    pass
 elif mode == "scan":
     cache = scan_cache(st["memos"])
     for p in files:
         data = read_small_file(p)
-        if data is not None:
+        if data is None:
+            scan_path(p, cache=cache)
+        else:
             scan_bytes(p, data, cache=cache)
 elif mode in ("bookkeeping", "checks"):
     checks = st["checks"] if mode == "checks" else {}

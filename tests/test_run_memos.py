@@ -256,12 +256,17 @@ ENTRY %main (a: f32[8,8]) -> f32[8,8] {{
 
 
 def _fixture_reports():
+    """Every fixture scanned as one run scans them: with one scanner memo, so a sharding
+    text is parsed once (the checks name parsed shardings by identity)."""
+    from meshdiag.ir.scancache import ScanCache
+
     root = Path(__file__).resolve().parent.parent / "fixtures"
     files = sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".mlir"))
     assert len(files) > 40
-    reports = [scan_file(str(p), io.BytesIO(p.read_bytes())) for p in files]
+    cache = ScanCache()
+    reports = [scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache) for p in files]
     text = "\n".join(_REPEATS.format(k=k) for k in range(3))
-    return [*reports, scan_file("repeats.txt", io.BytesIO(text.encode()))]
+    return [*reports, scan_file("repeats.txt", io.BytesIO(text.encode()), cache=cache)]
 
 
 def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch):

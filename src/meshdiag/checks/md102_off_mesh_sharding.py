@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
@@ -82,9 +81,11 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the notation, the
-#: mesh it names and its shardings (`own_spec` and `value_hlo` read nothing else)
-DECIDES = attrgetter("notation", "mesh_name", "sharding", "hlo")
+def DECIDES(v: Value) -> tuple:
+    """What decides whether a value has a finding (`checks.values.Decides`): the notation, the
+    mesh it names and its shardings, by identity (`own_spec` and `value_hlo` read nothing
+    else)."""
+    return (v.notation, v.mesh_name, id(v.sharding), id(v.hlo))
 
 
 def _judge(

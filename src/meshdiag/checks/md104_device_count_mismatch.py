@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import (
@@ -112,9 +111,10 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): a GSPMD sharding's
-#: leaves
-DECIDES = attrgetter("notation", "sharding")
+def DECIDES(v: Value) -> tuple:
+    """What decides whether a value has a finding (`checks.values.Decides`): a GSPMD
+    sharding's leaves (the sharding, by identity)."""
+    return (v.notation, id(v.sharding))
 
 
 def _judge(v: Value, facts: tuple[int, str, bool], memos: RunMemos) -> list[tuple[str, str | None]]:

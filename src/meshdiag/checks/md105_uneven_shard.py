@@ -10,7 +10,6 @@ Three entry points share one message builder:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.rule import Rule
@@ -153,9 +152,10 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, ctx.split, _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the tiled form and
-#: the global shape
-DECIDES = attrgetter("hlo", "shape")
+def DECIDES(v: Value) -> tuple:
+    """What decides whether a value has a finding (`checks.values.Decides`): the tiled
+    form (by identity) and the global shape."""
+    return (id(v.hlo), v.shape)
 
 
 def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]]:

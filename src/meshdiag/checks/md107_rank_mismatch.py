@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.rule import Rule
@@ -47,9 +46,10 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, None, _judge, DECIDES)
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the sharding (the
-#: rank it describes) and the shape
-DECIDES = attrgetter("sharding", "shape", "local_shape")
+def DECIDES(v: Value) -> tuple:
+    """What decides whether a value has a finding (`checks.values.Decides`): the sharding
+    (by identity: the rank it describes) and the shape."""
+    return (id(v.sharding), v.shape, v.local_shape)
 
 
 def _judge(v: Value, facts: None, memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import declared_meshes, sdy_mesh_text, where
@@ -74,9 +73,10 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-#: what decides whether a value has a finding (`checks.values.Decides`): the sharding, and
-#: the mesh named when it did not resolve
-DECIDES = attrgetter("sharding", "mesh_name")
+def DECIDES(v: Value) -> tuple:
+    """What decides whether a value has a finding (`checks.values.Decides`): the sharding
+    (by identity), and the mesh named when it did not resolve."""
+    return (id(v.sharding), v.mesh_name)
 
 
 def _judge(v: Value, facts: tuple, memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -33,8 +33,12 @@ if TYPE_CHECKING:
 #: a rule's verdict on one value: (message, fix) per problem, empty when clean
 Judge = Callable[[Value, Hashable, "RunMemos"], list[tuple[str, str | None]]]
 #: what decides whether a value has a finding under given facts: values with equal keys are
-#: both clean or both not (an `operator.attrgetter` of the fields the judge reads, but the
-#: name, which only its messages show)
+#: both clean or both not (the fields the judge reads, but the name, which only its messages
+#: show). Parsed objects (a sharding, its tiled form) go in by identity, `id(v.sharding)`:
+#: hashing one calls Python for each key, `id` does not, and a run parses each distinct
+#: sharding text once, so equal ones are mostly the same object (one that is not is judged
+#: once more). Only attributes of the value itself: the verdicts keep each clean key's value,
+#: so no identity in a kept key is reused
 Decides = Callable[[Value], Hashable]
 
 #: column entries all rules keep judged before starting over (each holds its values: about
@@ -58,15 +62,15 @@ class _Book:
 class _Verdicts:
     """Under one (rule, facts, partitioned): the column entries judged, and of those the
     ones with findings and their verdicts; and the keys (`Decides`) of the values found
-    clean. All clear together: an entry judged but missing from `found` would read as
-    clean."""
+    clean, each with its value (which keeps the objects its key names by identity alive).
+    All clear together: an entry judged but missing from `found` would read as clean."""
 
     __slots__ = ("judged", "found", "clean")
 
     def __init__(self) -> None:
         self.judged = IdentityTable(_UNBOUNDED)
         self.found = IdentityTable(_UNBOUNDED)
-        self.clean: set = set()
+        self.clean: dict[Hashable, Value] = {}
 
 
 def value_findings(
@@ -122,7 +126,7 @@ def value_findings(
                 if res:
                     bad.append((v, res))
                 else:
-                    clean.add(k)
+                    clean[k] = v
             if item.__class__ is not Value:  # one-off Values are never seen again
                 judged.put(item, True)
             if bad:
