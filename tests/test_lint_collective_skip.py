@@ -126,13 +126,22 @@ def test_reads_clean_only_when_the_scan_finds_no_problem(tmp_path):
     assert not comms_scan.reads_clean(MESH_BAD.encode(), memo)  # a mesh: always scanned
 
 
+def _collective(kind: str):
+    """A collective of a 1 MiB result as its own line reads."""
+    from meshdiag.comms.model import Collective
+
+    return Collective(kind, kind, "%c", 0, 1, "hlo", results=(((1 << 18,), "f32"),))
+
+
 def test_what_is_judged_follows_the_settings():
     checks = collective_checks()
-    judged = judged_before_scan(checks, CheckContext("f"))
-    assert judged.words == (b"all-gather(", b"all-gather-start(", b"sdy.all_gather")
+    judged = judged_before_scan(checks, CheckContext("f"))  # by default only MD202 judges
+    assert judged(_collective("all-gather"))
+    assert not judged(_collective("all-reduce"))
     assert judged_before_scan(checks, CheckContext("f", collective_budget=1)) is None
     assert judged_before_scan(checks, CheckContext("f", mesh=parse_mesh("x=2"))) is None
-    assert judged_before_scan({}, CheckContext("f")).words == ()
+    nothing = judged_before_scan({}, CheckContext("f"))
+    assert not nothing(_collective("all-gather")) and not nothing(_collective("all-reduce"))
 
 
 def test_only_big_all_gathers_are_judged_before_a_scan():
@@ -142,5 +151,5 @@ def test_only_big_all_gathers_are_judged_before_a_scan():
         for name in ("small gather", "big gather", "small gather start", "big gather start"):
             data = HLO.replace("{body}", CASES[name]).encode()
             assert comms_scan.reads_clean(data, memo)  # it reads
-            kept = not comms_scan.reads_clean(data, memo, judged.test)
+            kept = not comms_scan.reads_clean(data, memo, judged)
             assert kept == (name.startswith("big") or floor == 0), (name, floor)

@@ -59,12 +59,6 @@ def may_judge(ctx: CheckContext) -> Callable[[Collective], bool]:
     return lambda c: c.kind == "all-gather" and _result_bytes(c) >= least
 
 
-#: words one of which is on the line of every collective `judges` keeps: the HLO opcodes as
-#: an instruction prints them, right before their operands (`all-gather(`, not a name like
-#: `%all-gather.3`), and Shardy's op. A file with none has nothing to judge
-JUDGED_WORDS = (b"all-gather(", b"all-gather-start(", b"sdy.all_gather")
-
-
 def _gathers(c: Collective) -> bool:
     return c.kind == "all-gather" and c.gathered is not None and c.gathered >= 2
 

@@ -7,9 +7,9 @@ the docs `meshdiag rule CODE` prints) and, unless another part of the tool repor
 module rules, over a module's measured collectives (`comms.report.ModuleComms`) for
 collective rules; a collective rule may also define `judges(ctx)`, which collectives its
 check reads under a run's settings (True: all, False: none, else a test of one), so `lint`
-measures no others; with a test, `JUDGED_WORDS` (one of them is on every such collective's
-line) and `may_judge(ctx)` (a test of a collective as its own line reads, before the scan
-follows what it gathers) let `lint` leave unscanned a file with nothing to judge. Checks keep no state of their own: what they remember lives in the run's
+measures no others, and with a test `may_judge(ctx)`, the same told from a collective's own
+line before the scan follows what it gathers, so `lint` leaves unscanned a file with
+nothing to judge. Checks keep no state of their own: what they remember lives in the run's
 memos (`ctx.memos`). A check that raises does not go silent: `run_check` turns the error into
 an MD002 finding at the module it was judging.
 """
@@ -84,20 +84,17 @@ def collective_checks() -> dict[str, Callable]:
 
 def judges(code: str, ctx: CheckContext):
     """The collective rule `code`'s `judges(ctx)`; None when it does not say."""
-    says = getattr(_module(code), "judges", None)
-    return None if says is None else says(ctx)
-
-
-def judged_words(code: str) -> tuple[bytes, ...] | None:
-    """The collective rule `code`'s `JUDGED_WORDS`: one of them is on the line of every
-    collective its `judges` keeps (None when it does not say)."""
-    return getattr(_module(code), "JUDGED_WORDS", None)
+    return _hook(code, "judges", ctx)
 
 
 def may_judge(code: str, ctx: CheckContext):
     """The collective rule `code`'s `may_judge(ctx)`: which collectives, told from their
     own lines before a scan, it may read (None when it does not say)."""
-    says = getattr(_module(code), "may_judge", None)
+    return _hook(code, "may_judge", ctx)
+
+
+def _hook(code: str, name: str, ctx: CheckContext):
+    says = getattr(_module(code), name, None)
     return None if says is None else says(ctx)
 
 

@@ -381,16 +381,10 @@ def _collective_findings(
         judged = table.get(tuple(checks), _UNKNOWN)
         if judged is _UNKNOWN:
             judged = table.put(tuple(checks), comms_checks.judged_before_scan(checks, ctx))
-        # with a test (when the checks give one) `reads_clean` asks it of every collective
-        # line: the words would add nothing; without one, no line may hold them
-        if judged is not None and (
-            comms_scan.reads_clean(data, memo, judged.test)
-            if judged.test is not None
-            else not any(w in data for w in judged.words) and comms_scan.reads_clean(data, memo)
-        ):
-            # the checks judge none of its collectives (by default only MD202 judges, only
-            # all-gathers of at least remat-min-bytes), and its scan would find no problem:
-            # nothing to report
+        if judged is not None and comms_scan.reads_clean(data, memo, judged):
+            # the checks may judge none of its collectives (by default only MD202 judges,
+            # only all-gathers of at least remat-min-bytes), and its scan would find no
+            # problem: nothing to report
             return []
     scanned = (
         comms_scan.scan_path(path, memo)

@@ -5,7 +5,6 @@ read into MD001 findings."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from meshdiag.comms.report import FileComms, measure_file
@@ -66,46 +65,30 @@ def judged_by(checks: dict, ctx: CheckContext) -> Callable[[Collective], bool] |
             return None
         if says is not False:
             tests.append(says)
-    if len(tests) == 1:
-        return tests[0]
-    return lambda c: any(t(c) for t in tests)
+    return _any_of(tests)
 
 
-@dataclass(frozen=True)
-class Judged:
-    """What a set of checks reads of a file's collectives under one context, told before
-    the file is scanned: `words`, one of which is on the line of every collective they
-    read, and `test`, which collectives they may read as each one's own line gives it
-    (None: any whose line has one of the words)."""
+def judged_before_scan(checks: dict, ctx: CheckContext) -> Callable[[Collective], bool] | None:
+    """Which collectives `checks` may read under `ctx`, told from each one's own line
+    before a scan (each rule's `may_judge`, where its `judges` does not say none); None
+    when a check reads collectives and cannot say which that way. A file none of whose
+    collectives passes gives these checks nothing to judge."""
+    from meshdiag.checks.registry import judges, may_judge
 
-    words: tuple[bytes, ...]
-    test: Callable[[Collective], bool] | None
-
-
-def judged_before_scan(checks: dict, ctx: CheckContext) -> Judged | None:
-    """What `checks` read under `ctx` (`Judged`); None when any collective may be read.
-    A file with none of the words, or whose collectives all fail the test, gives these
-    checks nothing to judge."""
-    from meshdiag.checks.registry import judged_words, judges, may_judge
-
-    words: list[bytes] = []
     tests = []
-    untested = False
     for code in checks:
         says = judges(code, ctx)
         if says is False:
             continue
-        found = None if says is None or says is True else judged_words(code)
-        if found is None:
-            return None
-        words.extend(found)
-        test = may_judge(code, ctx)
+        test = None if says is None or says is True else may_judge(code, ctx)
         if test is None:
-            untested = True
-        else:
-            tests.append(test)
-    if untested or not tests:
-        return Judged(tuple(words), None)
+            return None
+        tests.append(test)
+    return _any_of(tests)
+
+
+def _any_of(tests: list[Callable[[Collective], bool]]) -> Callable[[Collective], bool]:
+    """Whether a collective passes any of `tests` (none: never)."""
     if len(tests) == 1:
-        return Judged(tuple(words), tests[0])
-    return Judged(tuple(words), lambda c: any(t(c) for t in tests))
+        return tests[0]
+    return lambda c: any(t(c) for t in tests)
