@@ -34,7 +34,7 @@ def write(result, stream, ctx) -> None:
         found = list(group)
         if plain:
             # what rich prints for printable text without styles is the text itself: written
-            # directly, 3,300 findings take 15 ms instead of 0.5 s through rich, or 55 ms
+            # directly, 3,300 findings take 7 ms instead of 0.5 s through rich, or 52 ms
             # through its Text objects (tabs, control characters and the like still go
             # through rich)
             text = "\n".join(plain_lines(path, found))
