@@ -98,7 +98,7 @@ def test_native_module_is_built_and_picked(monkeypatch):
     assert fast.native("scan_known") is native and fast.why_not_native() == ""
     # the build has every function the scanners ask for (a stale build lacking one would
     # only be slower: `native` gives None for it)
-    for name in ("scan_known", "match_end", "split_top", "top_colon", "word_lines"):
+    for name in ("scan_known", "match_end", "split_top", "top_colon", "word_lines", "find_any"):
         assert fast.native(name) is getattr(_fastscan, name)
     assert fast.native("no_such_function") is None
     if not os.environ.get("MESHDIAG_PURE_PYTHON"):
@@ -386,15 +386,19 @@ def _collective_words():
     return _WORDS
 
 
+#: pieces of the collective scan's words: the native search stops at each word's rarest
+#: byte (`-` of `all-`, `y` of `sdy.`) and checks the word around it, so blocks are built
+#: with those bytes where a word does not fit (at a block's start or end, after a newline)
+_PIECES = [
+    *(b"all-", b"sdy.", b"module", b"HloModule ", b"reduce-scatter", b"collective-perm"),
+    *(b"a", b"l", b"al", b"ll-", b"-", b"sd", b"y.", b"dy", b"y", b".", b"reduce-", b"perm"),
+    *(b"\n", b" ", b"x", b"Hlo", b"Module "),
+]
+_BLOCKS = st.lists(st.sampled_from(_PIECES), max_size=60).map(b"".join)
+
+
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(
-            [b"all-", b"sdy.", b"module", b"a", b"l", b"\n", b" ", b"x", b"HloModule "]
-        ),
-        max_size=60,
-    ).map(b"".join)
-)
+@given(_BLOCKS)
 def test_word_lines_native_equals_its_twin(block):
     from meshdiag.comms.scan import word_lines_py
 
@@ -402,8 +406,17 @@ def test_word_lines_native_equals_its_twin(block):
     assert _fastscan.word_lines(block, words) == word_lines_py(block, words)
 
 
+@settings(max_examples=400, deadline=None)
+@given(_BLOCKS, st.lists(st.sampled_from(_PIECES[:12]), min_size=1, max_size=4).map(tuple))
+def test_find_any_native_equals_its_twin(block, words):
+    from meshdiag.comms.scan import find_any_py
+
+    words = tuple(w for w in words if w != b"\n") or (b"sdy.",)
+    assert _fastscan.find_any(block, words) == find_any_py(block, words)
+
+
 def test_word_lines_on_fixtures_and_edges():
-    from meshdiag.comms.scan import word_lines_py
+    from meshdiag.comms.scan import find_any_py, word_lines_py
 
     words = _collective_words()
     root = Path(__file__).resolve().parent.parent / "fixtures"
@@ -412,6 +425,16 @@ def test_word_lines_on_fixtures_and_edges():
     for block in blocks:
         assert _fastscan.word_lines(block, words) == word_lines_py(block, words)
     assert _fastscan.word_lines(b"ab\nxx all-y\nsdy. all-\nzz", (b"all-", b"sdy.")) == [3, 12]
+    for block in blocks:
+        for ws in (words, (b"sdy.",), (b"all-", b"reduce-scatter", b"collective-perm")):
+            assert _fastscan.find_any(block, ws) == find_any_py(block, ws)
+    assert _fastscan.find_any(b"xx all-y sdy.", (b"sdy.", b"all-")) == 3
+    assert _fastscan.find_any(b"sdy", (b"sdy.",)) == -1  # the anchor byte past the end
+    assert _fastscan.find_any(b".sdy", (b"sdy.",)) == -1  # the anchor byte before the word
+    with pytest.raises(TypeError):
+        _fastscan.find_any(b"x", (b"",))
+    with pytest.raises(TypeError):
+        _fastscan.find_any("x", (b"a",))
     with pytest.raises(TypeError):
         _fastscan.word_lines(b"x", (b"",))
     with pytest.raises(TypeError):
