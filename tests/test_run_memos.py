@@ -209,6 +209,22 @@ def test_recent_keeps_the_last_n_inputs_within_its_bytes():
     assert sum(len(e) for e in r.buckets.values()) == len(r.order) == 1
 
 
+def test_recent_tells_inputs_apart_whose_samples_are_equal():
+    """`Recent` finds entries by a sample of the input's bytes: inputs that differ only
+    between the samples share a bucket, and each still gets its own value."""
+    from meshdiag.memo import STRIDE, Recent, _bucket
+
+    one = b"a" * (4 * STRIDE)
+    other = one[: STRIDE + 1] + b"b" + one[STRIDE + 2 :]  # not at a sampled offset
+    assert len(one) == len(other) and one != other and _bucket(one) == _bucket(other)
+    r = Recent()
+    r.put(one, ("key", one), 1)
+    assert r.get(other, ("key", other)) is None
+    r.put(other, ("key", other), 2)
+    assert r.get(one, ("key", one)) == 1 and r.get(other, ("key", other)) == 2
+    assert r.get(bytes(bytearray(other)), ("key", bytes(bytearray(other)))) == 2  # by value
+
+
 def test_a_file_repeating_one_a_few_files_back_is_answered_from_it(tmp_path, monkeypatch):
     """An every-pass dump also repeats a module a few passes later (another file between):
     that file is answered from the earlier one, under its own name."""
