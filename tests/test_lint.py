@@ -100,7 +100,7 @@ def _fake(severity, path="dump.mlir"):
     ],
 )
 def test_fail_on_threshold(capsys, work, monkeypatch, severity, fail_on, rc):
-    monkeypatch.setattr(runner, "lint_file", lambda path, settings: [_fake(severity)])
+    monkeypatch.setattr(runner, "lint_file", lambda path, settings, data=None: [_fake(severity)])
     args = ["dump.mlir", "--jobs", "1"] + (["--fail-on", fail_on] if fail_on else [])
     got, out, _ = run(capsys, *args)
     assert got == rc
@@ -109,7 +109,7 @@ def test_fail_on_threshold(capsys, work, monkeypatch, severity, fail_on, rc):
 
 def test_fail_on_from_config(capsys, work, monkeypatch):
     (work / "meshdiag.toml").write_text('fail-on = "error"\n')
-    monkeypatch.setattr(runner, "lint_file", lambda path, settings: [_fake("warning")])
+    monkeypatch.setattr(runner, "lint_file", lambda path, settings, data=None: [_fake("warning")])
     assert run(capsys, "dump.mlir", "-j", "1")[0] == 0
     assert run(capsys, "dump.mlir", "-j", "1", "--fail-on", "warning")[0] == 1
 
@@ -126,7 +126,7 @@ def test_internal_error_is_one_line(capsys, work, monkeypatch, jobs):
     shutil.copy(work / "dump.mlir", work / "other.mlir")
     _pool_for_any_size(monkeypatch)
 
-    def boom(path, settings):
+    def boom(path, settings, data=None):
         raise ZeroDivisionError("division by zero in a check")
 
     monkeypatch.setattr(runner, "lint_file", boom)  # fork: workers see the patch too
@@ -140,7 +140,7 @@ def test_worker_process_death_is_one_line(capsys, work, monkeypatch):
     shutil.copy(work / "dump.mlir", work / "other.mlir")
     _pool_for_any_size(monkeypatch)
 
-    def die(path, settings):
+    def die(path, settings, data=None):
         import os
 
         os._exit(3)

@@ -109,6 +109,23 @@ def test_named_fifo_with_findings_is_read_once_and_keeps_suppressions(work):
     assert {f["path"] for f in json.loads(r.stdout)["findings"]} == {str(work / "pipe.mlir")}
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_named_fifo_is_inspected_from_its_one_opening(work, jobs):
+    """A named pipe is opened once, by the scan: opened and closed before it (to see
+    whether it is a small file), what its writer had sent was lost and the scan waited
+    for a writer that never came."""
+    expected = meshdiag("inspect", "-j", jobs, work / "dump.mlir", "-f", "json")
+    os.mkfifo(work / "pipe.mlir")
+    writer = _feed_fifo(work / "pipe.mlir", SEED.read_bytes())
+    r = meshdiag("inspect", "-j", jobs, work / "pipe.mlir", "-f", "json", timeout=30)
+    writer.join(5)
+    assert r.returncode == expected.returncode, r.stderr
+    doc, want = json.loads(r.stdout), json.loads(expected.stdout)
+    assert doc["files"][0]["modules"] == want["files"][0]["modules"]
+    assert [f["code"] for f in doc["findings"]] == [f["code"] for f in want["findings"]]
+    assert doc["files"][0]["modules"]  # the pipe's modules were read
+
+
 def test_process_substitution_keeps_suppressions(work):
     _suppressed_copy(work / "plain.mlir")
     expected = _codes(meshdiag(*LINT, work / "plain.mlir", "-f", "json"))

@@ -123,16 +123,46 @@ def scan_path(path: str, on_module: OnModule = None, cache: ScanCache | None = N
 def read_small_file(path: str) -> bytes | None:
     """The bytes of a small regular file, which `scan_path` would scan in one piece
     (`scan_bytes`); None for anything else (stdin, gzip, big files, pipes) and for a file
-    that cannot be opened (its scan says why)."""
+    that cannot be opened (its scan says why). Only a regular file is opened: a named pipe
+    opened here and closed would lose what its writer sent before the scan opens it."""
     if path == "-" or path.endswith(".gz"):
         return None
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
+            return None
         data, stream = _open(path)
     except OSError:
         return None
     if stream is not None:
         stream.close()
     return data
+
+
+#: what `read_ahead` reads before handing out the first of them, at most
+AHEAD_FILES = 256
+AHEAD_BYTES = 8 << 20
+
+
+def read_ahead(paths: Iterable[str]) -> Iterator[tuple[str, bytes | None]]:
+    """Each path with its bytes when it is a small regular file (`read_small_file`), else
+    None (the scan opens it itself), read a group of files at a time: up to `AHEAD_FILES`
+    files or `AHEAD_BYTES`. Each file read just before its scan, the cold bench's 39,519
+    files took 0.5-0.8 s to open and read in a run; read in groups, 0.3 s (the kernel's
+    path and page-cache work stays warm in the CPU's caches across a group)."""
+    it = iter(paths)
+    while True:
+        group: list[tuple[str, bytes | None]] = []
+        held = 0
+        for p in it:
+            data = read_small_file(p)
+            group.append((p, data))
+            held += len(data) if data is not None else 0
+            if len(group) >= AHEAD_FILES or held >= AHEAD_BYTES:
+                break
+        if not group:
+            return
+        yield from group
 
 
 def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:

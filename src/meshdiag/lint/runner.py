@@ -20,7 +20,7 @@ from meshdiag.checks.context import CheckContext
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
 from meshdiag.ir.model import FileReport
-from meshdiag.ir.scan import partitioned_by_name, read_small_file
+from meshdiag.ir.scan import partitioned_by_name, read_ahead, read_small_file
 from meshdiag.lint.config import CONFIG_NAMES, LintSettings
 from meshdiag.lint.meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
 from meshdiag.lint.select import ignored_for
@@ -237,13 +237,16 @@ def _selection(
     return hit
 
 
-def lint_file(path: str, settings: LintSettings) -> list[Finding]:
+def lint_file(path: str, settings: LintSettings, data: bytes | None = None) -> list[Finding]:
     """Every enabled, unsuppressed finding for one file, sorted. Needs nothing but the path
-    and the settings, so it runs in worker processes.
+    and the settings, so it runs in worker processes. `data`: the bytes of a small regular
+    file, read ahead (`ir.scan.read_ahead`), or None.
 
     A file that can only be read once — `-` (stdin, called `--stdin-filename` if given), a
     named FIFO, a `<(process substitution)` — is copied to a temporary file first (in
     bounded chunks), so suppression comments can be read back without reading it again."""
+    if data is not None:  # read as a small regular file
+        return _lint_file(path, settings, display_path(path), data=data)
     if path == "-":
         name = settings.stdin_filename
         return _lint_once(sys.stdin.buffer, settings, name or STDIN, name or "-")
@@ -280,10 +283,14 @@ def _lint_once(stream, settings: LintSettings, shown: str, name: str) -> list[Fi
 
 
 def _lint_file(
-    path: str, settings: LintSettings, shown: str, rules_path: str | None = None
+    path: str,
+    settings: LintSettings,
+    shown: str,
+    rules_path: str | None = None,
+    data: bytes | None = None,
 ) -> list[Finding]:
     """`lint_file` of the file at `path`, reported as `shown`; per-file ignores match
-    `rules_path` (default: `path`)."""
+    `rules_path` (default: `path`). `data`: its bytes when read already."""
 
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
@@ -307,7 +314,8 @@ def _lint_file(
             mesh_codes = [c for c in codes if c in MESH_FILE_CODES]
             findings = run_checks(report, *where, checks=_checks(mesh_codes), memos=settings.memos)
     else:
-        data = read_small_file(path)  # a small file is read once, for both scans
+        if data is None:  # a small file is read once, for both scans
+            data = read_small_file(path)
         if data is not None:
             # every-pass dumps repeat a file read a little before (see `scan_checked`): the
             # same bytes, name hint, rules and device assignment give the same findings
@@ -414,9 +422,9 @@ def _work(paths: list[str]) -> list[tuple]:
     one line saying it, the file) — never a traceback across the process boundary; the
     batch stops at its first error (the run stops there)."""
     out: list[tuple] = []
-    for path in paths:
+    for path, data in read_ahead(paths):
         try:
-            out.append(("ok", (_LINT_FILE or lint_file)(path, _SETTINGS)))
+            out.append(("ok", (_LINT_FILE or lint_file)(path, _SETTINGS, data)))
         except MeshdiagError as e:
             out.append(("error", str(e), path))
             break
@@ -454,8 +462,8 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
         findings = _parallel(batches, settings, jobs)
     else:
         for batch in batches:  # in-process: errors propagate with their own message
-            for path in batch:
-                findings.extend(lint_file(path, settings))
+            for path, data in read_ahead(batch):
+                findings.extend(lint_file(path, settings, data))
     findings.sort(key=Finding.sort_key)
     return findings
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
 from meshdiag.ir.model import ModuleReport
+from meshdiag.ir.scan import read_ahead
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json_text, scan_checked
 from meshdiag.pipeline.module_summary import summarise_module
@@ -49,22 +50,22 @@ def init(state: tuple) -> None:
     _STATE["memos"] = RunMemos()
 
 
-def _scan(path: str, each: Callable[[ModuleReport], None], summary=None):
+def _scan(path: str, each: Callable[[ModuleReport], None], summary=None, data=None):
     """scan_checked(path) with `each` called per module; the file is folded into `summary`
-    (a `DumpSummary`, for `--html`) module by module too when one is given."""
+    (a `DumpSummary`, for `--html`) module by module too when one is given. `data`: the
+    file's bytes, read ahead (`ir.scan.read_ahead`), or None."""
     st = _STATE
     memos = st["memos"]
+    where = (st["mesh"], st["target"], st["split"], st["checks"])
     if summary is None:
-        return scan_checked(path, st["mesh"], st["target"], st["split"], st["checks"], each, memos)
+        return scan_checked(path, *where, each, memos, data=data)
     fold = summary.fold("<stdin>" if path == "-" else path, st["mesh"], memos)
 
     def both(m: ModuleReport) -> None:
         each(m)
         fold.module(m)
 
-    report, count, findings = scan_checked(
-        path, st["mesh"], st["target"], st["split"], st["checks"], both, memos
-    )
+    report, count, findings = scan_checked(path, *where, both, memos, data=data)
     summary.end(fold, Inspected(report, findings))
     return report, count, findings
 
@@ -78,7 +79,7 @@ def _summary():
     return DumpSummary()
 
 
-def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[str]:
+def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> list[str]:
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
     finding's JSON."""
     st = _STATE
@@ -100,12 +101,12 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None) -> list[st
         write(text.encode("ascii"))
         first = False
 
-    _, _, findings = _scan(path, each, summary)
+    _, _, findings = _scan(path, each, summary, data)
     write(tail.encode("ascii"))
     return [json.dumps(f.to_json()) for f in findings]
 
 
-def text_one(path: str, write: Callable[[bytes], None], summary=None) -> int:
+def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> int:
     """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
     they were, through surrogate escapes); returns its number of findings."""
     st = _STATE
@@ -125,7 +126,7 @@ def text_one(path: str, write: Callable[[bytes], None], summary=None) -> int:
         shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=memos)
         body.add(render_module(shown, console, memos))
 
-    report, count, findings = _scan(path, each, summary)
+    report, count, findings = _scan(path, each, summary, data)
     item = Inspected(report, findings)
     write(render_head(item, console, count, values, memos).encode(*_UTF8))
     body.copy(write)
@@ -184,10 +185,10 @@ def json_batch(paths: list[str]):
     out = SpoolStream()
     findings: list[str] = []
     summary = _summary()
-    for i, path in enumerate(paths):
+    for i, (path, data) in enumerate(read_ahead(paths)):
         if i:
             out.write(b", ")
-        findings.extend(json_one(path, out.write, summary))
+        findings.extend(json_one(path, out.write, summary, data))
     return paths, out.done(), findings, summary
 
 
@@ -197,8 +198,8 @@ def text_batch(paths: list[str]):
     out = SpoolStream()
     findings = 0
     summary = _summary()
-    for path in paths:
-        findings += text_one(path, out.write, summary)
+    for path, data in read_ahead(paths):
+        findings += text_one(path, out.write, summary, data)
     return paths, out.done(), findings, summary
 
 
@@ -207,8 +208,8 @@ def summary_batch(paths: list[str]):
     from meshdiag.pipeline.dump_summary import DumpSummary
 
     s = DumpSummary()
-    for path in paths:
+    for path, data in read_ahead(paths):
         fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"], _STATE["memos"])
-        report, _, findings = _scan(path, fold.module)
+        report, _, findings = _scan(path, fold.module, data=data)
         s.end(fold, Inspected(report, findings))
     return paths, s
