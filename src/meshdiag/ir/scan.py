@@ -148,8 +148,9 @@ def read_ahead(paths: Iterable[str]) -> Iterator[tuple[str, bytes | None]]:
     """Each path with its bytes when it is a small regular file (`read_small_file`), else
     None (the scan opens it itself), read a group of files at a time: up to `AHEAD_FILES`
     files or `AHEAD_BYTES`. Each file read just before its scan, the cold bench's 39,519
-    files took 0.5-0.8 s to open and read in a run; read in groups, 0.3 s (the kernel's
-    path and page-cache work stays warm in the CPU's caches across a group)."""
+    files took 0.5-0.8 s to open and read in a run; read in groups, 0.3 s (why was not
+    measured: most likely the kernel's path and page-cache work staying in the CPU's
+    caches across a group)."""
     it = iter(paths)
     while True:
         group: list[tuple[str, bytes | None]] = []
