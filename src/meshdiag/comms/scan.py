@@ -84,6 +84,8 @@ def may_hold_collectives(data: bytes) -> bool:
 
 #: what every Shardy op and mesh names (searched for natively before any regex)
 _SDY = (b"sdy.",)
+#: what a Shardy mesh declaration names
+_SDY_MESHES = (b"sdy.mesh", b"xla.sdy.meshes")
 
 
 _SDY_OP = re.compile(r"^\s*(%[\w.$\-#:]+)\s*=\s*sdy\.(" + "|".join(SDY_KINDS) + r")\b")
@@ -730,7 +732,7 @@ def reads_clean(
     if len(data) > MAX_LINE or data.find(b"\0", 0, 8192) >= 0:
         return False
     if find_any(data, _SDY) >= 0 and (  # one pass for the files that name nothing of Shardy's
-        b"sdy.mesh" in data or b"xla.sdy.meshes" in data or _SDY_WORD.search(data)
+        find_any(data, _SDY_MESHES) >= 0 or _SDY_WORD.search(data)
     ):
         return False
     known = memo.hlo

@@ -534,16 +534,31 @@ static int cmp_ssize(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Whether `args` are (bytes block, tuple of non-empty bytes words), as `word_lines` and
+ * `find_any` take them; else sets a TypeError naming `fn` and returns 0. */
+static int block_and_words(PyObject *const *args, Py_ssize_t nargs, const char *fn) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError, "%s(block: bytes, words: tuple of bytes)", fn);
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args[1]); k++) {
+        PyObject *word = PyTuple_GET_ITEM(args[1], k);
+        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
+            PyErr_Format(PyExc_TypeError, "%s: each word must be non-empty bytes", fn);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static const char word_lines_doc[] =
     "word_lines(block, words) -> list of the start offsets (ascending, each once) of the "
     "lines of `block` (bytes) holding any of `words` (a tuple of non-empty bytes): see "
     "meshdiag.comms.scan.word_lines_py";
 
 static PyObject *word_lines(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "word_lines(block: bytes, words: tuple of bytes)");
+    if (!block_and_words(args, nargs, "word_lines"))
         return NULL;
-    }
     const char *b = PyBytes_AS_STRING(args[0]);
     Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
     PyObject *words = args[1];
@@ -553,11 +568,6 @@ static PyObject *word_lines(PyObject *Py_UNUSED(self), PyObject *const *args, Py
         return PyErr_NoMemory();
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(words); k++) {
         PyObject *word = PyTuple_GET_ITEM(words, k);
-        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
-            PyMem_Free(starts);
-            PyErr_SetString(PyExc_TypeError, "word_lines: each word must be non-empty bytes");
-            return NULL;
-        }
         const char *w = PyBytes_AS_STRING(word);
         Py_ssize_t m = PyBytes_GET_SIZE(word);
         Py_ssize_t a = anchor_of(w, m);
@@ -607,19 +617,13 @@ static const char find_any_doc[] =
     "meshdiag.comms.scan.find_any_py";
 
 static PyObject *find_any(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "find_any(block: bytes, words: tuple of bytes)");
+    if (!block_and_words(args, nargs, "find_any"))
         return NULL;
-    }
     const char *b = PyBytes_AS_STRING(args[0]);
     Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
     Py_ssize_t best = -1;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args[1]); k++) {
         PyObject *word = PyTuple_GET_ITEM(args[1], k);
-        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
-            PyErr_SetString(PyExc_TypeError, "find_any: each word must be non-empty bytes");
-            return NULL;
-        }
         const char *w = PyBytes_AS_STRING(word);
         Py_ssize_t m = PyBytes_GET_SIZE(word);
         /* only an occurrence starting before the best so far can beat it */
