@@ -314,3 +314,69 @@ def test_plain_picture_draws_the_usual_grids():
 
     for lay in (layout(tiled((2, 4)), (8, 8)), layout(tiled((4,)), (10,))):
         assert LayoutPicture(lay, "s", use_color=False).plain(100) == render_text(lay, "s")
+
+
+def _rich_draws(pic, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, soft_wrap=True).print(pic)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("dims", "shape", "width", "max_cells"),
+    [
+        ((1, 4), (9640, 9648), 80, 32),  # a grid too wide for the console: a table
+        ((8,), (63,), 100, 4),  # more tiles than cells: the middle rows elided
+        ((2, 2, 2), (7, 9, 5), 140, 2),  # uneven: short and padded notes in the table
+    ],
+)
+def test_plain_picture_draws_the_table_fallback(dims, shape, width, max_cells):
+    """A layout shown as a table (too wide for a grid, or more tiles than cells) is drawn
+    without rich, byte for byte what rich draws."""
+    from meshdiag.report.grid import LayoutPicture
+
+    pic = LayoutPicture(
+        layout(tiled(dims), shape), "s", max_cells=max_cells, use_color=False, legend=False
+    )
+    plain = pic.plain(width)
+    assert plain is not None and "table instead of a grid" in plain
+    assert plain == _rich_draws(pic, width)
+
+
+def test_plain_table_leaves_rich_what_only_rich_draws():
+    """A table wider than the console (rich wraps a column) or a cell rich reads as markup
+    is not drawn plain; a cell that only looks like an emoji code is."""
+    from meshdiag.report.grid import LayoutPicture, TableRow
+
+    pic = LayoutPicture(layout(tiled((1, 4)), (9640, 9648)), "s", use_color=False)
+    assert pic.plain(40) is None  # narrower than the table
+    assert _rich_draws(pic, 40) != ""
+
+    def table(note: str) -> list[str] | None:
+        row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n: ([row], 0))
+            return pic._table_lines(200)
+
+    assert table("[bold]x[/bold]") is None
+    assert table(":smile:") is None
+    lines = table("")
+    assert lines is not None and " 0-6:2,1-7:2 " in lines[3]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_pictured_layouts(), st.sampled_from([1, 2, 4, 8]))
+def test_plain_table_is_what_rich_draws(lay, max_cells):
+    """Layouts with more tiles than cells, on a console wide enough for their table: the
+    table drawn without rich is rich's, byte for byte."""
+    from meshdiag.report.grid import LayoutPicture
+
+    pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, legend=False)
+    plain = pic.plain(400)
+    assert plain is None or plain == _rich_draws(pic, 400)
+    if "table instead of a grid" in _rich_draws(pic, 400):
+        assert plain is not None  # a table this narrow is always drawn plain

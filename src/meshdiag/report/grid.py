@@ -16,6 +16,7 @@ with the middle elided is drawn instead.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -595,22 +596,30 @@ class LayoutPicture:
     def plain(self, width: int) -> str | None:
         """What a colourless console `width` columns wide prints for the picture, drawn
         without rich (a big file's hundreds of distinct pictures made rich's table layout a
-        third of its run); None where only rich draws it: the table fallback, and text
-        whose characters are not one column each or not printable."""
+        third of its run, and its tables of tiles that do not fit a grid 2.7 ms each);
+        None where only rich draws it: a table wider than the console (rich wraps it), a
+        cell rich would read as markup, text whose characters are not one column each or
+        not printable."""
         from rich.cells import cell_len
 
         lay = self.layout
-        if grid_cells(lay, self.max_facets) > self.max_cells:
-            return None
-        plan = plan_grid(lay, max_facets=self.max_facets)
-        drawn = self._drawn(plan, width)
+        plan = drawn = None
+        if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
+            plan = plan_grid(lay, max_facets=self.max_facets)
+            drawn = self._drawn(plan, width)
         if drawn is None:
-            return None
-        out = header_lines(lay, self.sharding_text, plan, legend=self.legend)
-        for f in drawn:
-            if f.title:
-                out.append(f.title)
-            out.extend(_box_lines(f))
+            out = header_lines(lay, self.sharding_text, None, legend=self.legend)
+            out.append(self._table_title())
+            table = self._table_lines(width)
+            if table is None:
+                return None
+            out.extend(table)
+        else:
+            out = header_lines(lay, self.sharding_text, plan, legend=self.legend)
+            for f in drawn:
+                if f.title:
+                    out.append(f.title)
+                out.extend(_box_lines(f))
         flat = "".join(out)
         if not flat.isprintable() or cell_len(flat) != len(flat):
             return None
@@ -622,23 +631,69 @@ class LayoutPicture:
         from rich.table import Table
         from rich.text import Text
 
-        lay = self.layout
-        rows, elided = table_rows(lay, self.max_cells)
-        n_tiles = math.prod(lay.tiles)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for name in ("tile", "devices", "slices", "shard", "buffer", "note"):
+        for name in TABLE_COLUMNS:
             table.add_column(name, no_wrap=name != "devices")
+        for cells in self._table_cells()[1:]:
+            table.add_row(*cells)
+        yield Text(self._table_title(), style="italic")
+        yield table
+
+    def _table_title(self) -> str:
+        tiles = self.layout.tiles
+        return (
+            f"{math.prod(tiles)} tiles ({' × '.join(map(str, tiles)) or '1'}); "
+            f"table instead of a grid (raise --max-cells for a grid)"
+        )
+
+    def _table_cells(self) -> list[tuple[str, ...]]:
+        """The table's header and rows, as the cells' text."""
+        rows, elided = table_rows(self.layout, self.max_cells)
+        out: list[tuple[str, ...]] = [TABLE_COLUMNS]
         for r in rows:
             if r is None:
-                table.add_row("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", "")
-                continue
-            table.add_row(r.tile, r.devices, r.slices, r.shard, r.buffer, r.note)
-        yield Text(
-            f"{n_tiles} tiles ({' × '.join(map(str, lay.tiles)) or '1'}); "
-            f"table instead of a grid (raise --max-cells for a grid)",
-            style="italic",
-        )
-        yield table
+                out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
+            else:
+                out.append((r.tile, r.devices, r.slices, r.shard, r.buffer, r.note))
+        return out
+
+    def _table_lines(self, width: int) -> list[str] | None:
+        """`_table`'s lines as rich draws them on a colourless console `width` wide (its
+        SIMPLE_HEAD box without edge padding: a blank line, the header, a rule, the rows,
+        a blank line; columns as wide as their widest cell, three spaces apart, one space
+        at either edge); None when rich would draw it otherwise: wider than the console
+        (rich wraps the devices column), or a cell holding what rich reads as markup."""
+        cells = self._table_cells()
+        if any(_MARKUP.search(c) and not _as_is(c) for row in cells for c in row):
+            return None
+        widths = [max(len(row[j]) for row in cells) for j in range(len(TABLE_COLUMNS))]
+        total = sum(widths) + 3 * (len(widths) - 1) + 2
+        if total > width:
+            return None
+        blank = " " * total
+        lines = [blank]
+        for k, row in enumerate(cells):
+            lines.append(
+                " " + "   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " "
+            )
+            if k == 0:
+                lines.append(" " + "─" * (total - 2) + " ")
+        lines.append(blank)
+        return lines
+
+
+#: the columns of the table a layout is shown as when it does not fit a grid
+TABLE_COLUMNS = ("tile", "devices", "slices", "shard", "buffer", "note")
+#: what rich may read as console markup (`[bold]`, `[/]`, `[@click]`) or an emoji code
+#: (`:smile:`, but not `:2,1-7:` of `0-6:2,1-7:2`) in a table cell's string
+_MARKUP = re.compile(r"\[[a-z#/@]|:\S*?:")
+
+
+def _as_is(cell: str) -> bool:
+    """Whether rich prints the table cell `cell` as it is (markup and emoji codes read)."""
+    from rich.markup import render
+
+    return render(cell, emoji=True).plain == cell
 
 
 def render_text(
