@@ -4,6 +4,8 @@ fixtures through the real scanner."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.checks import (
     md101_mesh_mismatch,
@@ -21,6 +23,7 @@ from meshdiag.model.mesh import Mesh
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import AxisRef, DimSharding, NamedSharding
 from meshdiag.notation.gspmd import parse_gspmd
+from tests.test_properties import gspmd_values
 
 GLOBAL = Mesh((("batch", 2), ("model", 4)))
 SEED_MESH = Mesh((("_axis_0", 4), ("_axis_1", 2)), name="mesh")
@@ -492,3 +495,24 @@ def test_a_check_that_raises_is_an_md002_finding_not_silence() -> None:
     assert set(module_checks()) == {c for c, (_, kind) in RULES.items() if kind == "module"}
     ctx = CheckContext("x.mlir")
     assert run_check("MD101", lambda m, c: [], report.modules[0], ctx, line=1, module=None) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_md105_fast_answer_is_the_findings_answer(data):
+    """MD105 answers most values without its memo (`_divides`): it must say "nothing to
+    find" exactly when `uneven_findings` finds nothing, for any GSPMD sharding (tiled with
+    replicated or manual subgroups, replicated, maximal, tuples) and any shape."""
+    from meshdiag.checks.md105_uneven_shard import _divides, uneven_findings
+
+    h = data.draw(gspmd_values)
+    rank = h.data_rank if h.is_tiled and h.tile is not None else None
+    if rank is not None and data.draw(st.booleans()):
+        shape = tuple(  # often divisible: the common case
+            k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1]))
+            for k in h.data_dims
+        )
+    else:
+        shape = tuple(data.draw(st.lists(st.integers(0, 40), max_size=5)))
+    found = uneven_findings(h, shape, "xla", where={})
+    assert _divides(h, shape) == (not found)
