@@ -18,7 +18,7 @@ afresh by both workers; cut at modules, 20).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
 #: below this many bytes in all, one process reads everything sooner than a pool starts
@@ -57,13 +57,22 @@ def size(path: str) -> int:
         return 0
 
 
-def stream(files: Iterable[str], jobs: int) -> tuple[Iterator[list[str]], bool]:
+#: `split(path, size, jobs)`: the parts of a big file to read in several workers, or None
+Split = Callable[[str, int, int], list | None]
+
+
+def stream(
+    files: Iterable[str], jobs: int, split: Split | None = None
+) -> tuple[Iterator[list], bool]:
     """(batches of consecutive `files`, whether workers pay), the batches cut as they are
     asked for. With one job nothing is sized: batches of `MAX_FILES` files. Else the files
     are sized until `PARALLEL_BYTES` is reached (workers pay) or they end (they do not);
     then each batch holds about 1/(jobs * `PER_WORKER`) of the bytes sized so far (at
     least `MIN_BYTES` or 1/jobs of `PARALLEL_BYTES`, at most `MAX_FILES` files): the
-    workers start at once, and the last batches hold that share of all the bytes."""
+    workers start at once, and the last batches hold that share of all the bytes.
+
+    With `split` (`ir.parts.split_file`), a file it cuts in parts is a batch per part,
+    `[part]`; a single file so cut is worth the workers too."""
     it = iter(files)
     if jobs <= 1:
         return _runs(it), False
@@ -75,9 +84,18 @@ def stream(files: Iterable[str], jobs: int) -> tuple[Iterator[list[str]], bool]:
         total += n
         if total >= PARALLEL_BYTES and len(head) > 1:
             break
-    else:  # the files ended first: not worth the workers
-        return _runs(f for f, _ in head), False
-    return _by_share(chain(head, ((f, size(f)) for f in it)), jobs), True
+    else:  # the files ended first: not worth the workers, unless some are read in parts
+        cut = list(_cut(head, split, jobs))
+        if not any(parts for _, _, parts in cut):
+            return _runs(f for f, _ in head), False
+        return _by_share(cut, jobs), True
+    return _by_share(_cut(chain(head, ((f, size(f)) for f in it)), split, jobs), jobs), True
+
+
+def _cut(sized: Iterable[tuple[str, int]], split: Split | None, jobs: int):
+    """(file, size, its parts or None) of each sized file."""
+    for f, n in sized:
+        yield f, n, (split(f, n, jobs) if split is not None else None)
 
 
 def _runs(files: Iterator[str]) -> Iterator[list[str]]:
@@ -91,14 +109,21 @@ def _runs(files: Iterator[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _by_share(sized: Iterable[tuple[str, int]], jobs: int) -> Iterator[list[str]]:
+def _by_share(cut: Iterable[tuple[str, int, list | None]], jobs: int) -> Iterator[list]:
     share = jobs * PER_WORKER
     least = max(1, min(MIN_BYTES, PARALLEL_BYTES // jobs))
     seen = 0  # bytes sized so far
-    batch: list[str] = []
+    batch: list = []
     held = 0
     program = None
-    for f, n in sized:
+    for f, n, parts in cut:
+        if parts:  # the batch so far, then the big file's parts one by one
+            if batch:
+                yield batch
+                batch, held = [], 0
+            yield from ([p] for p in parts)
+            seen += n
+            continue
         seen += n
         target = max(least, seen // share)
         key = program_of(f)

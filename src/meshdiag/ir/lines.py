@@ -84,12 +84,13 @@ def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
 
 
 def read_blocks(
-    raw: BinaryIO, problem: Problem, *, prefix: bytes = b""
+    raw: BinaryIO, problem: Problem, *, prefix: bytes = b"", first_line: int = 1
 ) -> Generator[tuple[bytes, int], int | None, None]:
     """`raw` as blocks of whole lines: (block, number of its first line). Each block ends
     with a newline (one is added after a last line without it).
 
-    `prefix` is data already read from `raw` (the binary sniff). Invalid UTF-8 on lines that
+    `prefix` is data already read from `raw` (the binary sniff); `first_line` is the
+    number of its first line (a part of a file, `ir.parts`). Invalid UTF-8 on lines that
     are not candidates is reported here, after the consumer handled the block (findings keep
     the order of the lines); candidates report their own when decoded (`decode_line`).
 
@@ -97,7 +98,7 @@ def read_blocks(
     number of the line after the block instead of calling `next`: it is not counted twice.
     """
     limit = max_line_bytes()
-    lineno = 1  # number of the first line in `tail`
+    lineno = first_line  # number of the first line in `tail`
     tail = prefix
     count = bytes.count
     while True:

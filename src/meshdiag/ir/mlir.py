@@ -97,7 +97,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
         return
-    header = _module_header(line)
+    header = module_header(line)
     if header is not None:
         name, num_partitions = header
         if indent == 0 or b.module is None:
@@ -121,7 +121,7 @@ def handle(b: Builder, line: str, lineno: int) -> None:
         linememo.nothing(b)
 
 
-def _module_header(line: str) -> tuple[str | None, int | None] | None:
+def module_header(line: str) -> tuple[str | None, int | None] | None:
     """(name, mhlo.num_partitions) when `line` opens a module, else None (memoised: every
     pass dump prints the same header again)."""
     mm = MODULE.match(line)

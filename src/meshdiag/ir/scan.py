@@ -246,8 +246,14 @@ def scan_file(
         return b.finish()
     if _skipped(b, path, head):
         return b.finish()
+    _scan_stream(b, path, stream, head, 1)
+    return b.finish()
+
+
+def _scan_stream(b: Builder, path: str, stream, head: bytes, first_line: int) -> None:
+    """Scan the rest of `stream` (`head`: what was read of it already) a block at a time."""
     try:
-        blocks = read_blocks(stream, b.problem, prefix=head)
+        blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
         while block_at is not None:
             lineno = _scan_block(b, *block_at)
@@ -257,7 +263,40 @@ def scan_file(
                 block_at = None
     except (OSError, EOFError, zlib.error) as e:  # truncated gzip, I/O error mid-file
         b.problem(f"cannot read {path} to the end: {e}", None)
+
+
+def scan_part(
+    path: str,
+    start: int,
+    stop: int,
+    first_line: int,
+    on_module: OnModule = None,
+    cache: ScanCache | None = None,
+) -> FileReport:
+    """Scan one part of a big file (`ir.parts.FilePart`): its bytes from `start` to
+    `stop`, its first line numbered `first_line`, as the whole file's scan reads them there
+    (the file was sniffed when it was cut: a part is not checked for being binary)."""
+    b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
+    try:
+        with open(path, "rb", buffering=0) as f:
+            f.seek(start)
+            _scan_stream(b, path, _Bounded(f, stop - start), b"", first_line)
+    except OSError as e:
+        b.problem(f"cannot read {path}: {e.strerror or e}", None)
     return b.finish()
+
+
+class _Bounded:
+    """The next `left` bytes of an unbuffered binary file, as a stream."""
+
+    def __init__(self, f: BinaryIO, left: int) -> None:
+        self._f = f
+        self._left = left
+
+    def read(self, n: int) -> bytes:
+        data = self._f.read(min(n, self._left)) if self._left > 0 else b""
+        self._left -= len(data)
+        return data
 
 
 def _scan_block(b: Builder, block: bytes, lineno: int) -> int:

@@ -26,6 +26,7 @@ from meshdiag.memo import RunMemos
 from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
 
 if TYPE_CHECKING:
+    from meshdiag.ir.parts import FilePart
     from meshdiag.ir.scancache import ScanCache
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
@@ -103,9 +104,52 @@ class ModuleChecker:
 
     def findings(self, report: FileReport) -> list[Finding]:
         """The scan's MD001s, then every module's findings, sorted."""
-        out = [*report.findings, *self._found]
-        out.sort(key=lambda f: f.sort_key())
-        return out
+        return joined_findings([(report.findings, self._found)])
+
+    @property
+    def module_findings(self) -> list[Finding]:
+        """The module checks' findings so far, in module order (not sorted)."""
+        return self._found
+
+
+def joined_findings(parts: list[tuple[list[Finding], list[Finding]]]) -> list[Finding]:
+    """A file's findings from the (scan's MD001s, module checks' findings) of each of its
+    parts in order (one for a file read whole): every MD001, then every module's, sorted
+    (a stable sort: findings at one place keep that order)."""
+    out = [f for scanned, _ in parts for f in scanned]
+    out.extend(f for _, checked in parts for f in checked)
+    out.sort(key=lambda f: f.sort_key())
+    return out
+
+
+def scan_checked_part(
+    part: FilePart,
+    mesh: Mesh | None,
+    target: str | None,
+    split: str,
+    checks: dict | None = None,
+    each: Callable[[ModuleReport], None] | None = None,
+    memos: RunMemos | None = None,
+) -> tuple[int, list[Finding], list[Finding]]:
+    """`scan_checked` of one part of a big file (`ir.parts`): how many modules it has, its
+    MD001s and its module checks' findings, for `joined_findings` to put together with the
+    other parts'."""
+    from meshdiag.ir.scan import scan_part
+
+    checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
+    count = 0
+
+    def done(module: ModuleReport) -> None:
+        nonlocal count
+        count += 1
+        checker.check(module)
+        if each is not None:
+            each(module)
+
+    report = scan_part(
+        part.path, part.start, part.stop, part.line, on_module=done, cache=scan_cache(memos)
+    )
+    return count, report.findings, checker.module_findings
 
 
 def scan_checked(

@@ -62,6 +62,7 @@ def inspect(
     from meshdiag.cleanup import signals_deferred
     from meshdiag.cli.commands import inspect_worker as worker
     from meshdiag.ir.batches import stream
+    from meshdiag.ir.parts import split_file
     from meshdiag.ir.scan import expand_paths
     from meshdiag.pipeline.inspect import default_jobs, map_files
     from meshdiag.pipeline.spool import SpoolDir
@@ -80,8 +81,11 @@ def inspect(
     # file and the parent copies it out in order: one result and one copy per batch
     n = default_jobs() if jobs is None else max(jobs, 1)
     # batches of about equal bytes, cut while the walk goes on; workers when there are
-    # enough bytes to pay for them
-    batches, parallel = stream(chain([first], walk), n)
+    # enough bytes to pay for them. A big MLIR file is read in parts by several workers
+    # (`ir.parts`), but for the directory report and --html (whose summaries count files)
+    dirs = any(p != "-" and os.path.isdir(p) for p in paths)
+    split = split_file if html is None and (fmt == "json" or not dirs) else None
+    batches, parallel = stream(chain([first], walk), n, split)
     par = {"parallel": parallel, "chunksize": 1}
     spool = SpoolDir()
     summary = None  # of every file, for --html
@@ -108,7 +112,7 @@ def inspect(
                 "encoding": console.encoding,
             }
             state = (global_mesh, target, split_rule, False, look, spool.directory, bool(html))
-            if any(p != "-" and os.path.isdir(p) for p in paths):
+            if dirs:
                 # a dump directory reads as one report
                 fn = worker.summary_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
@@ -116,7 +120,7 @@ def inspect(
             else:
                 fn = worker.text_batch
                 results = map_files(fn, batches, jobs, worker.init, (state,), **par)
-                summary = _write_text(results, console, progress, spool, skipped)
+                summary = _write_text(results, console, progress, spool, skipped, look)
     finally:
         # the pool first (it stops the workers writing to the spool), whatever stopped the
         # output: a closed pipe, a signal; the process may end without collecting garbage.
@@ -141,6 +145,8 @@ def _write_json(results, progress, spool, skipped: list[str]):
     """
     import sys
 
+    from meshdiag.cli.commands.inspect_worker import json_ends
+    from meshdiag.ir.parts import FilePart
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.pipeline.inspect import JSON_VERSION
 
@@ -151,12 +157,29 @@ def _write_json(results, progress, spool, skipped: list[str]):
     out.write(b'{"version": %d, "files": [' % JSON_VERSION)
     findings: list[str] = []
     made = False
+    parts: list = []  # (spooled, PartDone) of a big file's parts so far
     for i, (paths, spooled, found, part) in enumerate(results):
+        if paths and paths[0].__class__ is FilePart:  # one part of a big file
+            parts.append((spooled, found))
+            if not paths[0].last:
+                continue
+            head, tail, found = json_ends(paths[0].path, [d for _, d in parts])
+            if i > len(parts) - 1:  # a file before this one
+                out.write(b", ")
+            out.write(head)
+            written = [s for s, d in parts if d.values]  # parts that hold modules
+            for k, s in enumerate(written):
+                if k:
+                    out.write(b", ")
+                spool.copy(s, out)
+            out.write(tail)
+            paths, parts = [paths[0].path], []
+        else:
+            if i:
+                out.write(b", ")
+            spool.copy(spooled, out)  # the batch's files, joined by ", " already
         if progress is not None:
             progress.advance(paths)
-        if i:
-            out.write(b", ")
-        spool.copy(spooled, out)  # the batch's files, joined by ", " already
         findings.extend(found)
         if part is not None:
             summary.merge(part)
@@ -192,9 +215,11 @@ def _write_summary(results, console, progress, roots, skipped: list[str], split:
     return summary
 
 
-def _write_text(results, console, progress, spool, skipped: list[str]):
+def _write_text(results, console, progress, spool, skipped: list[str], look: dict):
     """Copy the files' rendered text out in order; return their `DumpSummary` when the
     batches made one (--html), else None."""
+    from meshdiag.cli.commands.inspect_worker import text_ends
+    from meshdiag.ir.parts import FilePart
     from meshdiag.pipeline.dump_summary import DumpSummary
 
     summary = DumpSummary()
@@ -204,7 +229,33 @@ def _write_text(results, console, progress, spool, skipped: list[str]):
     # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
     utf8 = console.encoding.replace("_", "-").startswith("utf")
     out = getattr(console.file, "buffer", None) if utf8 else None
+
+    def write(data: bytes) -> None:
+        if out is not None:
+            out.write(data)
+        else:  # a text-only stream
+            console.file.write(data.decode("utf-8", "surrogateescape"))
+
+    def copy(spooled) -> None:
+        if out is not None:
+            spool.copy(spooled, out)
+        else:
+            write(spool.read(spooled))
+
+    parts: list = []  # (spooled, PartDone) of a big file's parts so far
     for paths, spooled, found, part in results:
+        if paths and paths[0].__class__ is FilePart:  # one part of a big file
+            parts.append((spooled, found))
+            if not paths[0].last:
+                continue
+            head, tail, found = text_ends(paths[0].path, [d for _, d in parts], look)
+            write(head)
+            for s, _ in parts:
+                copy(s)
+            write(tail)
+            paths, parts = [paths[0].path], []
+        else:
+            copy(spooled)
         if progress is not None:
             progress.advance(paths)
         if part is not None:
@@ -212,10 +263,6 @@ def _write_text(results, console, progress, spool, skipped: list[str]):
             made = True
         n_files += len(paths)
         n_findings += found
-        if out is not None:
-            spool.copy(spooled, out)
-        else:  # a text-only stream
-            console.file.write(spool.read(spooled).decode("utf-8", "surrogateescape"))
     if out is not None:
         out.flush()
     summary.skipped += len(skipped)  # the walk is over: every batch is out

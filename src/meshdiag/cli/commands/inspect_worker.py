@@ -14,15 +14,25 @@ import io
 import json
 import tempfile
 from collections.abc import Callable
+from typing import NamedTuple
 
 from rich.console import Console
 
 from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
-from meshdiag.ir.model import ModuleReport
+from meshdiag.ir.model import FileReport, ModuleReport
+from meshdiag.ir.parts import FilePart
 from meshdiag.ir.scan import read_ahead
 from meshdiag.memo import RunMemos
-from meshdiag.pipeline.inspect import Inspected, file_json_parts, module_json_text, scan_checked
+from meshdiag.model.findings import Finding
+from meshdiag.pipeline.inspect import (
+    Inspected,
+    file_json_parts,
+    joined_findings,
+    module_json_text,
+    scan_checked,
+    scan_checked_part,
+)
 from meshdiag.pipeline.module_summary import summarise_module
 from meshdiag.pipeline.spool import SpoolStream
 from meshdiag.report.file_text import render_head, render_module, render_tail
@@ -110,12 +120,7 @@ def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None)
     """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
     they were, through surrogate escapes); returns its number of findings."""
     st = _STATE
-    console = st.get("console")
-    if console is None:  # one per process: rendered parts are reused across files
-        look = dict(st["look"])
-        sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
-        console = Console(file=sink, highlight=False, **look)
-        st["console"] = console
+    console = _console()
     memos = st["memos"]
     body = _Body()
     values = False
@@ -132,6 +137,23 @@ def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None)
     body.copy(write)
     write(render_tail(item, console, memos).encode(*_UTF8))
     return len(findings)
+
+
+def _console() -> Console:
+    """This process's console for rendering text (made by the first file rendered: its
+    rendered parts are reused across files)."""
+    console = _STATE.get("console")
+    if console is None:
+        console = _STATE["console"] = make_console(_STATE["look"])
+    return console
+
+
+def make_console(look: dict) -> Console:
+    """A console that renders text as the command's output shows it (`look`: its width,
+    colours, encoding), into a buffer of its own."""
+    look = dict(look)
+    sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
+    return Console(file=sink, highlight=False, **look)
 
 
 #: how rendered text is written: UTF-8, a file name that is not UTF-8 as its own bytes
@@ -179,9 +201,102 @@ class _Body:
         write("".join(self.parts).encode(*_UTF8))
 
 
-def json_batch(paths: list[str]):
+# -- a big file read in parts (`ir.parts`) ----------------------------------------------------
+
+
+class PartDone(NamedTuple):
+    """A worker's part of a big file, besides its spooled output (its modules' JSON joined
+    by ", ", or their rendered text): what the parent needs to put the file together."""
+
+    modules: int
+    #: any module with a sharded value (text), or any module written (JSON)
+    values: bool
+    scanned: list[Finding]  # the scan's MD001s
+    checked: list[Finding]  # the module checks' findings
+
+
+def json_part(part: FilePart):
+    """`json_batch` of one part of a big file: ([part], its modules' JSON, `PartDone`,
+    None)."""
+    st = _STATE
+    out = SpoolStream()
+    first = True
+
+    def each(m: ModuleReport) -> None:
+        nonlocal first
+        try:
+            text = module_json_text(
+                m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
+            )
+        except LimitError as e:  # name the file: the value's location is line:column only
+            raise LimitError(f"{part.path}: {e}") from None
+        if not first:
+            out.write(b", ")
+        out.write(text.encode("ascii"))
+        first = False
+
+    count, scanned, checked = _scan_part(part, each)
+    return [part], out.done(), PartDone(count, not first, scanned, checked), None
+
+
+def text_part(part: FilePart):
+    """`text_batch` of one part of a big file: ([part], its modules' rendered text,
+    `PartDone`, None)."""
+    st = _STATE
+    console = _console()
+    out = SpoolStream()
+    values = False
+
+    def each(m: ModuleReport) -> None:
+        nonlocal values
+        values = values or bool(m.values)
+        shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=st["memos"])
+        out.write(render_module(shown, console, st["memos"]).encode(*_UTF8))
+
+    count, scanned, checked = _scan_part(part, each)
+    return [part], out.done(), PartDone(count, values, scanned, checked), None
+
+
+def _scan_part(part: FilePart, each: Callable[[ModuleReport], None]):
+    st = _STATE
+    where = (st["mesh"], st["target"], st["split"], st["checks"])
+    return scan_checked_part(part, *where, each, st["memos"])
+
+
+def _findings(done: list[PartDone]) -> list[Finding]:
+    return joined_findings([(d.scanned, d.checked) for d in done])
+
+
+def json_ends(path: str, done: list[PartDone]) -> tuple[bytes, bytes, list[str]]:
+    """In the parent, once every part of the big file `path` is done: its JSON before and
+    after its modules, and its findings' JSON, as `json_one` writes them."""
+    head, tail = file_json_parts(path)
+    findings = [json.dumps(f.to_json()) for f in _findings(done)]
+    return head.encode("ascii"), tail.encode("ascii"), findings
+
+
+def text_ends(path: str, done: list[PartDone], look: dict) -> tuple[bytes, bytes, int]:
+    """In the parent, once every part of the big file `path` is done: its rendered text
+    before and after its modules, and its number of findings, as `text_one` writes them."""
+    console = make_console(look)
+    findings = _findings(done)
+    item = Inspected(FileReport(path), findings)
+    count = sum(d.modules for d in done)
+    values = any(d.values for d in done)
+    memos = RunMemos()
+    head = render_head(item, console, count, values, memos).encode(*_UTF8)
+    return head, render_tail(item, console, memos).encode(*_UTF8), len(findings)
+
+
+# -- batches ----------------------------------------------------------------------------------
+
+
+def json_batch(paths: list):
     """(paths, where their JSON is in this worker's spool — joined by ", " —, their
-    findings' JSON, their `DumpSummary` or None)."""
+    findings' JSON, their `DumpSummary` or None); a part of a big file (`[FilePart]`):
+    `json_part`."""
+    if paths and paths[0].__class__ is FilePart:
+        return json_part(paths[0])
     out = SpoolStream()
     findings: list[str] = []
     summary = _summary()
@@ -192,9 +307,12 @@ def json_batch(paths: list[str]):
     return paths, out.done(), findings, summary
 
 
-def text_batch(paths: list[str]):
+def text_batch(paths: list):
     """(paths, where their rendered text is in this worker's spool (UTF-8), how many
-    findings they have, their `DumpSummary` or None)."""
+    findings they have, their `DumpSummary` or None); a part of a big file (`[FilePart]`):
+    `text_part`."""
+    if paths and paths[0].__class__ is FilePart:
+        return text_part(paths[0])
     out = SpoolStream()
     findings = 0
     summary = _summary()

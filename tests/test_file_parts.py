@@ -1,0 +1,193 @@
+"""A big MLIR file read in parts by several workers (`ir.parts`): the parts are cut only
+where the scan carries nothing across, and reading them gives what reading the whole file
+gives — the modules, the findings, and `inspect`'s text and JSON output byte for byte."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.checks.registry import module_checks
+from meshdiag.ir import parts as P
+from meshdiag.ir.scan import scan_path
+from meshdiag.memo import RunMemos
+from meshdiag.pipeline.inspect import joined_findings, scan_checked, scan_checked_part
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted(ROOT.glob("fixtures/**/*.mlir")) + [ROOT / "tests/data/trace_passes.mlir"]
+#: what goes between two files of the corpus: a plain split, a pass dump's section header,
+#: nothing (no place to cut), a line that is neither (no place to cut either)
+JOINERS = [
+    "// -----\n",
+    "// -----// IR Dump After Canonicalizer (canonicalize) ('builtin.module' operation: @m)"
+    " //----- //\n",
+    "",
+    "// ----- not a split\n",
+]
+
+
+def corpus(order: list[int], joiners: list[int]) -> str:
+    texts = [SOURCES[i % len(SOURCES)].read_text() for i in order]
+    out = texts[0]
+    for k, t in enumerate(texts[1:]):
+        out += JOINERS[joiners[k % len(joiners)] % len(JOINERS)] + t
+    return out
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Any file is cut, in parts of at least `size` bytes (the test's `part_bytes`)."""
+    monkeypatch.setattr(P, "SPLIT_BYTES", 1)
+
+    def size(n: int) -> None:
+        monkeypatch.setattr(P, "PART_BYTES", n)
+
+    return size
+
+
+def test_parts_are_whole_and_start_where_the_scan_carries_nothing(tmp_path, small_parts):
+    small_parts(2000)
+    text = corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3])
+    path = tmp_path / "big.mlir"
+    path.write_text(text)
+    data = path.read_bytes()
+    parts = P.split_file(str(path), len(data), 8)
+    assert parts is not None and len(parts) > 2
+    assert parts[0].start == 0 and parts[-1].stop == len(data)
+    for a, b in zip(parts, parts[1:], strict=False):
+        assert a.stop == b.start  # contiguous
+    for k, p in enumerate(parts):
+        assert (p.index, p.count) == (k, len(parts))
+        assert p.line == data.count(b"\n", 0, p.start) + 1
+        if k:
+            assert data[: p.start].endswith(b"\n}\n")
+            mark, opening = data[p.start :].split(b"\n", 2)[:2]
+            assert mark.startswith(b"// -----") and not mark.startswith(b"// ----- not")
+            assert opening.startswith(b"module")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    order=st.lists(st.integers(0, len(SOURCES) - 1), min_size=2, max_size=12),
+    joiners=st.lists(st.integers(0, len(JOINERS) - 1), min_size=1, max_size=6),
+    part_bytes=st.integers(1, 40_000),
+    jobs=st.integers(2, 8),
+)
+def test_parts_read_as_the_whole_file(tmp_path_factory, order, joiners, part_bytes, jobs):
+    """Modules and findings (MD001s of broken lines, module checks) of the parts, put
+    together, are the whole file's."""
+    path = tmp_path_factory.mktemp("parts") / "big.mlir"
+    path.write_text(corpus(order, joiners))
+    size = path.stat().st_size
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(P, "SPLIT_BYTES", 1)
+        mp.setattr(P, "PART_BYTES", part_bytes)
+        parts = P.split_file(str(path), size, jobs)
+    whole: list = []
+    scan_path(str(path), on_module=whole.append)
+    checks = module_checks()
+    _, _, findings = scan_checked(str(path), None, None, "xla", checks, None, RunMemos())
+    if parts is None:  # no place to cut: read whole
+        return
+    read: list = []
+    found = []
+    memos = RunMemos()  # one worker may read several parts with its memos
+    for p in parts:
+        n, scanned, checked = scan_checked_part(p, None, None, "xla", checks, read.append, memos)
+        found.append((scanned, checked))
+    assert read == whole
+    assert joined_findings(found) == findings
+
+
+def test_no_cut_where_the_scan_carries_something(tmp_path, small_parts):
+    """Diagnostics after a module attach to it; a `// -----` line that is not a split sets
+    no section; a split before anything but a module: none of these is a place to cut."""
+    small_parts(1)
+    seed = (ROOT / "fixtures/seed/distorted_mesh.mlir").read_text()  # errors after modules
+    assert "\n}\nerror" in seed or "\n}\n" in seed
+    cases = {
+        "diagnostics.mlir": seed * 3,
+        "not_a_split.mlir": corpus([0, 1, 2], [3]),
+        "no_module_after.mlir": "module {\n}\n// -----\n#loc = loc(unknown)\nmodule {\n}\n",
+        "one_module.mlir": SOURCES[0].read_text(),
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        parts = P.split_file(str(path), path.stat().st_size, 4)
+        if parts is not None:  # only at real splits: the seed's diagnostics stay put
+            data = path.read_bytes()
+            for p in parts[1:]:
+                assert data[p.start - 3 : p.start] == b"\n}\n"
+                assert data[p.start :].startswith((b"// -----\nmodule", b"// -----// IR Dump"))
+                before = data[: p.start - 2].rsplit(b"\n", 2)[-1]
+                assert not before.startswith((b"error", b"warning", b"note"))
+
+
+def test_small_compressed_and_stdin_are_read_whole(tmp_path):
+    path = tmp_path / "a.mlir"
+    path.write_text(corpus([0, 1, 2, 3], [0]))
+    assert P.split_file(str(path), path.stat().st_size, 4) is None  # below SPLIT_BYTES
+    assert P.split_file("-", 1 << 40, 4) is None
+    assert P.split_file(str(path) + ".gz", 1 << 40, 4) is None
+    assert P.split_file(str(path), 1 << 40, 1) is None  # one worker
+
+
+def test_a_binary_file_is_read_whole(tmp_path, small_parts):
+    """A file the scan skips as binary (a NUL in its first bytes) is not cut: it is one
+    skipped file, whatever it holds after."""
+    small_parts(1)
+    path = tmp_path / "a.mlir"
+    path.write_bytes(b"\0" + corpus([0, 1, 2, 3], [0]).encode())
+    assert P.split_file(str(path), path.stat().st_size, 4) is None
+    path.write_bytes(corpus([0, 1, 2, 3], [0]).encode())
+    assert P.split_file(str(path), path.stat().st_size, 4) is not None
+
+
+#: `meshdiag inspect` with every file cut in parts of 4 KB; says on stderr how many parts
+INSPECT_IN_PARTS = r"""
+import sys
+from meshdiag.ir import parts as P
+P.SPLIT_BYTES = 1
+P.PART_BYTES = 4096
+cut = P.split_file
+def split_file(path, size, jobs):
+    parts = cut(path, size, jobs)
+    sys.stderr.write(f"parts: {len(parts or ())}\n")
+    return parts
+P.split_file = split_file
+from meshdiag.cli.app import main
+sys.argv = ["meshdiag", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_inspect_in_parts_prints_what_one_reader_prints(tmp_path, fmt):
+    """`inspect` of big files read in parts by two workers prints, byte for byte, what
+    one process reading them whole prints: text (head, modules, findings) and JSON."""
+    big = tmp_path / "big.mlir"
+    big.write_text(corpus(list(range(len(SOURCES))), [0, 1, 0, 2]))
+    other = tmp_path / "other.mlir"
+    other.write_text(corpus([5, 3, 1, 0, 2, 4], [1, 0]))
+    files = [str(big), str(ROOT / "fixtures/seed/distorted_mesh.mlir"), str(other)]
+    env = {**os.environ, "COLUMNS": "100"}
+    args = ["--format", fmt, *files]
+    one = subprocess.run(
+        [sys.executable, "-m", "meshdiag", "inspect", "-j1", *args], capture_output=True, env=env
+    )
+    cut = subprocess.run(
+        [sys.executable, "-c", INSPECT_IN_PARTS, "inspect", "-j2", *args],
+        capture_output=True,
+        env=env,
+    )
+    assert one.returncode == cut.returncode
+    made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
+    assert len(made) == 3 and made[0] > 2 and made[2] > 2  # the big files were read in parts
+    assert cut.stdout == one.stdout
