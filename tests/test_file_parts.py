@@ -150,7 +150,7 @@ def test_a_binary_file_is_read_whole(tmp_path, small_parts):
     assert P.split_file(str(path), path.stat().st_size, 4) is not None
 
 
-#: `meshdiag inspect` with every file cut in parts of 4 KB; says on stderr how many parts
+#: a `meshdiag` command with every file cut in parts of 4 KB; says on stderr how many parts
 INSPECT_IN_PARTS = r"""
 import sys
 from meshdiag.ir import parts as P
@@ -190,4 +190,39 @@ def test_inspect_in_parts_prints_what_one_reader_prints(tmp_path, fmt):
     assert one.returncode == cut.returncode
     made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
     assert len(made) == 3 and made[0] > 2 and made[2] > 2  # the big files were read in parts
+    assert cut.stdout == one.stdout
+
+
+def _lint_corpus(tmp_path: Path) -> list[str]:
+    """Big files whose modules have findings (meshes off the global one, unsupported on
+    the target), collectives, and a suppression comment in one module."""
+    seed = (ROOT / "fixtures/seed/distorted_mesh.mlir").read_text()
+    quiet = seed.replace("{\n", "{\n  // meshdiag: ignore[MD103]\n", 1)
+    comms = sorted(ROOT.glob("fixtures/comms/shardy/**/*.mlir"))
+    texts = [seed, quiet, *(p.read_text() for p in comms), corpus(list(range(8)), [0, 1])]
+    big = tmp_path / "big.mlir"
+    big.write_text("// -----\n".join(texts * 3))
+    other = tmp_path / "other.mlir"
+    other.write_text(corpus([4, 2, 0, 1, 3], [1, 0]) + "// -----\n" + seed)
+    return [str(big), str(ROOT / "fixtures/jax/mlp_shardy.mlir"), str(other)]
+
+
+@pytest.mark.parametrize("fmt", ["full", "json"])
+def test_lint_in_parts_finds_what_one_reader_finds(tmp_path, fmt):
+    """`lint` of big files read in parts by two workers reports, byte for byte, what one
+    process reading them whole reports: module and collective findings, suppressions."""
+    files = _lint_corpus(tmp_path)
+    args = ["--mesh", "batch=2,model=4", "--target", "tt-mlir", "--select", "ALL"]
+    args += ["--remat-min-bytes", "0", "--collective-budget", "1"]  # collectives found too
+    args += ["--output-format", fmt, *files]
+    one = subprocess.run(
+        [sys.executable, "-m", "meshdiag", "lint", "-j1", *args], capture_output=True
+    )
+    cut = subprocess.run(
+        [sys.executable, "-c", INSPECT_IN_PARTS, "lint", "-j2", *args], capture_output=True
+    )
+    assert one.returncode == cut.returncode == 1, one.stderr  # findings: exit 1
+    made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
+    assert made[0] > 2 and made[-1] > 2  # the big files were read in parts
+    assert all(code in one.stdout for code in (b"MD101", b"MD103", b"MD201", b"MD202"))
     assert cut.stdout == one.stdout

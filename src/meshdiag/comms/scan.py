@@ -162,6 +162,23 @@ def scan_path(path: str, memo: ScanMemo | None = None) -> CollectiveFile:
     return _scan_small(path, data, memo)
 
 
+def scan_part(
+    path: str, start: int, stop: int, first_line: int, memo: ScanMemo | None = None
+) -> CollectiveFile:
+    """`scan_path` of one part of a big file (`ir.parts.FilePart`): bytes `start` to
+    `stop`, its first line numbered `first_line`, as the whole file's scan reads them."""
+    from meshdiag.ir.lines import Bounded
+
+    try:
+        with open(path, "rb", buffering=0) as f:
+            f.seek(start)
+            return scan_stream(path, Bounded(f, stop - start), memo, first_line, sniff=False)
+    except OSError as e:
+        return CollectiveFile(
+            path, problems=[Problem(f"cannot read {path}: {e.strerror}", 0, in_sharding_scan=True)]
+        )
+
+
 def scan_bytes(
     path: str, data: bytes, memo: ScanMemo | None = None, remember: bool = True
 ) -> CollectiveFile:
@@ -235,15 +252,23 @@ def scan_text(path: str, text: str) -> CollectiveFile:
     return scan_stream(path, io.BytesIO(text.encode()), ScanMemo())
 
 
-def scan_stream(path: str, stream: BinaryIO, memo: ScanMemo | None = None) -> CollectiveFile:
+def scan_stream(
+    path: str,
+    stream: BinaryIO,
+    memo: ScanMemo | None = None,
+    first_line: int = 1,
+    sniff: bool = True,
+) -> CollectiveFile:
     """Scan a stream in blocks of whole lines: the regex `_Scan.pattern` jumps (in C) to the
     next line that may matter, so the lines between are never split or decoded. Memory
-    stays bounded: a line longer than MAX_LINE is reported and skipped."""
+    stays bounded: a line longer than MAX_LINE is reported and skipped. `first_line`: the
+    number of the stream's first line; `sniff=False`: the stream is a part of a file
+    (`ir.parts`) whose start was sniffed, and a NUL in its first bytes is not a binary file."""
     s = _Scan(path, ScanMemo() if memo is None else memo)
-    lineno = 1
+    lineno = first_line
     try:
         buf = stream.read(8192)
-        if b"\0" in buf:  # binary: nothing to read
+        if sniff and b"\0" in buf:  # binary: nothing to read
             return s.out
         eof = False
         skipping = False  # inside a line too long to keep

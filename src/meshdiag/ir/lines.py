@@ -83,6 +83,21 @@ def decode_line(raw: bytes, lineno: int, problem: Problem) -> str:
     return raw.decode("utf-8") if raw.isascii() else _decode(raw, lineno, problem)
 
 
+class Bounded:
+    """The next `left` bytes of an unbuffered binary file, as a stream (a part of a big
+    file, `ir.parts`)."""
+
+    def __init__(self, f: BinaryIO, left: int) -> None:
+        self._f = f
+        self._left = left
+
+    def read(self, n: int = -1) -> bytes:
+        want = self._left if n < 0 else min(n, self._left)
+        data = self._f.read(want) if want > 0 else b""
+        self._left -= len(data)
+        return data
+
+
 def read_blocks(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b"", first_line: int = 1
 ) -> Generator[tuple[bytes, int], int | None, None]:

@@ -30,6 +30,7 @@ from meshdiag.ir import hlo, mlir
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.lines import (
     BLOCK,
+    Bounded,
     check_utf8,
     decode_line,
     max_line_bytes,
@@ -280,23 +281,10 @@ def scan_part(
     try:
         with open(path, "rb", buffering=0) as f:
             f.seek(start)
-            _scan_stream(b, path, _Bounded(f, stop - start), b"", first_line)
+            _scan_stream(b, path, Bounded(f, stop - start), b"", first_line)
     except OSError as e:
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
     return b.finish()
-
-
-class _Bounded:
-    """The next `left` bytes of an unbuffered binary file, as a stream."""
-
-    def __init__(self, f: BinaryIO, left: int) -> None:
-        self._f = f
-        self._left = left
-
-    def read(self, n: int) -> bytes:
-        data = self._f.read(min(n, self._left)) if self._left > 0 else b""
-        self._left -= len(data)
-        return data
 
 
 def _scan_block(b: Builder, block: bytes, lineno: int) -> int:

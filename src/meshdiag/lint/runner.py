@@ -20,13 +20,20 @@ from meshdiag.checks.context import CheckContext
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
 from meshdiag.ir.model import FileReport
+from meshdiag.ir.parts import FilePart, split_file
 from meshdiag.ir.scan import partitioned_by_name, read_ahead, read_small_file
 from meshdiag.lint.config import CONFIG_NAMES, LintSettings
 from meshdiag.lint.meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
 from meshdiag.lint.select import ignored_for
 from meshdiag.lint.suppress import apply_comments
 from meshdiag.model.findings import Finding
-from meshdiag.pipeline.inspect import logical_global_mesh, run_checks, scan_checked
+from meshdiag.pipeline.inspect import (
+    joined_findings,
+    logical_global_mesh,
+    run_checks,
+    scan_checked,
+    scan_checked_part,
+)
 
 #: what the scanner reads to tell a binary file (`ir.scan.SNIFF`)
 SNIFF = 8192
@@ -356,11 +363,13 @@ def _collective_findings(
     checks: dict,
     data: bytes | None = None,
     unreadable: Collection[int] = (),
+    part: FilePart | None = None,
 ) -> list[Finding]:
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
     the file's bytes (`data`, when read already) name no collective. `unreadable`: the lines
-    of the sharding scan's MD001s (a problem both scans find is reported once)."""
+    of the sharding scan's MD001s (a problem both scans find is reported once). `part`:
+    only that part of the file (`ir.parts`)."""
     if not checks:
         return []
     # imported here, not at the top: a lint of files that name no collective never loads the
@@ -394,15 +403,56 @@ def _collective_findings(
             # only all-gathers of at least remat-min-bytes), and its scan would find no
             # problem: nothing to report
             return []
-    scanned = (
-        comms_scan.scan_path(path, memo)
-        if data is None
-        else comms_scan.scan_bytes(path, data, memo, remember=False)
-    )
+    if part is not None:
+        scanned = comms_scan.scan_part(path, part.start, part.stop, part.line, memo)
+    elif data is None:
+        scanned = comms_scan.scan_path(path, memo)
+    else:
+        scanned = comms_scan.scan_bytes(path, data, memo, remember=False)
     _, found = comms_checks.run_collective_checks(
         scanned, ctx, checks, unreadable, judged_only=True
     )
     return found
+
+
+# -- a big file in parts (`ir.parts`) --------------------------------------------------------
+
+#: a part's findings, before the whole file's are put together: the scan's MD001s, the
+#: module checks' and the collective checks'
+PartFindings = tuple[list[Finding], list[Finding], list[Finding]]
+
+
+def lint_part(part: FilePart, settings: LintSettings) -> PartFindings:
+    """`lint_file`'s work on one part of a big file, in a worker: the findings of its
+    modules, for `join_parts` to filter, suppress and sort with the other parts'."""
+    path = part.path
+    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
+    _, checks, collective, _ = _selection(settings, off)
+    where = (settings.mesh, settings.target, settings.split)
+    _, scanned, checked = scan_checked_part(part, *where, checks, None, settings.memos)
+    unreadable = {f.line for f in (*scanned, *checked) if f.code == "MD001"}
+    found = _collective_findings(
+        path, display_path(path), settings, collective, None, unreadable, part=part
+    )
+    return scanned, checked, found
+
+
+def join_parts(path: str, parts: list[PartFindings], settings: LintSettings) -> list[Finding]:
+    """A big file's findings from its parts' (`lint_part`, in order), as `lint_file` gives
+    them for the whole file: enabled ones, unsuppressed, sorted."""
+    shown = display_path(path)
+    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
+    enabled = _selection(settings, off)[3]
+    findings = joined_findings([(scanned, checked) for scanned, checked, _ in parts])
+    findings.extend(f for _, _, found in parts for f in found)
+    findings = [
+        f if f.path == shown else dataclasses.replace(f, path=shown)
+        for f in findings
+        if f.code in enabled
+    ]
+    findings, _ = apply_comments(findings, path)
+    findings.sort(key=Finding.sort_key)
+    return findings
 
 
 # -- many files ------------------------------------------------------------------------------
@@ -422,6 +472,14 @@ def _work(paths: list[str]) -> list[tuple]:
     one line saying it, the file) — never a traceback across the process boundary; the
     batch stops at its first error (the run stops there)."""
     out: list[tuple] = []
+    if paths and paths[0].__class__ is FilePart:  # one part of a big file
+        part = paths[0]
+        try:
+            return [("part", (part, lint_part(part, _SETTINGS)))]  # type: ignore[arg-type]
+        except MeshdiagError as e:
+            return [("error", str(e), part.path)]
+        except Exception as e:  # a bug in a check or the scanner
+            return [("internal", f"{type(e).__name__}: {e}", part.path)]
     for path, data in read_ahead(paths):
         try:
             out.append(("ok", (_LINT_FILE or lint_file)(path, _SETTINGS, data)))
@@ -456,7 +514,7 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise MeshdiagError(f"--jobs must be at least 1, got {jobs}")
-    batches, parallel = stream(files, jobs)
+    batches, parallel = stream(files, jobs, _split)
     findings: list[Finding] = []
     if parallel:
         findings = _parallel(batches, settings, jobs)
@@ -466,6 +524,12 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
                 findings.extend(lint_file(path, settings, data))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _split(path: str, size: int, jobs: int) -> list[FilePart] | None:
+    """A big dump file's parts for the workers (`ir.parts`); mesh config files are read
+    whole."""
+    return None if path.endswith(MESH_SUFFIXES) else split_file(path, size, jobs)
 
 
 def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -> list[Finding]:
@@ -492,9 +556,17 @@ def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -
         parallel=True,
         chunksize=1,
     )
+    parts: list[PartFindings] = []  # of the big file being read in parts
     try:
         for outcomes in results:
             for outcome in outcomes:
+                if outcome[0] == "part":
+                    part, found = outcome[1]
+                    parts.append(found)
+                    if part.last:
+                        findings.extend(join_parts(part.path, parts, settings))
+                        parts = []
+                    continue
                 if outcome[0] != "ok":
                     _raise(outcome[2], outcome[0], outcome[1])
                 findings.extend(outcome[1])
