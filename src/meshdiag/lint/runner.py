@@ -341,13 +341,7 @@ def _lint_file(
         )[2]
         unreadable = {f.line for f in findings if f.code == "MD001"}
         findings += _collective_findings(path, shown, settings, collective, data, unreadable)
-    findings = [
-        f if f.path == shown else dataclasses.replace(f, path=shown)
-        for f in findings
-        if f.code in enabled
-    ]
-    findings, _ = apply_comments(findings, path)
-    findings.sort(key=Finding.sort_key)
+    findings = _reported(findings, enabled, shown, path)
     if key is not None:
         settings.memos.recent("lint.recent_files").put(key[0], key, (shown, findings))
     return findings
@@ -445,6 +439,12 @@ def join_parts(path: str, parts: list[PartFindings], settings: LintSettings) -> 
     enabled = _selection(settings, off)[3]
     findings = joined_findings([(scanned, checked) for scanned, checked, _ in parts])
     findings.extend(f for _, _, found in parts for f in found)
+    return _reported(findings, enabled, shown, path)
+
+
+def _reported(findings: list[Finding], enabled, shown: str, path: str) -> list[Finding]:
+    """A file's findings as `lint` reports them: the `enabled` codes only, at `shown`,
+    without those a comment in the file at `path` suppresses, sorted."""
     findings = [
         f if f.path == shown else dataclasses.replace(f, path=shown)
         for f in findings

@@ -137,19 +137,37 @@ def scan_checked_part(
     from meshdiag.ir.scan import scan_part
 
     checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
-    count = 0
-
-    def done(module: ModuleReport) -> None:
-        nonlocal count
-        count += 1
-        checker.check(module)
-        if each is not None:
-            each(module)
-
+    done = _Ended(checker, each, None)
     report = scan_part(
         part.path, part.start, part.stop, part.line, on_module=done, cache=scan_cache(memos)
     )
-    return count, report.findings, checker.module_findings
+    return done.count, report.findings, checker.module_findings
+
+
+class _Ended:
+    """What a scan does with each module as it ends (its `on_module`): count it, keep it
+    in `kept` (a list, or None), check it, hand it to `each`."""
+
+    __slots__ = ("checker", "each", "kept", "count")
+
+    def __init__(
+        self,
+        checker: ModuleChecker,
+        each: Callable[[ModuleReport], None] | None,
+        kept: list[ModuleReport] | None,
+    ) -> None:
+        self.checker = checker
+        self.each = each
+        self.kept = kept
+        self.count = 0
+
+    def __call__(self, module: ModuleReport) -> None:
+        self.count += 1
+        if self.kept is not None:
+            self.kept.append(module)
+        self.checker.check(module)
+        if self.each is not None:
+            self.each(module)
 
 
 def scan_checked(
@@ -188,27 +206,16 @@ def scan_checked(
             if hit is not None:
                 return hit.replay(shown, each)
     # a small file's modules are kept for the next files; a big file's are let go one by one
-    modules: list[ModuleReport] = []
-    count = 0
-
-    def done(module: ModuleReport) -> None:
-        nonlocal count
-        count += 1
-        if key is not None:
-            modules.append(module)
-        checker.check(module)
-        if each is not None:
-            each(module)
-
+    done = _Ended(checker, each, [] if key is not None else None)
     if data is None:
         report = scan_path(path, on_module=done, cache=scan_cache(memos))
-        return report, count, checker.findings(report)
+        return report, done.count, checker.findings(report)
     report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos))
     findings = checker.findings(report)
-    if key is not None and report.skipped is None:  # a skipped file's note names it
-        scanned = Scanned(shown, report, modules, findings)
+    if done.kept is not None and report.skipped is None:  # a skipped file's note names it
+        scanned = Scanned(shown, report, done.kept, findings)
         recent.put(data, key, scanned)  # type: ignore[union-attr,arg-type]
-    return report, count, findings
+    return report, done.count, findings
 
 
 @dataclass

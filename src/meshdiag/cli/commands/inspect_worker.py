@@ -92,28 +92,35 @@ def _summary():
 def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> list[str]:
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
     finding's JSON."""
-    st = _STATE
     shown = "<stdin>" if path == "-" else path
-    head, tail = file_json_parts(shown, st["memos"])
+    head, tail = file_json_parts(shown, _STATE["memos"])
     write(head.encode("ascii"))
-    first = True
+    _, _, findings = _scan(path, _JsonModules(shown, write), summary, data)
+    write(tail.encode("ascii"))
+    return [json.dumps(f.to_json()) for f in findings]
 
-    def each(m: ModuleReport) -> None:
-        nonlocal first
+
+class _JsonModules:
+    """Each module's JSON (ASCII) written as the module ends, joined by ", ": the file's
+    `modules` list, or a part of it."""
+
+    def __init__(self, shown: str, write: Callable[[bytes], None]) -> None:
+        self.shown = shown
+        self.write = write
+        self.wrote = False  # any module yet
+
+    def __call__(self, m: ModuleReport) -> None:
+        st = _STATE
         try:
             text = module_json_text(
                 m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
             )
         except LimitError as e:  # name the file: the value's location is line:column only
-            raise LimitError(f"{shown}: {e}") from None
-        if not first:
-            write(b", ")
-        write(text.encode("ascii"))
-        first = False
-
-    _, _, findings = _scan(path, each, summary, data)
-    write(tail.encode("ascii"))
-    return [json.dumps(f.to_json()) for f in findings]
+            raise LimitError(f"{self.shown}: {e}") from None
+        if self.wrote:
+            self.write(b", ")
+        self.write(text.encode("ascii"))
+        self.wrote = True
 
 
 def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> int:
@@ -218,25 +225,10 @@ class PartDone(NamedTuple):
 def json_part(part: FilePart):
     """`json_batch` of one part of a big file: ([part], its modules' JSON, `PartDone`,
     None)."""
-    st = _STATE
     out = SpoolStream()
-    first = True
-
-    def each(m: ModuleReport) -> None:
-        nonlocal first
-        try:
-            text = module_json_text(
-                m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
-            )
-        except LimitError as e:  # name the file: the value's location is line:column only
-            raise LimitError(f"{part.path}: {e}") from None
-        if not first:
-            out.write(b", ")
-        out.write(text.encode("ascii"))
-        first = False
-
+    each = _JsonModules(part.path, out.write)
     count, scanned, checked = _scan_part(part, each)
-    return [part], out.done(), PartDone(count, not first, scanned, checked), None
+    return [part], out.done(), PartDone(count, each.wrote, scanned, checked), None
 
 
 def text_part(part: FilePart):
