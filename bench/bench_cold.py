@@ -6,7 +6,9 @@
     .venv/bin/python bench/bench_cold.py [PATH ...] --against REV [--repeat N]
 
 For each PATH (default: whichever of bench/out/cold and bench/out/cold.mlir exist), in one
-run: `grep -rc sharding PATH` (the physical limit: one pass over the bytes), then
+run: `grep -rc sharding PATH` (the physical limit: one pass over the bytes; its output,
+like every command's, goes to a file, not /dev/null, where GNU grep stops at each file's
+first match), then
 `meshdiag inspect -j1`, `inspect` on all cores, `inspect -j1 --format json` and `lint`.
 Every measurement is a fresh process (nothing memoised from an earlier run: cold), started
 by a fresh helper process that reports its own RUSAGE_CHILDREN peak RSS, so each figure is
@@ -36,12 +38,14 @@ ROOT = HERE.parent
 MESHDIAG = str(ROOT / ".venv" / "bin" / "meshdiag")
 
 #: run in a fresh process: the command, its time and the peak RSS of its process tree's
-#: largest process
+#: largest process. Its output goes to a file: GNU grep whose output is /dev/null stops
+#: reading each file at its first match (nobody reads the count), 0.20 s instead of 0.26 s
+#: over the cold dumps and nothing at all of the big file: not the counting it stands for
 MEASURE = r"""
-import json, os, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, tempfile, time
 t = time.perf_counter()
-with open(os.devnull, "wb") as null:
-    rc = subprocess.run(sys.argv[1:], stdout=null, stderr=null).returncode
+with tempfile.TemporaryFile() as out:
+    rc = subprocess.run(sys.argv[1:], stdout=out, stderr=subprocess.DEVNULL).returncode
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime

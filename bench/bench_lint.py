@@ -18,6 +18,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -60,7 +61,9 @@ def run(cmd: list[str], sample: bool = False) -> tuple[float, int, int, int]:
     """(seconds, exit code, peak tree RSS kB or 0, largest-process max RSS kB)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    # output to a file: GNU grep writing to /dev/null stops at each file's first match
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
     peak = [0]
     if sample and os.path.isdir("/proc"):
 
@@ -73,6 +76,7 @@ def run(cmd: list[str], sample: bool = False) -> tuple[float, int, int, int]:
         watcher.start()
     _, err = proc.communicate()
     elapsed = time.perf_counter() - t0
+    out.close()
     if sample and os.path.isdir("/proc"):
         watcher.join()
     if proc.returncode not in (0, 1):
