@@ -130,6 +130,21 @@ def test_no_cut_where_the_scan_carries_something(tmp_path, small_parts):
                 assert not before.startswith((b"error", b"warning", b"note"))
 
 
+def test_marks_that_are_no_place_to_cut_cost_little(tmp_path, small_parts, monkeypatch):
+    """A file of nothing but `}` / `// -----` pairs followed by no module: each such mark
+    costs a read, and a cut looks at a bounded number of them before it gives up."""
+    small_parts(1)
+    path = tmp_path / "marks.mlir"
+    unit = "}\n// -----\nx\n"
+    path.write_text("module {\n" + unit * 100_000 + "}\n// -----\nmodule {\n}\n")
+    looked = []
+    opens = P._opens
+    monkeypatch.setattr(P, "_opens", lambda fd, offset: looked.append(offset) or opens(fd, offset))
+    parts = P.split_file(str(path), path.stat().st_size, 8)
+    assert len(looked) <= P.TRIES * 16  # 15 cuts sought, 100,000 marks
+    assert parts is None or len(parts) == 2  # the one real cut, at the end
+
+
 def test_small_compressed_and_stdin_are_read_whole(tmp_path):
     path = tmp_path / "a.mlir"
     path.write_text(corpus([0, 1, 2, 3], [0]))

@@ -32,6 +32,8 @@ _MARK = b"\n}\n// -----"
 _CHUNK = 8 << 20
 #: bytes read at a cut to check the marker line and the module line after it
 _LOOK = 4096
+#: marks looked at for one cut, at most (see `_cuts`)
+TRIES = 64
 
 
 class FilePart(NamedTuple):
@@ -84,18 +86,28 @@ def split_file(path: str, size: int, jobs: int) -> list[FilePart] | None:
 
 def _cuts(fd: int, size: int, targets: list[int]) -> list[tuple[int, int]]:
     """(offset, line number) of the first cut at or after each target offset, each cut
-    once, in order."""
+    once, in order. A target gives up after `TRIES` marks that are no place to cut (each
+    costs a read: a file of nothing but such marks is not read a few bytes at a time)."""
     out: list[tuple[int, int]] = []
     it = iter(targets)
     target = next(it, None)
+    tries = 0
     for offset, line in _marks(fd, size):
         if target is None:
             break
-        if offset < target or not _opens(fd, offset):
+        if offset < target:
+            continue
+        if not _opens(fd, offset):
+            tries += 1
+            if tries >= TRIES:  # no cut near this target: on to the next
+                while target is not None and target <= offset:
+                    target = next(it, None)
+                tries = 0
             continue
         out.append((offset, line))
         while target is not None and target <= offset:
             target = next(it, None)
+        tries = 0
     return out
 
 
