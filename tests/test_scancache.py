@@ -65,3 +65,24 @@ def test_each_distinct_sharding_is_parsed_once_per_run():
     scan(PASS.format(n=0) + PASS.format(n=1).replace("%p", "%q"), cache)
     parses = [k for k in cache._parses.data if k[0] == "hlo"]
     assert parses == [("hlo", "{devices=[2,4]<=[8]}")]
+
+
+def test_structure_lines_are_read_once_and_long_ones_never_kept():
+    """Module headers and mesh declarations are read once per distinct line of at most
+    MAX_LINE characters; a longer one is read each time and not kept."""
+    from meshdiag.ir.mlir import module_header
+
+    cache = ScanCache()
+    calls = []
+
+    def read(line):
+        calls.append(line)
+        return module_header(line)
+
+    short = "module @m attributes {mhlo.num_partitions = 8 : i32} {"
+    assert cache.structure(read, short) == ("m", 8) == cache.structure(read, short)
+    assert calls == [short]
+    long = 'module @m attributes {x = "' + "a" * scancache.MAX_LINE + '"} {'
+    assert cache.structure(read, long) == module_header(long)
+    assert cache.structure(read, long) == module_header(long)
+    assert calls == [short, long, long]

@@ -97,7 +97,9 @@ def handle(b: Builder, line: str, lineno: int) -> None:
     if b.manual and s.startswith("} : ") and indent == b.manual[-1].indent:
         _close_manual(b, line, lineno)
         return
-    header = module_header(line)
+    # a pass dump prints the same header in every file of a module: read once per run
+    opens = s.startswith(("module", "builtin.module"))  # what `MODULE` matches first
+    header = b.cache.structure(module_header, line) if opens else None
     if header is not None:
         name, num_partitions = header
         if indent == 0 or b.module is None:
@@ -152,7 +154,7 @@ def diagnostic(b: Builder, s: str, lineno: int, column: int) -> bool:
 
 
 def _mesh_op(b: Builder, line: str, lineno: int) -> None:
-    for name, text, col, closed in _mesh_ops_in(line):
+    for name, text, col, closed in b.cache.structure(_mesh_ops_in, line):
         if not closed:
             b.mesh(MeshDecl(name, None, lineno, col, text))
             b.problem(f"mesh @{name}: expected a mesh attribute '<[...]>'", lineno, col)
@@ -187,7 +189,7 @@ def _xla_meshes(b: Builder, line: str, lineno: int) -> None:
     """`mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\\22x\\22=8]>}"}`."""
     if "xla.sdy.meshes" not in line:  # on every module header; the regex scan is slower
         return
-    for name, text, col in _xla_meshes_in(line):
+    for name, text, col in b.cache.structure(_xla_meshes_in, line):
         if name is None:  # a problem: `text` says what
             b.problem(text, lineno, col)
         else:

@@ -40,7 +40,8 @@ MAX_LINE = 16384
 #: thousands of distinct shardings)
 MAX_PARSES = 1 << 14
 MAX_TOKENS = 4096
-#: distinct module headers kept (a few hundred bytes each; a dump has one or two per module)
+#: distinct module headers and mesh declarations kept (a few hundred bytes each, at most
+#: `MAX_LINE`; a dump has a few per module)
 MAX_HEADERS = 1024
 
 
@@ -105,6 +106,14 @@ class ScanCache:
     def module_header(self, read, raw: bytes) -> tuple:
         """`read(raw)`: an `HloModule` header line read once per distinct line."""
         return self._headers.call(read, raw)
+
+    def structure(self, read, line: str):
+        """`read(line)` once per distinct line of at most `MAX_LINE` characters (longer
+        ones are read each time): the MLIR handlers' readers of a module header or a mesh
+        declaration, which a pass dump prints again in every file of a module."""
+        if len(line) > MAX_LINE:
+            return read(line)
+        return self._headers.call(read, line)
 
     def hlo(self, text: str) -> list[Parsed]:
         """The per-value records of a GSPMD sharding text (tuple elements flattened)."""
