@@ -188,7 +188,7 @@ def scan_bytes(
     """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
     be too long to keep) as one block; the same report as `scan_file` on its bytes."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
-    if _skipped(b, path, data[:SNIFF]):
+    if _skipped(b, path, data):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
     _scan_block(b, block, 1)
@@ -198,12 +198,13 @@ def scan_bytes(
 
 
 def _skipped(b: Builder, path: str, head: bytes) -> bool:
-    """Empty and binary files are noted and not scanned."""
+    """Empty and binary files are noted and not scanned (`head`: the file's first bytes,
+    or more of them: only the first `SNIFF` are looked at)."""
     if not head:  # said, so every input is accounted for
         b.note(f"empty file skipped: {Path(path).name}")
         b.report.skipped = "empty"
         return True
-    if b"\0" in head or path.endswith(BINARY_EXT):
+    if head.find(b"\0", 0, SNIFF) >= 0 or path.endswith(BINARY_EXT):
         b.note(f"binary file skipped: {Path(path).name}")
         b.report.skipped = "binary"
         return True
