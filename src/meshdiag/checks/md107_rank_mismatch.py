@@ -48,8 +48,11 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
 def DECIDES(v: Value) -> tuple:
     """What decides whether a value has a finding (`checks.values.Decides`): the sharding
-    (by identity: the rank it describes) and the shape."""
-    return (id(v.sharding), v.shape, v.local_shape)
+    (by identity: the rank it describes) and the rank of the shape `_judge` reads (the
+    shape itself only goes into a finding's message: keyed by the shape, a file whose
+    shapes never repeat had every value judged)."""
+    shape = v.shape if v.shape is not None else v.local_shape
+    return (id(v.sharding), None if shape is None else len(shape))
 
 
 def _judge(v: Value, facts: None, memos: RunMemos) -> list[tuple[str, str | None]]:
