@@ -154,8 +154,13 @@ def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
 
 def DECIDES(v: Value) -> tuple:
     """What decides whether a value has a finding (`checks.values.Decides`): the tiled
-    form (by identity) and the global shape."""
-    return (id(v.hlo), v.shape)
+    form (by identity) and the global shape; for a shape that `_divides` (nothing to
+    find), only that it does: most values are so, and keyed by their shapes, every value
+    of a file whose shapes never repeat was judged."""
+    h, shape = v.hlo, v.shape
+    if h is None or shape is None or _divides(h, shape):
+        return (id(h), None)
+    return (id(h), shape)
 
 
 def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]]:
