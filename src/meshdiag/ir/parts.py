@@ -3,11 +3,12 @@
 A file of many top-level modules (a JAX program's modules lowered one after another, an
 `mlir-print-ir-after-all` dump) is as much work as a directory of files, but one file went
 to one worker: the 252 MB file of the cold bench took as long on two cores as on one. Its
-parts go to the workers like the files of a directory, and `inspect` puts their outputs
-back together in order.
+parts go to the workers like the files of a directory, and `inspect` and `lint` put their
+outputs back together in order.
 
-Where a part may start: the scanner carries nothing from one top-level module to the next
-but the section title (`ir.builder.Builder`), and a `// -----` line sets that afresh: a
+Where a part may start: the scanners carry nothing from one top-level module to the next
+but the section title (`ir.builder.Builder`, `comms.scan._Scan`: each module starts
+afresh), and a `// -----` line sets that afresh: a
 plain one clears it, a pass dump's `// -----// IR Dump After X //----- //` names it. So a
 cut is made only at such a line that follows the line `}` closing a module and comes right
 before the line opening the next one: nothing in between (a diagnostic would attach to the
