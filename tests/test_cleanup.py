@@ -138,3 +138,26 @@ def test_default_action_when_no_handler_was_set(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == -signal.SIGTERM
     assert r.stdout == "block done\n"
+
+
+def test_a_stopped_worker_starts_no_later_task(monkeypatch):
+    """SIGTERM in a task stops it, and the tasks the pool had already handed to the worker
+    stop at once instead of running to their end (a part of a big file: seconds)."""
+    from meshdiag.pipeline import tasks
+
+    monkeypatch.setattr(tasks, "_WORKER", {"in_task": False, "stop": False})
+    ran = []
+
+    def work(n):
+        ran.append(n)
+        if n == 1:
+            tasks.stop_requested(signal.SIGTERM, None)  # as if the signal came now
+        return n
+
+    task = tasks.Task(work)
+    assert task(0) == 0
+    with pytest.raises(tasks.TaskStopped):
+        task(1)
+    with pytest.raises(tasks.TaskStopped):
+        task(2)  # queued before the stop: not run
+    assert ran == [0, 1]

@@ -57,8 +57,10 @@ class Task:
 
 
 def stop_requested(signum, frame) -> None:
-    """A worker's SIGTERM handler (see the module docstring)."""
+    """A worker's SIGTERM handler (see the module docstring). Every later task stops at
+    once too: the pool has already handed the worker up to one task more than it runs,
+    which `shutdown(cancel_futures=True)` cannot take back (a part of a big file: seconds)."""
+    _WORKER["stop"] = True
     if _WORKER["in_task"]:
         _WORKER["in_task"] = False  # raised once
         raise TaskStopped()
-    _WORKER["stop"] = True
