@@ -321,3 +321,31 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch):
     codes = {f.code for fs in keyed for f in fs}
     assert {"MD102", "MD104", "MD105", "MD107", "MD108"} <= codes, codes
     assert calls["judged"] > 2 * with_keys  # the keys answer most values
+
+
+def test_a_replayed_module_writes_its_json_once_per_setting(monkeypatch):
+    """The same module object again (a replayed file) gets its JSON from its identity,
+    whatever its values (one-off ones too); another setting writes it afresh, and every
+    answer is what writing it without memos gives."""
+    import json
+
+    mesh = parse_mesh("batch=2,model=4")
+    modules = [m for r in _fixture_reports() for m in r.modules][:40]
+    assert any(
+        any(it.__class__ is inspect.Value for it in m.entries()[0]) for m in modules
+    )  # one-off values among them
+    monkeypatch.setattr(inspect, "MODULE_JSON_BYTES", 1 << 30)  # keep every one here
+    memos = RunMemos()
+    made = []
+    original = inspect.module_json
+    monkeypatch.setattr(inspect, "module_json", lambda *a, **k: made.append(1) or original(*a, **k))
+    for setting in (
+        {"mesh": None, "split": "xla", "layouts": False},
+        {"mesh": mesh, "split": "chunk", "layouts": True},
+    ):
+        first = [inspect.module_json_text(m, memos=memos, **setting) for m in modules]
+        before = len(made)
+        again = [inspect.module_json_text(m, memos=memos, **setting) for m in modules]
+        assert again == first and len(made) == before  # nothing written again
+        fresh = [json.dumps(original(m, memos=RunMemos(), **setting)) for m in modules]
+        assert first == fresh
