@@ -119,18 +119,18 @@ def value_findings(
                 values = item.partitioned  # type: ignore[attr-defined]
             else:
                 values = item.protos  # type: ignore[attr-defined]
-            bad = []
+            bad = None  # made for the few items with a finding
             for v in values:
                 k = decides(v)
                 if k in clean:
                     continue
                 res = judge(v, facts, memos)
                 if res:
-                    bad.append((v, res))
+                    bad = [(v, res)] if bad is None else [*bad, (v, res)]
                 else:
                     clean[k] = v
             if item.__class__ is not Value:  # one-off Values are never seen again
-                judged.put(item, True)
+                seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
             if bad:
                 found.put(item, bad)
                 if item.__class__ is Value:
