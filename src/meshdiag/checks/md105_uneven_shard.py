@@ -165,7 +165,7 @@ def DECIDES(v: Value) -> tuple:
 
 def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]]:
     h = v.hlo
-    if v.shape is None or h is None or _divides(h, v.shape):
+    if v.shape is None or h is None:
         return []
     # (sharding, shape) pairs repeat across values: judge each once
     seen = memos.table("md105.uneven", 8192)
@@ -179,8 +179,9 @@ def _judge(v: Value, split: str, memos: RunMemos) -> list[tuple[str, str | None]
 def _divides(h: HloSharding, shape: tuple[int, ...]) -> bool:
     """Whether `uneven_findings(h, shape)` is sure to find nothing: not a tiling of a
     tensor of this rank, or every dimension divisible by its tile count. Most values are
-    so, and a big file's shapes rarely repeat, so most would miss the memo: this answers
-    them without its key (MD105 took 0.22 s of a 12 MB file of new shapes, now 0.09 s)."""
+    so, and a big file's shapes rarely repeat: `DECIDES` keys such a value by its sharding
+    alone, so one judgement answers them all (MD105 over the 252 MB file: 1.2-1.35 s keyed
+    by shape, 0.95 s so)."""
     t = h.tile
     if h.kind != "tiled" or t is None:
         return True

@@ -126,7 +126,9 @@ def value_findings(
                     continue
                 res = judge(v, facts, memos)
                 if res:
-                    bad = [(v, res)] if bad is None else [*bad, (v, res)]
+                    if bad is None:
+                        bad = []
+                    bad.append((v, res))
                 else:
                     clean[k] = v
             if item.__class__ is not Value:  # one-off Values are never seen again

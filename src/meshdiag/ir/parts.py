@@ -21,6 +21,9 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from meshdiag.ir.mlir import SECTION, module_header
+from meshdiag.ir.scan import BINARY_EXT, SNIFF
+
 #: files smaller than this are read by one worker
 SPLIT_BYTES = 32 << 20
 #: parts are at least this big (each is a task with its own spooled output)
@@ -66,8 +69,6 @@ def split_file(path: str, size: int, jobs: int) -> list[FilePart] | None:
     except OSError:
         return None  # the scan says why it cannot be read
     try:
-        from meshdiag.ir.scan import BINARY_EXT, SNIFF
-
         if path.endswith(BINARY_EXT) or b"\0" in os.pread(fd, SNIFF, 0):
             return None  # skipped as binary, whole
         cuts = _cuts(fd, size, [size * k // n for k in range(1, n)])
@@ -143,8 +144,6 @@ def _marks(fd: int, size: int):
 def _opens(fd: int, offset: int) -> bool:
     """Whether the `// -----` line at `offset` sets the section afresh (a plain split or a
     section header) and the line after it opens a top-level module."""
-    from meshdiag.ir.mlir import SECTION, module_header
-
     head = os.pread(fd, _LOOK, offset)
     lines = head.split(b"\n", 2)
     if len(lines) < 3:  # both lines whole, or not a place to cut

@@ -230,10 +230,12 @@ _NONE: frozenset[str] = frozenset()
 
 
 def _selection(
-    settings: LintSettings, off: frozenset[str]
+    settings: LintSettings, rules_path: str
 ) -> tuple[list[str], dict, dict, frozenset[str]]:
     """(enabled codes sorted, their module checks, their collective checks, the enabled
-    set) once per distinct set of per-file ignores, not once per file."""
+    set) for the file whose per-file ignores match `rules_path`, made once per distinct
+    set of ignores, not once per file."""
+    off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
     chosen = settings.memos.table("lint.selection", 64)
     hit = chosen.get(off)
     if hit is None:
@@ -301,8 +303,7 @@ def _lint_file(
 
     rules_path = path if rules_path is None else rules_path
     name = path if rules_path == "-" else rules_path  # what the file is called
-    off = ignored_for(rules_path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
-    codes, checks, collective, enabled = _selection(settings, off)
+    codes, checks, collective, enabled = _selection(settings, rules_path)
     where = (settings.mesh, settings.target, settings.split)
     findings: list[Finding]
     key = None  # what the findings depend on, for a small dump file (see below)
@@ -420,8 +421,7 @@ def lint_part(part: FilePart, settings: LintSettings) -> PartFindings:
     """`lint_file`'s work on one part of a big file, in a worker: the findings of its
     modules, for `join_parts` to filter, suppress and sort with the other parts'."""
     path = part.path
-    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
-    _, checks, collective, _ = _selection(settings, off)
+    _, checks, collective, _ = _selection(settings, path)
     where = (settings.mesh, settings.target, settings.split)
     _, scanned, checked = scan_checked_part(part, *where, checks, None, settings.memos)
     unreadable = {f.line for f in (*scanned, *checked) if f.code == "MD001"}
@@ -435,8 +435,7 @@ def join_parts(path: str, parts: list[PartFindings], settings: LintSettings) -> 
     """A big file's findings from its parts' (`lint_part`, in order), as `lint_file` gives
     them for the whole file: enabled ones, unsuppressed, sorted."""
     shown = display_path(path)
-    off = ignored_for(path, settings.per_file_ignores) if settings.per_file_ignores else _NONE
-    enabled = _selection(settings, off)[3]
+    enabled = _selection(settings, path)[3]
     findings = joined_findings([(scanned, checked) for scanned, checked, _ in parts])
     findings.extend(f for _, _, found in parts for f in found)
     return _reported(findings, enabled, shown, path)
@@ -471,25 +470,29 @@ def _work(paths: list[str]) -> list[tuple]:
     """Runs in a worker: per file of a batch, ("ok", its findings), or (what went wrong,
     one line saying it, the file) — never a traceback across the process boundary; the
     batch stops at its first error (the run stops there)."""
-    out: list[tuple] = []
-    if paths and paths[0].__class__ is FilePart:  # one part of a big file
+    if paths and paths[0].__class__ is FilePart:  # one part of a big file: ("part", ...)
         part = paths[0]
-        try:
-            return [("part", (part, lint_part(part, _SETTINGS)))]  # type: ignore[arg-type]
-        except MeshdiagError as e:
-            return [("error", str(e), part.path)]
-        except Exception as e:  # a bug in a check or the scanner
-            return [("internal", f"{type(e).__name__}: {e}", part.path)]
+        return [_outcome(part.path, "part", _part_of, part)]
+    out: list[tuple] = []
     for path, data in read_ahead(paths):
-        try:
-            out.append(("ok", (_LINT_FILE or lint_file)(path, _SETTINGS, data)))
-        except MeshdiagError as e:
-            out.append(("error", str(e), path))
-            break
-        except Exception as e:  # a bug in a check or the scanner
-            out.append(("internal", f"{type(e).__name__}: {e}", path))
+        out.append(_outcome(path, "ok", _LINT_FILE or lint_file, path, _SETTINGS, data))
+        if out[-1][0] != "ok":
             break
     return out
+
+
+def _part_of(part: FilePart) -> tuple:
+    return part, lint_part(part, _SETTINGS)  # type: ignore[arg-type]
+
+
+def _outcome(path: str, kind: str, work, *args) -> tuple:
+    """(kind, `work(*args)`), or (what went wrong, one line saying it, `path`)."""
+    try:
+        return (kind, work(*args))
+    except MeshdiagError as e:
+        return ("error", str(e), path)
+    except Exception as e:  # a bug in a check or the scanner
+        return ("internal", f"{type(e).__name__}: {e}", path)
 
 
 def _raise(path: str, kind: str, message: str) -> None:

@@ -642,6 +642,11 @@ def module_json(
     return d
 
 
+#: modules whose JSON is kept by identity for a replay, and the largest JSON so kept
+MODULE_JSON_KEPT = 1024
+MODULE_JSON_BYTES = 16 << 10
+
+
 def module_json_text(
     m: ModuleReport,
     *,
@@ -680,11 +685,6 @@ def module_json_text(
     if len(text) <= MODULE_JSON_BYTES:
         same.put(m, (setting, text))
     return text
-
-
-#: modules whose JSON is kept by identity for a replay, and the largest JSON so kept
-MODULE_JSON_KEPT = 1024
-MODULE_JSON_BYTES = 16 << 10
 
 
 def own_text(v: Value, memos: RunMemos | None = None) -> str:

@@ -146,7 +146,6 @@ def _write_json(results, progress, spool, skipped: list[str]):
     import sys
 
     from meshdiag.cli.commands.inspect_worker import json_ends
-    from meshdiag.ir.parts import FilePart
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.pipeline.inspect import JSON_VERSION
 
@@ -157,27 +156,19 @@ def _write_json(results, progress, spool, skipped: list[str]):
     out.write(b'{"version": %d, "files": [' % JSON_VERSION)
     findings: list[str] = []
     made = False
-    parts: list = []  # (spooled, PartDone) of a big file's parts so far
-    for i, (paths, spooled, found, part) in enumerate(results):
-        if paths and paths[0].__class__ is FilePart:  # one part of a big file
-            parts.append((spooled, found))
-            if not paths[0].last:
-                continue
-            head, tail, found = json_ends(paths[0].path, [d for _, d in parts])
-            if i > len(parts) - 1:  # a file before this one
-                out.write(b", ")
+    for i, (paths, spooled, found, part, parts) in enumerate(_whole_files(results)):
+        if i:
+            out.write(b", ")
+        if parts is None:
+            spool.copy(spooled, out)  # the batch's files, joined by ", " already
+        else:  # a big file read in parts: its modules' JSON between its own head and tail
+            head, tail, found = json_ends(paths[0], [d for _, d in parts])
             out.write(head)
-            written = [s for s, d in parts if d.values]  # parts that hold modules
-            for k, s in enumerate(written):
+            for k, s in enumerate([s for s, d in parts if d.modules]):
                 if k:
                     out.write(b", ")
                 spool.copy(s, out)
             out.write(tail)
-            paths, parts = [paths[0].path], []
-        else:
-            if i:
-                out.write(b", ")
-            spool.copy(spooled, out)  # the batch's files, joined by ", " already
         if progress is not None:
             progress.advance(paths)
         findings.extend(found)
@@ -219,7 +210,6 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
     """Copy the files' rendered text out in order; return their `DumpSummary` when the
     batches made one (--html), else None."""
     from meshdiag.cli.commands.inspect_worker import text_ends
-    from meshdiag.ir.parts import FilePart
     from meshdiag.pipeline.dump_summary import DumpSummary
 
     summary = DumpSummary()
@@ -242,20 +232,15 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
         else:
             write(spool.read(spooled))
 
-    parts: list = []  # (spooled, PartDone) of a big file's parts so far
-    for paths, spooled, found, part in results:
-        if paths and paths[0].__class__ is FilePart:  # one part of a big file
-            parts.append((spooled, found))
-            if not paths[0].last:
-                continue
-            head, tail, found = text_ends(paths[0].path, [d for _, d in parts], look)
+    for paths, spooled, found, part, parts in _whole_files(results):
+        if parts is None:
+            copy(spooled)
+        else:  # a big file read in parts: its modules' text between its own head and tail
+            head, tail, found = text_ends(paths[0], [d for _, d in parts], look)
             write(head)
             for s, _ in parts:
                 copy(s)
             write(tail)
-            paths, parts = [paths[0].path], []
-        else:
-            copy(spooled)
         if progress is not None:
             progress.advance(paths)
         if part is not None:
@@ -268,6 +253,23 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
     summary.skipped += len(skipped)  # the walk is over: every batch is out
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
     return summary if made else None
+
+
+def _whole_files(results):
+    """The batches' results (paths, spooled output, findings, summary), each big file read
+    in parts (`ir.parts`) gathered into one: then paths is the file alone, and last comes
+    the (spooled output, `PartDone`) of each of its parts; None for a batch of files."""
+    from meshdiag.ir.parts import FilePart
+
+    parts: list = []
+    for paths, spooled, found, summary in results:
+        if not paths or paths[0].__class__ is not FilePart:
+            yield paths, spooled, found, summary, None
+            continue
+        parts.append((spooled, found))
+        if paths[0].last:
+            yield [paths[0].path], None, None, None, parts
+            parts = []
 
 
 class _Progress:

@@ -126,24 +126,31 @@ class _JsonModules:
 def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> int:
     """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
     they were, through surrogate escapes); returns its number of findings."""
-    st = _STATE
-    console = _console()
-    memos = st["memos"]
     body = _Body()
-    values = False
-
-    def each(m: ModuleReport) -> None:
-        nonlocal values
-        values = values or bool(m.values)
-        shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=memos)
-        body.add(render_module(shown, console, memos))
-
+    each = _TextModules(body.add)
     report, count, findings = _scan(path, each, summary, data)
     item = Inspected(report, findings)
-    write(render_head(item, console, count, values, memos).encode(*_UTF8))
+    memos = _STATE["memos"]
+    write(render_head(item, each.console, count, each.values, memos).encode(*_UTF8))
     body.copy(write)
-    write(render_tail(item, console, memos).encode(*_UTF8))
+    write(render_tail(item, each.console, memos).encode(*_UTF8))
     return len(findings)
+
+
+class _TextModules:
+    """Each module's rendered summary written as the module ends (`write` takes text);
+    `values`: whether any module holds a sharded value (the header then shows the key)."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.console = _console()
+        self.values = False
+
+    def __call__(self, m: ModuleReport) -> None:
+        st = _STATE
+        self.values = self.values or bool(m.values)
+        shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=st["memos"])
+        self.write(render_module(shown, self.console, st["memos"]))
 
 
 def _console() -> Console:
@@ -216,7 +223,7 @@ class PartDone(NamedTuple):
     by ", ", or their rendered text): what the parent needs to put the file together."""
 
     modules: int
-    #: any module with a sharded value (text), or any module written (JSON)
+    #: any module with a sharded value (text output: its header shows the key; JSON: False)
     values: bool
     scanned: list[Finding]  # the scan's MD001s
     checked: list[Finding]  # the module checks' findings
@@ -226,27 +233,17 @@ def json_part(part: FilePart):
     """`json_batch` of one part of a big file: ([part], its modules' JSON, `PartDone`,
     None)."""
     out = SpoolStream()
-    each = _JsonModules(part.path, out.write)
-    count, scanned, checked = _scan_part(part, each)
-    return [part], out.done(), PartDone(count, each.wrote, scanned, checked), None
+    count, scanned, checked = _scan_part(part, _JsonModules(part.path, out.write))
+    return [part], out.done(), PartDone(count, False, scanned, checked), None
 
 
 def text_part(part: FilePart):
     """`text_batch` of one part of a big file: ([part], its modules' rendered text,
     `PartDone`, None)."""
-    st = _STATE
-    console = _console()
     out = SpoolStream()
-    values = False
-
-    def each(m: ModuleReport) -> None:
-        nonlocal values
-        values = values or bool(m.values)
-        shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=st["memos"])
-        out.write(render_module(shown, console, st["memos"]).encode(*_UTF8))
-
+    each = _TextModules(lambda text: out.write(text.encode(*_UTF8)))
     count, scanned, checked = _scan_part(part, each)
-    return [part], out.done(), PartDone(count, values, scanned, checked), None
+    return [part], out.done(), PartDone(count, each.values, scanned, checked), None
 
 
 def _scan_part(part: FilePart, each: Callable[[ModuleReport], None]):
