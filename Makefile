@@ -8,7 +8,7 @@ ORACLES := $(VENV)/.installed-test
 
 .PHONY: demo test lint fuzz bench clean chromium
 
-$(TOOL): pyproject.toml setup.py src/meshdiag/ir/fast/_fastscan.c src/meshdiag/ir/fast/words.py
+$(TOOL): pyproject.toml setup.py $(wildcard src/meshdiag/ir/fast/*.[ch]) src/meshdiag/ir/fast/words.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .

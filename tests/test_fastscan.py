@@ -98,7 +98,16 @@ def test_native_module_is_built_and_picked(monkeypatch):
     assert fast.native("scan_known") is native and fast.why_not_native() == ""
     # the build has every function the scanners ask for (a stale build lacking one would
     # only be slower: `native` gives None for it)
-    for name in ("scan_known", "match_end", "split_top", "top_colon", "word_lines", "find_any"):
+    for name in (
+        "scan_known",
+        "match_end",
+        "split_top",
+        "top_colon",
+        "word_lines",
+        "find_any",
+        "constraint_fields",
+        "entry_fields",
+    ):
         assert fast.native(name) is getattr(_fastscan, name)
     assert fast.native("no_such_function") is None
     if not os.environ.get("MESHDIAG_PURE_PYTHON"):

@@ -135,3 +135,146 @@ def test_generated_constraints_read_like_the_general_reader(dims, axes, dtype, o
         mp.setattr(fields, "constraint", lambda *a: False)
         slow = scanned(line)
     assert fast == slow
+
+
+# --- the native fields against their Python twins ----------------------------------------
+
+native_constraint = fields.native("constraint_fields")
+native_entry = fields.native("entry_fields")
+needs_native = pytest.mark.skipif(
+    native_constraint is None or native_entry is None,
+    reason="MESHDIAG_PURE_PYTHON is set: there is no native reader to compare",
+)
+
+#: pieces of the plain forms and of the near misses around them; joined at random they make
+#: lines the readers accept and lines they refuse at every step
+PIECES = [
+    " ",
+    "  ",
+    "\t",
+    "\x1c",
+    "\x0b",
+    "%",
+    "%5",
+    "%arg0",
+    "%a.b$c-d",
+    "%4#1",
+    " = ",
+    " = sdy.",
+    "sdy.",
+    "sharding_constraint",
+    "reshard",
+    "sharding_constraint_x",
+    " %4 ",
+    " %b ",
+    '<@mesh, [{"x"}, {}]>',
+    "<@",
+    '<@mesh, [{"x>"}]>',
+    '<@m, [{"a\\"b"}]>',
+    "<@m<>",
+    ">",
+    "<",
+    " : tensor<",
+    ": tensor<",
+    "16x",
+    "24x",
+    "0x",
+    "007x",
+    "99999999999999999999x",
+    "16",
+    "x",
+    "f32",
+    "bf16",
+    "!q.t",
+    "shardingf32",
+    "i1",
+    "sharding",
+    "computation",
+    " {sdy.sharding = ",
+    '#sdy.sharding<@mesh, [{"y"}]>',
+    "#sdy.sharding",
+    "}",
+    "{",
+    ">}",
+    '"',
+    "?x",
+    "é",
+    ",",
+]
+
+
+def plain_constraint(dims: list[int], dtype: str, op: str) -> str:
+    ty = "".join(f"{d}x" for d in dims) + dtype
+    return f'    %v.1 = sdy.{op} %w#2 <@mesh, [{{"x"}}, {{}}]> : tensor<{ty}>'
+
+
+def plain_entry(dims: list[int], dtype: str) -> str:
+    ty = "".join(f"{d}x" for d in dims) + dtype
+    return f'%arg3: tensor<{ty}> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}'
+
+
+EDITS = st.lists(st.tuples(st.floats(0, 1), st.integers(0, 3), st.sampled_from(PIECES)), max_size=3)
+
+
+def edited(line: str, edits: list[tuple[float, int, str]]) -> str:
+    """`line` with each edit made: at a place (a fraction of its length), drop a few
+    characters and put a piece in their place."""
+    for where, drop, piece in edits:
+        at = int(where * len(line))
+        line = line[:at] + piece + line[at + drop :]
+    return line
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(
+    base=st.sampled_from(
+        ["", plain_constraint([16, 24], "f32", "reshard"), plain_entry([8], "bf16")]
+    ),
+    parts=st.lists(st.sampled_from(PIECES), max_size=14),
+    edits=EDITS,
+    cut=st.integers(-3, 3),
+    grow=st.integers(0, 3),
+)
+def test_native_fields_match_their_twins_on_edited_lines(base, parts, edits, cut, grow):
+    line = edited(base or "".join(parts), edits)
+    if line.isascii():
+        assert native_constraint(line) == fields.constraint_fields_py(line)
+        n = len(line)
+        for start, end in ((0, n), (max(cut, 0), n - grow), (cut, n + grow)):
+            assert native_entry(line, start, end) == fields.entry_fields_py(line, start, end)
+    assert fields.constraint_fields(line) == fields.constraint_fields_py(line)
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(
+    dims=st.lists(st.integers(0, 10**30), max_size=4),
+    dtype=st.sampled_from(["f32", "bf16", "i1", "f8E4M3FN", "index", "xf32", "!q.t", "x"]),
+    op=st.sampled_from(["sharding_constraint", "reshard"]),
+    pad=st.sampled_from(["", " ", "\t ", " x"]),
+)
+def test_native_fields_read_plain_lines_like_their_twins(dims, dtype, op, pad):
+    line = plain_constraint(dims, dtype, op) + pad
+    got = native_constraint(line)
+    assert got == fields.constraint_fields_py(line)
+    if pad.strip() == "":
+        assert got is not None and got[4] == tuple(dims) and got[5] == dtype
+    entry = f"  func.func @main({plain_entry(dims, dtype)}{pad}) -> f32"
+    start = entry.index("%")
+    end = entry.index(")", start)
+    got = native_entry(entry, start, end)
+    assert got == fields.entry_fields_py(entry, start, end)
+    if pad.strip() == "":
+        assert got is not None and entry[got[1] : got[2]].startswith("#sdy.sharding<@")
+
+
+def test_non_ascii_lines_are_read_by_the_twins():
+    line = '    %café = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16xf32>'
+    assert fields.constraint_fields(line) == fields.constraint_fields_py(line) is not None
+    entry = '%ärg: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}'
+    assert fields.entry_fields(entry, 0, len(entry)) == fields.entry_fields_py(entry, 0, len(entry))
+    assert fields.entry_fields(entry, 0, len(entry)) is not None
+    if native_constraint is not None:
+        with pytest.raises(TypeError):
+            native_constraint(line)

@@ -189,6 +189,8 @@ def test_sdist_carries_what_its_tests_need(tmp_path):
         "tests/conftest.py",
         "src/meshdiag/py.typed",
         "src/meshdiag/ir/fast/_fastscan.c",
+        "src/meshdiag/ir/fast/_fastscan.h",
+        "src/meshdiag/ir/fast/_fields.c",
         "src/meshdiag/data/targets.toml",
         "fixtures/seed/distorted_mesh.mlir",
     }

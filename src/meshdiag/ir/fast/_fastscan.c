@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_fastscan.h"
+
 /* The words that make a line a candidate: `WORDS` in words.py, the one list, passed by
  * setup.py as the body of this initializer (the Python walker in lines.py reads the same
  * list; tests/test_fastscan.py compares the two walkers and `_fastscan.WORDS`). */
@@ -280,24 +282,12 @@ static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t 
  * match. Annotated MLIR lines are dense with brackets: one Python step per bracket was most
  * of the cost of reading a line for the first time. */
 
-static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "match_end(s, pos) takes 2 arguments");
-        return NULL;
-    }
-    PyObject *s = args[0];
-    if (!PyUnicode_Check(s)) {
-        PyErr_SetString(PyExc_TypeError, "match_end: s must be a str");
-        return NULL;
-    }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+/* Index after the bracket closing data[pos] (see match_end below); -1 when the text ends
+ * first, -2 with a MemoryError set when the bracket stack cannot grow. Shared with the
+ * field readers (_fields.c) through _fastscan.h. */
+Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos < 0)
         pos = 0;
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
     char small[256];
     char *stack = small;
     Py_ssize_t cap = (Py_ssize_t)sizeof(small), depth = 0, result = -1;
@@ -343,7 +333,8 @@ static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
             if (bigger == NULL) {
                 if (stack != small)
                     PyMem_Free(stack);
-                return PyErr_NoMemory();
+                PyErr_NoMemory();
+                return -2;
             }
             memcpy(bigger, stack, (size_t)depth);
             if (stack != small)
@@ -356,7 +347,24 @@ static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
 done:
     if (stack != small)
         PyMem_Free(stack);
-    return PyLong_FromSsize_t(result);
+    return result;
+}
+
+static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "match_end(s, pos) takes 2 arguments");
+        return NULL;
+    }
+    PyObject *s = args[0];
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "match_end: s must be a str");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t end = fs_match_end(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), pos);
+    return end == -2 ? NULL : PyLong_FromSsize_t(end);
 }
 
 PyDoc_STRVAR(match_end_doc,
@@ -646,6 +654,10 @@ static PyMethodDef methods[] = {
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
+    {"constraint_fields", (PyCFunction)(void (*)(void))fs_constraint_fields, METH_FASTCALL,
+     fs_constraint_fields_doc},
+    {"entry_fields", (PyCFunction)(void (*)(void))fs_entry_fields, METH_FASTCALL,
+     fs_entry_fields_doc},
     {NULL, NULL, 0, NULL},
 };
 

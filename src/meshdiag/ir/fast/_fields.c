@@ -1,0 +1,280 @@
+/* The plain annotated-line forms of meshdiag/ir/fields.py, read in one pass in C.
+ *
+ * `constraint_fields` and `entry_fields` give what `fields.constraint_fields_py` and
+ * `fields.entry_fields_py` (their references) give: the fields of a line in its one plain
+ * form, or None for any other line. They read ASCII text only; fields.py hands any other
+ * line to the reference (whose `\w` and `\s` also match non-ASCII characters).
+ *
+ * The regexes they stand for (fields.py), matched whole:
+ *   constraint: [ \t]*(%[\w.$\-]+) = sdy\.(sharding_constraint|reshard) %[\w.$#\-]+
+ *               (<@[^<>]*>) : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>[ \t]*
+ *   entry:      \s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>
+ *               \{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}\s*
+ * Neither needs backtracking: each part ends at the first character it cannot take (the
+ * dims' digits must be followed by `x`; an element type cannot start with a digit).
+ */
+#include "_fastscan.h"
+
+#include <string.h>
+
+typedef struct {
+    const char *s;
+    Py_ssize_t i, n;
+} Cursor;
+
+static inline int is_word(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Python's `\s` over ASCII: the characters str.isspace() accepts */
+static inline int is_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
+}
+
+static int take(Cursor *c, const char *lit) {
+    Py_ssize_t m = (Py_ssize_t)strlen(lit);
+    if (c->n - c->i < m || memcmp(c->s + c->i, lit, (size_t)m) != 0)
+        return 0;
+    c->i += m;
+    return 1;
+}
+
+/* `%` and one or more of [\w.$\-] (with `#` too when `hash`): the name's end, or -1 */
+static Py_ssize_t take_name(Cursor *c, int hash) {
+    if (c->i >= c->n || c->s[c->i] != '%')
+        return -1;
+    Py_ssize_t j = c->i + 1;
+    while (j < c->n) {
+        char ch = c->s[j];
+        if (!(is_word(ch) || ch == '.' || ch == '$' || ch == '-' || (hash && ch == '#')))
+            break;
+        j++;
+    }
+    if (j == c->i + 1)
+        return -1;
+    c->i = j;
+    return j;
+}
+
+/* `<@[^<>]*>` from the cursor: the index after its `>`, or -1 */
+static Py_ssize_t take_mesh_ref(Cursor *c) {
+    if (!take(c, "<@"))
+        return -1;
+    Py_ssize_t j = c->i;
+    while (j < c->n && c->s[j] != '<' && c->s[j] != '>')
+        j++;
+    if (j >= c->n || c->s[j] != '>')
+        return -1;
+    c->i = j + 1;
+    return c->i;
+}
+
+/* `((?:\d+x)*)([a-zA-Z!][\w.]*)>` from the cursor: the dims as a tuple of int (a new
+ * reference), the element type's span in *dt, *dt_end; NULL without an error when the text
+ * has another form, NULL with an error when Python fails */
+static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
+    PyObject *dims = PyList_New(0);
+    if (dims == NULL)
+        return NULL;
+    while (c->i < c->n && is_digit(c->s[c->i])) {
+        Py_ssize_t a = c->i;
+        while (c->i < c->n && is_digit(c->s[c->i]))
+            c->i++;
+        if (c->i >= c->n || c->s[c->i] != 'x')
+            goto other;
+        PyObject *d;
+        if (c->i - a <= 18) {
+            long long v = 0;
+            for (Py_ssize_t k = a; k < c->i; k++)
+                v = v * 10 + (c->s[k] - '0');
+            d = PyLong_FromLongLong(v);
+        } else { /* more digits than a long long holds: Python's own conversion */
+            PyObject *digits = PyUnicode_FromStringAndSize(c->s + a, c->i - a);
+            d = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
+            Py_XDECREF(digits);
+        }
+        if (d == NULL || PyList_Append(dims, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(dims);
+            return NULL;
+        }
+        Py_DECREF(d);
+        c->i++; /* the `x` */
+    }
+    if (c->i >= c->n)
+        goto other;
+    char first = c->s[c->i];
+    if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '!'))
+        goto other;
+    *dt = c->i++;
+    while (c->i < c->n && (is_word(c->s[c->i]) || c->s[c->i] == '.'))
+        c->i++;
+    *dt_end = c->i;
+    if (!take(c, ">"))
+        goto other;
+    PyObject *shape = PyList_AsTuple(dims);
+    Py_DECREF(dims);
+    return shape;
+other:
+    Py_DECREF(dims);
+    return NULL;
+}
+
+/* `needle` in s[a:b] */
+static int contains(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
+    Py_ssize_t m = (Py_ssize_t)strlen(needle);
+    for (Py_ssize_t k = a; k + m <= b; k++)
+        if (memcmp(s + k, needle, (size_t)m) == 0)
+            return 1;
+    return 0;
+}
+
+static Py_ssize_t count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
+    Py_ssize_t m = (Py_ssize_t)strlen(needle), found = 0;
+    for (Py_ssize_t k = a; k + m <= b;)
+        if (memcmp(s + k, needle, (size_t)m) == 0) {
+            found++;
+            k += m;
+        } else {
+            k++;
+        }
+    return found;
+}
+
+static PyObject *ascii_arg(PyObject *o, const char *fn) {
+    if (!PyUnicode_Check(o) || !PyUnicode_IS_ASCII(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an ASCII str", fn);
+        return NULL;
+    }
+    return o;
+}
+
+/* s[a:b] as a str (ASCII) */
+static inline PyObject *part(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    return PyUnicode_FromStringAndSize(s + a, b - a);
+}
+
+const char fs_constraint_fields_doc[] =
+    "constraint_fields(line) -> (name, op, start, stop, shape, dtype) or None\n\n"
+    "A plain `sdy.sharding_constraint` / `sdy.reshard` line's fields (see\n"
+    "meshdiag.ir.fields.constraint_fields_py); ASCII lines only.";
+
+PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
+                               Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "constraint_fields(line) takes 1 argument");
+        return NULL;
+    }
+    PyObject *line = ascii_arg(args[0], "constraint_fields");
+    if (line == NULL)
+        return NULL;
+    Cursor c = {(const char *)PyUnicode_DATA(line), 0, PyUnicode_GET_LENGTH(line)};
+    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
+        c.i++;
+    Py_ssize_t name_a = c.i, name_b = take_name(&c, 0);
+    if (name_b < 0 || !take(&c, " = sdy."))
+        Py_RETURN_NONE;
+    Py_ssize_t op_a = c.i;
+    if (!take(&c, "sharding_constraint") && !take(&c, "reshard"))
+        Py_RETURN_NONE;
+    Py_ssize_t op_b = c.i;
+    if (!take(&c, " ") || take_name(&c, 1) < 0 || !take(&c, " "))
+        Py_RETURN_NONE;
+    Py_ssize_t start = c.i, stop = take_mesh_ref(&c);
+    if (stop < 0 || !take(&c, " : tensor<"))
+        Py_RETURN_NONE;
+    Py_ssize_t dt = 0, dt_end = 0;
+    PyObject *shape = take_type(&c, &dt, &dt_end);
+    if (shape == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
+        c.i++;
+    int plain = c.i == c.n && !contains(c.s, 0, c.n, "computation") &&
+                !contains(c.s, dt, dt_end, "sharding");
+    if (plain) { /* quoted brackets in the sharding: the general reader decides */
+        Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, c.s, c.n, start);
+        if (end == -2) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        plain = end == stop;
+    }
+    if (!plain) {
+        Py_DECREF(shape);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NNnnNN)", part(c.s, name_a, name_b), part(c.s, op_a, op_b), start,
+                         stop, shape, part(c.s, dt, dt_end));
+}
+
+const char fs_entry_fields_doc[] =
+    "entry_fields(line, start, end) -> (name, start, stop, shape, dtype) or None\n\n"
+    "A plain func.func signature entry in line[start:end] (see\n"
+    "meshdiag.ir.fields.entry_fields_py); ASCII lines only.";
+
+PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "entry_fields(line, start, end) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *line = ascii_arg(args[0], "entry_fields");
+    if (line == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    Py_ssize_t from = PyLong_AsSsize_t(args[1]), to = PyLong_AsSsize_t(args[2]);
+    if ((from == -1 || to == -1) && PyErr_Occurred())
+        return NULL;
+    /* as re's pos/endpos: clamped to the string */
+    if (from < 0)
+        from = 0;
+    if (to > n)
+        to = n;
+    if (to < from)
+        Py_RETURN_NONE;
+    const char *s = (const char *)PyUnicode_DATA(line);
+    Cursor c = {s, from, to};
+    while (c.i < c.n && is_space(s[c.i]))
+        c.i++;
+    Py_ssize_t name_a = c.i, name_b = take_name(&c, 0);
+    if (name_b < 0 || !take(&c, ": tensor<"))
+        Py_RETURN_NONE;
+    Py_ssize_t dt = 0, dt_end = 0;
+    PyObject *shape = take_type(&c, &dt, &dt_end);
+    if (shape == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t a = -1, e = -1;
+    if (take(&c, " {sdy.sharding = ")) {
+        a = c.i;
+        if (take(&c, "#sdy.sharding"))
+            e = take_mesh_ref(&c);
+    }
+    int plain = e >= 0 && take(&c, "}");
+    if (plain) {
+        while (c.i < c.n && is_space(s[c.i]))
+            c.i++;
+        plain = c.i == c.n && count(s, a, e, "sharding") == 1 &&
+                !contains(s, dt, dt_end, "sharding");
+    }
+    if (plain) { /* from the sharding's `<`, over the whole line as the reference reads it */
+        Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, s, n, a + 13);
+        if (end == -2) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        plain = end == e;
+    }
+    if (!plain) {
+        Py_DECREF(shape);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NnnNN)", part(s, name_a, name_b), a, e, shape, part(s, dt, dt_end));
+}
