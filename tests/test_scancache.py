@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import io
 
-from meshdiag.ir import scancache
+from scan_reference import value_fields
+
+from meshdiag.ir import linememo, scancache
 from meshdiag.ir.model import LineValues
-from meshdiag.ir.scan import scan_file
+from meshdiag.ir.scan import scan_bytes, scan_file
 from meshdiag.ir.scancache import ScanCache
 
 PASS = (
@@ -86,3 +88,48 @@ def test_structure_lines_are_read_once_and_long_ones_never_kept():
     assert cache.structure(read, long) == module_header(long)
     assert cache.structure(read, long) == module_header(long)
     assert calls == [short, long, long]
+
+
+# --- which new lines a streamed file learns (linememo.Sampling) ---------------------------
+
+
+def _new_lines(module: int, n: int) -> str:
+    """An HLO module of `n` annotated lines no other module repeats."""
+    body = "".join(
+        f"  %v{i} = f32[{module + 1},{i + 1}]{{1,0}} parameter({i}), "
+        "sharding={devices=[2,4]<=[8]}\n"
+        for i in range(n)
+    )
+    return f"HloModule m{module}, num_partitions=8\nENTRY %main () -> f32[] {{\n{body}}}\n"
+
+
+def _fields(report):
+    return [[value_fields(v) for v in m.values] for m in report.modules]
+
+
+def test_a_file_of_new_lines_learns_one_in_probe_after_a_window(monkeypatch):
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    text = "".join(_new_lines(k, 100) for k in range(10))  # 1000 lines, none repeated
+    cache = ScanCache()
+    streamed = scan(text, cache)
+    # the first window is learned whole, then one new line in PROBE
+    assert 64 <= learned(cache) <= 64 + 1000 // linememo.PROBE + 10
+    assert _fields(streamed) == _fields(scan_bytes("d.txt", text.encode()))  # all learned
+
+
+def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    one = _new_lines(0, 300)  # more new lines than a window: learning goes off in it
+    streamed = scan(one * 8)
+    modules = streamed.modules
+    first, last = modules[-2].items, modules[-1].items
+    shared = sum(a is b for a, b in zip(first, last, strict=True))
+    assert shared >= 0.9 * len(last)  # the last copies replay the lines the copies before learned
+    assert _fields(streamed) == _fields(scan_bytes("d.txt", (one * 8).encode()))
+
+
+def test_a_small_file_learns_every_line(monkeypatch):
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    cache = ScanCache()
+    scan_bytes("d.txt", _new_lines(0, 500).encode(), cache=cache)
+    assert learned(cache) == 500

@@ -91,6 +91,9 @@ class Builder:
         self.partitioned_hint = partitioned_hint  # from the dump file name
         #: raw bytes of the line being handled (the line memo's key), set by the scanner
         self.raw: bytes | None = None
+        #: which new lines the line memo learns in a streamed file (`linememo.Sampling`);
+        #: None: every one
+        self.sampling = None
 
     # -- structure ---------------------------------------------------------------------
     def start_module(self, name: str | None, line: int, dialect: str = "mlir") -> ModuleReport:

