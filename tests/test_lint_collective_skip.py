@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import collective_checks
@@ -153,3 +155,71 @@ def test_only_big_all_gathers_are_judged_before_a_scan():
             assert comms_scan.reads_clean(data, memo)  # it reads
             kept = not comms_scan.reads_clean(data, memo, judged)
             assert kept == (name.startswith("big") or floor == 0), (name, floor)
+
+
+# --- a big file: its bytes are asked in chunks before its collective scan ----------------
+
+#: words that make a text hold collectives, and text around them that does not
+WORDS = [b"all-gather(", b"reduce-scatter(", b"sdy.all_slice ", b"sdy.reshard %", b"sdy.reshardx"]
+FILLER = [b"sdy.sharding<@m>", b"\n", b"  %x = f32[8]{0} add(%p)", b"sdy.", b"all", b"-", b" "]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(FILLER + WORDS), max_size=40),
+    chunk=st.integers(1, 48),
+    start=st.integers(0, 20),
+)
+def test_a_file_in_chunks_holds_collectives_wherever_its_bytes_do(
+    tmp_path_factory, parts, chunk, start
+):
+    data = b"".join(parts)
+    path = tmp_path_factory.mktemp("chunks") / "f.mlir"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(comms_scan, "_CHUNK", chunk)
+        whole = comms_scan.file_may_hold_collectives(str(path))
+        part = comms_scan.file_may_hold_collectives(str(path), start, len(data) - start // 2)
+    # a word across two chunks is found; the chunked answer may only err towards a scan
+    # (a word cut at a chunk's end may look whole)
+    if comms_scan.may_hold_collectives(data):
+        assert whole
+    if not any(w in data for w in (*comms_scan._HLO_WORDS, *comms_scan._SDY_OPS)):
+        assert not whole
+    if comms_scan.may_hold_collectives(data[start : len(data) - start // 2]):
+        assert part
+
+
+def test_a_file_in_chunks_is_scanned_for_a_long_line_or_when_unreadable(tmp_path, monkeypatch):
+    path = tmp_path / "long.mlir"
+    path.write_bytes(b"short\n" + b"x" * 300 + b"\nshort\n")
+    monkeypatch.setattr(comms_scan, "_CHUNK", 64)
+    assert not comms_scan.file_may_hold_collectives(str(path))
+    monkeypatch.setattr(comms_scan, "MAX_LINE", 299)  # the collective scan reports it
+    assert comms_scan.file_may_hold_collectives(str(path))
+    path.write_bytes(b"x" * 300)  # a last line without its newline
+    assert comms_scan.file_may_hold_collectives(str(path))
+    assert comms_scan.file_may_hold_collectives(str(tmp_path / "gone.mlir"))
+
+
+@pytest.mark.parametrize("name", ["big gather", "all-reduce"])
+def test_a_streamed_file_gets_the_findings_of_its_scan(tmp_path, monkeypatch, name):
+    """A file too big to read whole (streamed, or in parts: no `data`) is asked in chunks:
+    one naming no collective is not scanned, one that does gets its findings."""
+    codes = frozenset(collective_checks())
+    path = tmp_path / "big.txt"
+    filler = "".join(f"  %n{i} = f32[8]{{0}} add(%p, %p)\n" for i in range(40))
+    path.write_text(HLO.replace("{body}", filler + CASES[name]))
+    scans = []
+    real = comms_scan.scan_path
+    monkeypatch.setattr(comms_scan, "scan_path", lambda *a: scans.append(a) or real(*a))
+    got = runner._collective_findings(
+        str(path), "big.txt", LintSettings(codes=codes), collective_checks()
+    )
+    assert len(scans) == 1  # named collectives: scanned
+    assert [f.code for f in got] == (["MD202"] if name == "big gather" else [])
+    path.write_text(HLO.replace("{body}", filler + ADD))
+    got = runner._collective_findings(
+        str(path), "big.txt", LintSettings(codes=codes), collective_checks()
+    )
+    assert got == [] and len(scans) == 1  # none named: not scanned

@@ -374,6 +374,10 @@ def _collective_findings(
 
     if data is not None and not comms_scan.may_hold_collectives(data):
         return []  # nothing to measure, and nothing the collective scan alone could find
+    if data is None and path != "-" and not path.endswith(".gz"):  # a big file: read twice
+        start, stop = (part.start, part.stop) if part is not None else (0, None)
+        if not comms_scan.file_may_hold_collectives(path, start, stop):
+            return []
     from meshdiag.pipeline import comms_checks
 
     ctx = CheckContext(
