@@ -10,6 +10,7 @@ import io
 import types
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from meshdiag.inputs.mesh_input import parse_mesh
@@ -285,13 +286,23 @@ def _fixture_reports():
     return [*reports, scan_file("repeats.txt", io.BytesIO(text.encode()), cache=cache)]
 
 
-def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch):
+@pytest.mark.parametrize("learned", [True, False])
+def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, learned):
     """A value whose key (`DECIDES`) was found clean under the same facts is not judged
     again; the findings over every fixture, with and without the global mesh, are what
-    judging every value gives (each rule's key with a fresh object per value: never equal)."""
+    judging every value gives (each rule's key with a fresh object per value: never equal).
+    `learned=False`: no line learned (as most of a big file of new lines), every value is
+    its module's own."""
     import importlib
 
+    from meshdiag.ir import linememo
+    from meshdiag.ir.model import Value
+
+    if not learned:
+        monkeypatch.setattr(linememo, "_learnable", lambda b: False)
     reports = _fixture_reports()
+    items = [it for r in reports for m in r.modules for it in m.items]
+    assert all(it.__class__ is Value for it in items) != learned
     mesh = parse_mesh("batch=2,model=4")
 
     def findings():

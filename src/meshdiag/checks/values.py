@@ -110,17 +110,22 @@ def value_findings(
         clean = verdicts.clean
         before = len(seen) + len(clean)
         for item in items:
+            if item.__class__ is Value:  # a line of this module only: never seen again
+                k = decides(item)
+                if k in clean:
+                    continue
+                res = judge(item, facts, memos)
+                if res:
+                    found.put(item, [(item, res)])
+                    one_off.append(item)
+                else:
+                    clean[k] = item
+                continue
             hit = seen.get(id(item))
             if hit is not None and hit[0] is item:
                 continue
-            if item.__class__ is Value:
-                values = (item,)
-            elif part:
-                values = item.partitioned  # type: ignore[attr-defined]
-            else:
-                values = item.protos  # type: ignore[attr-defined]
             bad = None  # made for the few items with a finding
-            for v in values:
+            for v in item.partitioned if part else item.protos:  # type: ignore[attr-defined]
                 k = decides(v)
                 if k in clean:
                     continue
@@ -131,12 +136,9 @@ def value_findings(
                     bad.append((v, res))
                 else:
                     clean[k] = v
-            if item.__class__ is not Value:  # one-off Values are never seen again
-                seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
+            seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
             if bad:
                 found.put(item, bad)
-                if item.__class__ is Value:
-                    one_off.append(item)
         book.judged += len(seen) + len(clean) - before
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
