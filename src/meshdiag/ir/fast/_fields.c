@@ -144,6 +144,16 @@ static Py_ssize_t count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *n
     return found;
 }
 
+/* Whether a line found `plain` so far also has its sharding's bracket at `open` closed at
+ * `stop` as the bracket matcher reads the whole line (quoted brackets inside the sharding:
+ * the general reader decides): 1 yes, 0 no, -1 with a MemoryError set */
+static int closed_at(int plain, const char *s, Py_ssize_t n, Py_ssize_t open, Py_ssize_t stop) {
+    if (!plain)
+        return 0;
+    Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, s, n, open);
+    return end == -2 ? -1 : end == stop;
+}
+
 static PyObject *ascii_arg(PyObject *o, const char *fn) {
     if (!PyUnicode_Check(o) || !PyUnicode_IS_ASCII(o)) {
         PyErr_Format(PyExc_TypeError, "%s: expected an ASCII str", fn);
@@ -197,16 +207,11 @@ PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
         c.i++;
     int plain = c.i == c.n && !contains(c.s, 0, c.n, "computation") &&
                 !contains(c.s, dt, dt_end, "sharding");
-    if (plain) { /* quoted brackets in the sharding: the general reader decides */
-        Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, c.s, c.n, start);
-        if (end == -2) {
-            Py_DECREF(shape);
-            return NULL;
-        }
-        plain = end == stop;
-    }
-    if (!plain) {
+    plain = closed_at(plain, c.s, c.n, start, stop);
+    if (plain <= 0) {
         Py_DECREF(shape);
+        if (plain < 0)
+            return NULL;
         Py_RETURN_NONE;
     }
     return Py_BuildValue("(NNnnNN)", part(c.s, name_a, name_b), part(c.s, op_a, op_b), start,
@@ -264,16 +269,11 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         plain = c.i == c.n && count(s, a, e, "sharding") == 1 &&
                 !contains(s, dt, dt_end, "sharding");
     }
-    if (plain) { /* from the sharding's `<`, over the whole line as the reference reads it */
-        Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, s, n, a + 13);
-        if (end == -2) {
-            Py_DECREF(shape);
-            return NULL;
-        }
-        plain = end == e;
-    }
-    if (!plain) {
+    plain = closed_at(plain, s, n, a + 13, e); /* from the `<` of `#sdy.sharding<` */
+    if (plain <= 0) {
         Py_DECREF(shape);
+        if (plain < 0)
+            return NULL;
         Py_RETURN_NONE;
     }
     return Py_BuildValue("(NnnNN)", part(s, name_a, name_b), a, e, shape, part(s, dt, dt_end));
