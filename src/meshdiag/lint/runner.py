@@ -362,7 +362,8 @@ def _collective_findings(
 ) -> list[Finding]:
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
-    the file's bytes (`data`, when read already) name no collective. `unreadable`: the lines
+    the file's bytes (`data`, when read already; a big file's, read in chunks) name no
+    collective. `unreadable`: the lines
     of the sharding scan's MD001s (a problem both scans find is reported once). `part`:
     only that part of the file (`ir.parts`)."""
     if not checks:
