@@ -379,3 +379,16 @@ def test_plain_table_is_what_rich_draws(lay, max_cells):
     assert plain is None or plain == _rich_draws(pic, 400)
     if "table instead of a grid" in _rich_draws(pic, 400):
         assert plain is not None  # a table this narrow is always drawn plain
+
+
+@pytest.mark.parametrize(("text", "plain"), [("s", True), ("s全", False), ("s\u200dx", False)])
+def test_plain_picture_leaves_rich_text_not_one_column_a_character(text, plain):
+    """A picture holding a wide or zero-width character (here in its sharding's text) is
+    left to rich, which measures it; one column a character, it is drawn plain."""
+    from meshdiag.report.grid import LayoutPicture
+
+    pic = LayoutPicture(layout(tiled((2, 4)), (8, 8)), text, use_color=False)
+    drawn = pic.plain(100)
+    assert (drawn is not None) == plain
+    if plain:
+        assert drawn == _rich_draws(pic, 100)

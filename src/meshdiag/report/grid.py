@@ -600,7 +600,7 @@ class LayoutPicture:
         None where only rich draws it: a table wider than the console (rich wraps it), a
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
-        from rich.cells import cell_len
+        from rich.cells import get_character_cell_size
 
         lay = self.layout
         plan = drawn = None
@@ -621,7 +621,9 @@ class LayoutPicture:
                     out.append(f.title)
                 out.extend(_box_lines(f))
         flat = "".join(out)
-        if not flat.isprintable() or cell_len(flat) != len(flat):
+        # each distinct character one column (rich's `cell_len` of a whole picture went
+        # character by character in Python: a third of drawing it)
+        if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
             return None
         return "\n".join(out) + "\n"
 
