@@ -309,9 +309,19 @@ _LAYOUTS = [
 ]
 
 
+@pytest.mark.parametrize("small", [True, False])
 @pytest.mark.parametrize("text,shape,split,n", _LAYOUTS)
-def test_streamed_json_and_tile_index_match_the_direct_ones(text, shape, split, n):
+def test_streamed_json_and_tile_index_match_the_direct_ones(
+    text, shape, split, n, small, monkeypatch
+):
+    """`small`: `TileIndex.get` by its dict (few tiles) or by binary search (many)."""
     import io
+    import itertools
+
+    from meshdiag.report import grid
+
+    if not small:
+        monkeypatch.setattr(grid, "SMALL_INDEX", 0)
 
     lay = layout(parse_sharding(text), shape, split=split, num_devices=n)
     buf = io.StringIO()
@@ -322,6 +332,9 @@ def test_streamed_json_and_tile_index_match_the_direct_ones(text, shape, split, 
     tiles = list(index)
     members = lay.present if lay.rank == 0 else lay.tile_index[:, 0] >= 0
     assert sorted(d for t in tiles for d in t.devices) == np.flatnonzero(members).tolist()
+    by_index = {t.index: t for t in tiles}
+    for i in itertools.islice(itertools.product(*map(range, lay.tiles)), 4096):
+        assert index.get(i) == by_index.get(i)  # None where no device holds the tile
     for t in tiles:
         assert index.get(t.index) == t
         d = t.devices[0]

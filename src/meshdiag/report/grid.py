@@ -70,6 +70,11 @@ def text_color(fill: str) -> str:
 # -- pure planning -------------------------------------------------------------------------
 
 
+#: tiles up to which `TileIndex.get` finds a tile by a dict (made at its first call)
+#: rather than by numpy's binary search: a picture asks for a handful of tiles
+SMALL_INDEX = 4096
+
+
 class TileIndex:
     """The tiles of a layout, built on demand.
 
@@ -97,6 +102,7 @@ class TileIndex:
         self._first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
         self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
         self._lin = lin[self._first]
+        self._pos: dict[int, int] | None = None  # tile → its k, for `get` on few tiles
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
         self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
@@ -131,10 +137,19 @@ class TileIndex:
         return Tile(index, tuple(group.tolist()), slices, buffer, status, fill)
 
     def get(self, index: tuple[int, ...]) -> Tile | None:
-        """The tile at `index`, or None when no device holds it."""
+        """The tile at `index` (each within the layout's tiles), or None when no device
+        holds it."""
         import numpy as np
 
-        lin = int(np.ravel_multi_index(index, self.layout.tiles)) if self.layout.rank else 0
+        lin = 0
+        for i, n in zip(index, self.layout.tiles, strict=True):  # row-major
+            lin = lin * n + i
+        if len(self._lin) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
+            pos = self._pos
+            if pos is None:
+                pos = self._pos = {t: k for k, t in enumerate(self._lin.tolist())}
+            k = pos.get(lin)
+            return None if k is None else self.nth(k)
         k = int(np.searchsorted(self._lin, lin))
         if k < len(self._lin) and int(self._lin[k]) == lin:
             return self.nth(k)
