@@ -15,6 +15,7 @@ from meshdiag.layouts.engine import layout
 from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
 from meshdiag.notation.devicelist import compress_devices, device_runs, expand_devices
+from meshdiag.notation.gspmd import parse_gspmd
 from meshdiag.report.grid import choose_dims, plan_grid, render_text, tiles_of
 from meshdiag.report.svg import to_html, to_svg
 
@@ -359,7 +360,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n: ([row], 0))
-            return pic._table_lines(200)
+            return pic._table_lines(pic._table_cells(200), 200)
 
     assert table("[bold]x[/bold]") is None
     assert table(":smile:") is None
@@ -392,3 +393,38 @@ def test_plain_picture_leaves_rich_text_not_one_column_a_character(text, plain):
     assert (drawn is not None) == plain
     if plain:
         assert drawn == _rich_draws(pic, 100)
+
+
+@pytest.mark.parametrize(
+    ("shape", "width", "left_out"),
+    [
+        ((105880, 105888), 80, True),  # all columns: 81 wide; without buffer and note: 59
+        ((105880, 105888), 100, False),  # the grid is 109 wide, the whole table fits
+        ((105881, 105887), 80, False),  # padded: the buffers differ from the shards
+    ],
+)
+def test_a_table_too_wide_leaves_out_the_columns_that_say_nothing(shape, width, left_out):
+    """Too wide for the console, a table leaves out a buffer column equal to the shards and
+    an empty note column, and says so, rather than have rich narrow the devices column
+    (to nothing, when slices are long); plain and rich draw the same."""
+    from meshdiag.report.grid import LayoutPicture
+
+    lay = layout(parse_gspmd("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"), shape)
+    pic = LayoutPicture(lay, "s", use_color=False, legend=False)
+    drawn = _rich_draws(pic, width)
+    header = next(line for line in drawn.splitlines() if line.startswith(" tile"))
+    assert ("buffer" not in header) == left_out
+    assert ("every tile's buffer is its shard" in drawn) == left_out
+    assert "(a grid is wider than the console)" in drawn  # 4 tiles: not --max-cells
+    plain = pic.plain(width)
+    assert plain is None or plain == drawn
+    if "buffer" not in header or width == 100:  # it fits: every device list is shown
+        assert "devices" in header and " 0,4 " in drawn and " 3,7 " in drawn
+        assert plain == drawn
+
+
+def test_a_table_for_more_tiles_than_cells_says_to_raise_max_cells():
+    from meshdiag.report.grid import LayoutPicture
+
+    pic = LayoutPicture(layout(tiled((8,)), (64,)), "s", max_cells=4, use_color=False)
+    assert "(raise --max-cells for a grid)" in _rich_draws(pic, 100)

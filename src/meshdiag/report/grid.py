@@ -530,7 +530,7 @@ class LayoutPicture:
         for k, line in enumerate(head):
             yield Text(line, style="bold" if k == 0 else "dim" if k == 1 and self.legend else "")
         if grids is None:
-            yield from self._table()
+            yield from self._table(options.max_width)
             return
         for title, table in grids:
             if title:
@@ -624,8 +624,9 @@ class LayoutPicture:
             drawn = self._drawn(plan, width)
         if drawn is None:
             out = header_lines(lay, self.sharding_text, None, legend=self.legend)
-            out.append(self._table_title())
-            table = self._table_lines(width)
+            cells = self._table_cells(width)
+            out.append(self._table_title(cells))
+            table = self._table_lines(cells, width)
             if table is None:
                 return None
             out.extend(table)
@@ -643,28 +644,38 @@ class LayoutPicture:
         return "\n".join(out) + "\n"
 
     # table fallback ---------------------------------------------------------------------
-    def _table(self):
+    def _table(self, width: int):
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
+        cells = self._table_cells(width)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for name in TABLE_COLUMNS:
+        for name in cells[0]:
             table.add_column(name, no_wrap=name != "devices")
-        for cells in self._table_cells()[1:]:
-            table.add_row(*cells)
-        yield Text(self._table_title(), style="italic")
+        for row in cells[1:]:
+            table.add_row(*row)
+        yield Text(self._table_title(cells), style="italic")
         yield table
 
-    def _table_title(self) -> str:
-        tiles = self.layout.tiles
+    def _table_title(self, cells: list[tuple[str, ...]]) -> str:
+        lay = self.layout
+        tiles = lay.tiles
+        if grid_cells(lay, self.max_facets) > self.max_cells:
+            why = "raise --max-cells for a grid"
+        else:  # few enough cells, but their text is too wide for the console
+            why = "a grid is wider than the console"
+        same = "" if "buffer" in cells[0] else "; every tile's buffer is its shard"
         return (
             f"{math.prod(tiles)} tiles ({' × '.join(map(str, tiles)) or '1'}); "
-            f"table instead of a grid (raise --max-cells for a grid)"
+            f"table instead of a grid ({why}){same}"
         )
 
-    def _table_cells(self) -> list[tuple[str, ...]]:
-        """The table's header and rows, as the cells' text."""
+    def _table_cells(self, width: int) -> list[tuple[str, ...]]:
+        """The table's header and rows, as the cells' text, for a console `width` wide. A
+        table wider than that leaves out the columns that say nothing: the buffer when it
+        is the shard on every row, the note when no row has one. (Squeezing the table in,
+        rich narrowed the devices column first, to nothing when slices were long.)"""
         rows, elided = table_rows(self.layout, self.max_cells)
         out: list[tuple[str, ...]] = [TABLE_COLUMNS]
         for r in rows:
@@ -672,21 +683,29 @@ class LayoutPicture:
                 out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
             else:
                 out.append((r.tile, r.devices, r.slices, r.shard, r.buffer, r.note))
-        return out
+        if _table_width(out) <= width:
+            return out
+        body = out[1:]
+        quiet = set()
+        if all(row[4] == row[3] for row in body):
+            quiet.add(4)
+        if not any(row[5] for row in body):
+            quiet.add(5)
+        return [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
 
-    def _table_lines(self, width: int) -> list[str] | None:
-        """`_table`'s lines as rich draws them on a colourless console `width` wide (its
-        SIMPLE_HEAD box without edge padding: a blank line, the header, a rule, the rows,
-        a blank line; columns as wide as their widest cell, three spaces apart, one space
-        at either edge); None when rich would draw it otherwise: wider than the console
-        (rich wraps the devices column), or a cell holding what rich reads as markup."""
-        cells = self._table_cells()
+    def _table_lines(self, cells: list[tuple[str, ...]], width: int) -> list[str] | None:
+        """`_table`'s lines of `cells` as rich draws them on a colourless console `width`
+        wide (its SIMPLE_HEAD box without edge padding: a blank line, the header, a rule,
+        the rows, a blank line; columns as wide as their widest cell, three spaces apart,
+        one space at either edge); None when rich would draw it otherwise: wider than the
+        console (rich wraps the devices column), or a cell holding what rich reads as
+        markup."""
         if any(_MARKUP.search(c) and not _as_is(c) for row in cells for c in row):
             return None
-        widths = [max(len(row[j]) for row in cells) for j in range(len(TABLE_COLUMNS))]
-        total = sum(widths) + 3 * (len(widths) - 1) + 2
+        total = _table_width(cells)
         if total > width:
             return None
+        widths = [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
         blank = " " * total
         lines = [blank]
         for k, row in enumerate(cells):
@@ -697,6 +716,12 @@ class LayoutPicture:
                 lines.append(" " + "─" * (total - 2) + " ")
         lines.append(blank)
         return lines
+
+
+def _table_width(cells: list[tuple[str, ...]]) -> int:
+    """How wide rich draws a table of `cells` (`_table_lines`)."""
+    n = len(cells[0])
+    return sum(max(len(row[j]) for row in cells) for j in range(n)) + 3 * (n - 1) + 2
 
 
 #: the columns of the table a layout is shown as when it does not fit a grid
