@@ -137,3 +137,37 @@ def test_content_memos_are_bounded():
     for k in range(30):
         memo.put(k, 9, k)
     assert memo.get(29) == 29 and len(memo) <= 10  # started over past the budget
+
+
+def test_make_value_puts_each_field_in_its_place():
+    """`make_value` builds a Value by position (faster than keywords): every field lands
+    where its name says, whatever the field order."""
+    import dataclasses
+
+    from meshdiag.ir.annot import Parsed
+    from meshdiag.ir.builder import make_value
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    h = parse_gspmd("{devices=[2,1]<=[2]}")
+    v = make_value(
+        "%v", 7, 9, "<@m, [{}]>", "sdy", Parsed(h, h), "constraint", "sdy.x", (4, 2), "f32"
+    )
+    want = {
+        "name": "%v",
+        "line": 7,
+        "column": 9,
+        "text": "<@m, [{}]>",
+        "notation": "sdy",
+        "kind": "constraint",
+        "op": "sdy.x",
+        "shape": (4, 2),
+        "local_shape": None,
+        "dtype": "f32",
+        "mesh_name": "m",
+        "sharding": h,
+        "hlo": h,
+    }
+    assert {f.name: getattr(v, f.name) for f in dataclasses.fields(Value)} == want
+    manual = parse_gspmd("{manual}")
+    m = make_value("%w", 1, 1, "{manual}", "gspmd", Parsed(manual, manual), shape=(8,))
+    assert (m.shape, m.local_shape, m.mesh_name) == (None, (8,), None)

@@ -12,6 +12,7 @@ from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport, Notation, Value
 from meshdiag.ir.scancache import ScanCache
 from meshdiag.model.findings import PARSE_ERROR, Finding
+from meshdiag.model.sharding import HloSharding, NamedSharding
 
 
 @dataclass
@@ -41,29 +42,34 @@ def make_value(
 
     A `{manual}` value's type is what each device holds (`@SPMDFullToShardShape`'s result,
     a shard_map body's values): its shape is a `local_shape`, there is no global tensor."""
-    mesh_name = None
     s = parsed.sharding
-    local_shape = None
-    if s is not None and getattr(s, "kind", None) == "manual":
-        local_shape, shape = shape, None
-    if s is not None and getattr(s, "mesh_ref", None):
+    local_shape = mesh_name = None
+    # by class, not `getattr(s, name, None)`: a missing attribute raises inside getattr, and
+    # this runs for every value a big file's new lines hold
+    cls = s.__class__
+    if cls is NamedSharding:
         mesh_name = s.mesh_ref  # type: ignore[union-attr]
-    elif text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
+    elif cls is HloSharding:
+        if s.kind == "manual":  # type: ignore[union-attr]
+            local_shape, shape = shape, None
+    if not mesh_name and text.lstrip("#").startswith(("sdy.sharding<@", "<@")):
         mesh_name = text.split("@", 1)[1].split(",", 1)[0].strip()
+    # positional, in the order of Value's fields (tests/test_scan_columns.py holds it):
+    # keywords took 0.63 µs a value, positions 0.23 µs
     return Value(
-        name=name,
-        line=line,
-        column=column,
-        text=text,
-        notation=notation,
-        kind=kind,
-        op=op,
-        shape=shape,
-        local_shape=local_shape,
-        dtype=dtype,
-        mesh_name=mesh_name,
-        sharding=parsed.sharding,
-        hlo=parsed.hlo,
+        name,
+        line,
+        column,
+        text,
+        notation,
+        kind,
+        op,
+        shape,
+        local_shape,
+        dtype,
+        mesh_name,
+        s,
+        parsed.hlo,
     )
 
 
