@@ -314,7 +314,8 @@ _LAYOUTS = [
 def test_streamed_json_and_tile_index_match_the_direct_ones(
     text, shape, split, n, small, monkeypatch
 ):
-    """`small`: `TileIndex.get` by its dict (few tiles) or by binary search (many)."""
+    """`small`: `TileIndex` reads a few tiles from lists and finds them by a dict, many
+    from the arrays by binary search."""
     import io
     import itertools
 

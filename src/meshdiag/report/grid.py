@@ -103,6 +103,7 @@ class TileIndex:
         self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
         self._lin = lin[self._first]
         self._pos: dict[int, int] | None = None  # tile → its k, for `get` on few tiles
+        self._rows: tuple[list, ...] | None = None  # the arrays as lists, for `nth` on few
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
         self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
@@ -117,16 +118,32 @@ class TileIndex:
     def nth(self, k: int) -> Tile:
         """The k-th tile holding devices, in row-major tile order."""
         lay = self.layout
-        group = self._devs[int(self._first[k]) : int(self._end[k])]
-        d0 = int(group[0])
-        lin0 = int(self._lin[k])
-        index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
-        if not lay.present[d0]:
+        rows = self._rows
+        if rows is None and lay.num_devices <= SMALL_INDEX:
+            rows = self._rows = self._as_lists()
+        if rows is not None:  # a few devices: Python lists, made once, beat numpy scalars
+            devs, first, end, lins, tile_index, present, starts, stops, buffers = rows
+            group = tuple(devs[first[k] : end[k]])
+            d0 = group[0]
+            lin0 = lins[k]
+            index = tuple(tile_index[d0]) if lay.rank else ()
+            held = present[d0]
+            start, stop, buffer_row = starts[d0], stops[d0], buffers[d0]
+        else:
+            members = self._devs[int(self._first[k]) : int(self._end[k])]
+            group = tuple(members.tolist())
+            d0 = group[0]
+            lin0 = int(self._lin[k])
+            index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
+            held = bool(lay.present[d0])
+            start, stop = lay.starts[d0].tolist(), lay.stops[d0].tolist()
+            buffer_row = lay.buffers[d0].tolist()
+        if not held:
             status: Status = "absent"
             slices = buffer = None
         else:
-            slices = tuple(zip(lay.starts[d0].tolist(), lay.stops[d0].tolist(), strict=True))
-            buffer = tuple(lay.buffers[d0].tolist())
+            slices = tuple(zip(start, stop, strict=True))
+            buffer = tuple(buffer_row)
             if any(b <= a for a, b in slices):  # (a present scalar is never empty)
                 status = "empty"
             elif any(b - a < c for (a, b), c in zip(slices, self._full, strict=True)):
@@ -134,7 +151,21 @@ class TileIndex:
             else:
                 status = "ok"
         fill = (lin0 * self._stride) % self._n_tiles
-        return Tile(index, tuple(group.tolist()), slices, buffer, status, fill)
+        return Tile(index, group, slices, buffer, status, fill)
+
+    def _as_lists(self) -> tuple[list, ...]:
+        lay = self.layout
+        return (
+            self._devs.tolist(),
+            self._first.tolist(),
+            self._end.tolist(),
+            self._lin.tolist(),
+            lay.tile_index.tolist(),
+            lay.present.tolist(),
+            lay.starts.tolist(),
+            lay.stops.tolist(),
+            lay.buffers.tolist(),
+        )
 
     def get(self, index: tuple[int, ...]) -> Tile | None:
         """The tile at `index` (each within the layout's tiles), or None when no device
