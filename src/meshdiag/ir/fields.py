@@ -2,8 +2,8 @@
 
 The general MLIR handlers (`mlir._op`, `mlir._func`) find a line's results, op name,
 annotation tokens, and result types with several scans each, because any of them may be
-missing, quoted or nested. Most annotated lines have one plain form, read here with one
-anchored regex each: the value's name, its type and its sharding span in one match. A line
+missing, quoted or nested. Most annotated lines have one plain form, read here in one pass
+each: the value's name, its type and its sharding span. A line
 (or signature entry) that does not have that exact form returns False and goes to the
 general reader, which gives the same values for these forms (tests/test_scan_differential.py
 and tests/test_ir_fields.py compare them).
