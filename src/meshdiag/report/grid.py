@@ -70,8 +70,9 @@ def text_color(fill: str) -> str:
 # -- pure planning -------------------------------------------------------------------------
 
 
-#: tiles up to which `TileIndex.get` finds a tile by a dict (made at its first call)
-#: rather than by numpy's binary search: a picture asks for a handful of tiles
+#: up to this many tiles `TileIndex.get` finds a tile by a dict, and up to this many
+#: devices `TileIndex.nth` reads it from lists (both made at first use), rather than by
+#: numpy calls a tile: a picture asks for a handful of tiles of a few devices
 SMALL_INDEX = 4096
 
 
