@@ -636,10 +636,22 @@ def module_json(
         ],
     }
     if values:
-        d["values"] = [
-            value_json(v, m, mesh=mesh, split=split, layouts=layouts, memos=memos) for v in m.values
-        ]
+        # each distinct tiled form's GSPMD text once a module: its values share the parsed
+        # objects, and a memo lookup hashes and compares the sharding (a module's own
+        # objects, alive through this loop, so their ids stay theirs)
+        texts: dict[int, str | None] = {}
+        out = []
+        for v in m.values:
+            h = v.hlo
+            text = texts.get(id(h), _NO_TEXT)
+            if text is _NO_TEXT:
+                text = texts[id(h)] = gspmd_text(v, memos)
+            out.append(value_json(v, m, text, mesh=mesh, split=split, layouts=layouts))
+        d["values"] = out
     return d
+
+
+_NO_TEXT = object()
 
 
 #: modules whose JSON is kept by identity for a replay, and the largest JSON so kept
@@ -779,12 +791,13 @@ def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
 def value_json(
     v: Value,
     m: ModuleReport,
+    gspmd: str | None,
     *,
     mesh: Mesh | None = None,
     split: str = "xla",
     layouts: bool = False,
-    memos: RunMemos | None = None,
 ) -> dict:
+    """A value's JSON; `gspmd`: the GSPMD text of its tiled form (`gspmd_text`)."""
     d = {
         "name": v.name,
         "line": v.line,
@@ -797,7 +810,7 @@ def value_json(
         "notation": v.notation,
         "sharding": v.text,
         "mesh": v.mesh_name,
-        "gspmd": gspmd_text(v, memos),
+        "gspmd": gspmd,
     }
     if layouts:
         from meshdiag.limits import check_listed_devices
