@@ -335,7 +335,7 @@ def test_streamed_json_and_tile_index_match_the_direct_ones(
     assert sorted(d for t in tiles for d in t.devices) == np.flatnonzero(members).tolist()
     by_index = {t.index: t for t in tiles}
     for i in itertools.islice(itertools.product(*map(range, lay.tiles)), 4096):
-        assert index.get(i) == by_index.get(i)  # None where no device holds the tile
+        assert index.get(i) == by_index[i]  # a layout holds every tile: found by its index
     for t in tiles:
         assert index.get(t.index) == t
         d = t.devices[0]
