@@ -190,7 +190,9 @@ def test_a_file_in_chunks_holds_collectives_wherever_its_bytes_do(
         assert part
 
 
-def test_a_file_in_chunks_is_scanned_for_a_long_line_or_when_unreadable(tmp_path, monkeypatch):
+def test_a_file_in_chunks_is_scanned_for_a_long_line_when_unreadable_or_streamed(
+    tmp_path, monkeypatch
+):
     path = tmp_path / "long.mlir"
     path.write_bytes(b"short\n" + b"x" * 300 + b"\nshort\n")
     monkeypatch.setattr(comms_scan, "_CHUNK", 64)
@@ -200,6 +202,9 @@ def test_a_file_in_chunks_is_scanned_for_a_long_line_or_when_unreadable(tmp_path
     path.write_bytes(b"x" * 300)  # a last line without its newline
     assert comms_scan.file_may_hold_collectives(str(path))
     assert comms_scan.file_may_hold_collectives(str(tmp_path / "gone.mlir"))
+    (tmp_path / "short.mlir.gz").write_bytes(b"short\n")  # streamed by the scan: not read
+    assert comms_scan.file_may_hold_collectives(str(tmp_path / "short.mlir.gz"))
+    assert comms_scan.file_may_hold_collectives("-")
 
 
 @pytest.mark.parametrize("name", ["big gather", "all-reduce"])

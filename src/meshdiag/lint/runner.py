@@ -363,9 +363,8 @@ def _collective_findings(
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
     the file's bytes (`data`, when read already; a big file's, read in chunks) name no
-    collective. `unreadable`: the lines
-    of the sharding scan's MD001s (a problem both scans find is reported once). `part`:
-    only that part of the file (`ir.parts`)."""
+    collective. `unreadable`: the lines of the sharding scan's MD001s (a problem both scans
+    find is reported once). `part`: only that part of the file (`ir.parts`)."""
     if not checks:
         return []
     # imported here, not at the top: a lint of files that name no collective never loads the
@@ -375,7 +374,7 @@ def _collective_findings(
 
     if data is not None and not comms_scan.may_hold_collectives(data):
         return []  # nothing to measure, and nothing the collective scan alone could find
-    if data is None and path != "-" and not path.endswith(".gz"):  # a big file: read twice
+    if data is None:  # a big file, or a part of one: asked in chunks
         start, stop = (part.start, part.stop) if part is not None else (0, None)
         if not comms_scan.file_may_hold_collectives(path, start, stop):
             return []
