@@ -715,14 +715,15 @@ class LayoutPicture:
                 out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
             else:
                 out.append((r.tile, r.devices, r.slices, r.shard, r.buffer, r.note))
-        if _table_width(out) <= width:
+        if _table_width(_column_widths(out)) <= width:
             return out
         body = out[1:]
+        shard, buffer, note = (TABLE_COLUMNS.index(c) for c in ("shard", "buffer", "note"))
         quiet = set()
-        if all(row[4] == row[3] for row in body):
-            quiet.add(4)
-        if not any(row[5] for row in body):
-            quiet.add(5)
+        if all(row[buffer] == row[shard] for row in body):
+            quiet.add(buffer)
+        if not any(row[note] for row in body):
+            quiet.add(note)
         return [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
 
     def _table_lines(self, cells: list[tuple[str, ...]], width: int) -> list[str] | None:
@@ -734,10 +735,10 @@ class LayoutPicture:
         markup."""
         if any(_MARKUP.search(c) and not _as_is(c) for row in cells for c in row):
             return None
-        total = _table_width(cells)
+        widths = _column_widths(cells)
+        total = _table_width(widths)
         if total > width:
             return None
-        widths = [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
         blank = " " * total
         lines = [blank]
         for k, row in enumerate(cells):
@@ -750,10 +751,15 @@ class LayoutPicture:
         return lines
 
 
-def _table_width(cells: list[tuple[str, ...]]) -> int:
-    """How wide rich draws a table of `cells` (`_table_lines`)."""
-    n = len(cells[0])
-    return sum(max(len(row[j]) for row in cells) for j in range(n)) + 3 * (n - 1) + 2
+def _column_widths(cells: list[tuple[str, ...]]) -> list[int]:
+    """Each column's width in a table of `cells`: its widest cell."""
+    return [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
+
+
+def _table_width(widths: list[int]) -> int:
+    """How wide rich draws a table of columns `widths` wide (`_table_lines`): three spaces
+    between columns, one at either edge."""
+    return sum(widths) + 3 * (len(widths) - 1) + 2
 
 
 #: the columns of the table a layout is shown as when it does not fit a grid
