@@ -154,6 +154,15 @@ static int closed_at(int plain, const char *s, Py_ssize_t n, Py_ssize_t open, Py
     return end == -2 ? -1 : end == stop;
 }
 
+/* How a reader ends without fields, letting go of the `shape` it read (or NULL): None for a
+ * line of another form, NULL when an error is set (memory) */
+static PyObject *no_fields(PyObject *shape) {
+    Py_XDECREF(shape);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *ascii_arg(PyObject *o, const char *fn) {
     if (!PyUnicode_Check(o) || !PyUnicode_IS_ASCII(o)) {
         PyErr_Format(PyExc_TypeError, "%s: expected an ASCII str", fn);
@@ -198,22 +207,14 @@ PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
         Py_RETURN_NONE;
     Py_ssize_t dt = 0, dt_end = 0;
     PyObject *shape = take_type(&c, &dt, &dt_end);
-    if (shape == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    if (shape == NULL)
+        return no_fields(NULL);
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
         c.i++;
     int plain = c.i == c.n && !contains(c.s, 0, c.n, "computation") &&
                 !contains(c.s, dt, dt_end, "sharding");
-    plain = closed_at(plain, c.s, c.n, start, stop);
-    if (plain <= 0) {
-        Py_DECREF(shape);
-        if (plain < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    if (closed_at(plain, c.s, c.n, start, stop) <= 0)
+        return no_fields(shape);
     return Py_BuildValue("(NNnnNN)", part(c.s, name_a, name_b), part(c.s, op_a, op_b), start,
                          stop, shape, part(c.s, dt, dt_end));
 }
@@ -251,11 +252,8 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         Py_RETURN_NONE;
     Py_ssize_t dt = 0, dt_end = 0;
     PyObject *shape = take_type(&c, &dt, &dt_end);
-    if (shape == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    if (shape == NULL)
+        return no_fields(NULL);
     Py_ssize_t a = -1, e = -1;
     if (take(&c, " {sdy.sharding = ")) {
         a = c.i;
@@ -269,12 +267,7 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         plain = c.i == c.n && count(s, a, e, "sharding") == 1 &&
                 !contains(s, dt, dt_end, "sharding");
     }
-    plain = closed_at(plain, s, n, a + 13, e); /* from the `<` of `#sdy.sharding<` */
-    if (plain <= 0) {
-        Py_DECREF(shape);
-        if (plain < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    if (closed_at(plain, s, n, a + 13, e) <= 0) /* from the `<` of `#sdy.sharding<` */
+        return no_fields(shape);
     return Py_BuildValue("(NnnNN)", part(s, name_a, name_b), a, e, shape, part(s, dt, dt_end));
 }
