@@ -3,6 +3,8 @@ fixtures through the real scanner."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -516,3 +518,7 @@ def test_md105_fast_answer_is_the_findings_answer(data):
         shape = tuple(data.draw(st.lists(st.integers(0, 40), max_size=5)))
     found = uneven_findings(h, shape, "xla", where={})
     assert _divides(h, shape) == (not found)
+    # the split dims are remembered on the object: asked again, and after a trip to
+    # another process (pickled with them), the same answer
+    assert _divides(h, shape) == (not found)
+    assert _divides(pickle.loads(pickle.dumps(h)), shape) == (not found)

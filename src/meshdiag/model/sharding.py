@@ -120,6 +120,20 @@ class HloSharding:
         return self.tile.dims[: self.data_rank]
 
     @property
+    def split_data_dims(self) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+        """(data rank, (dim, tiles) of each data dim cut in more than one tile) of a tiled
+        sharding, None for other kinds: what decides whether a shape divides evenly, asked
+        for every value by the checks, so worked out once per object."""
+        got = self.__dict__.get("_split", False)
+        if got is False:
+            got = None
+            if self.kind == "tiled" and self.tile is not None:
+                dims = self.data_dims
+                got = (len(dims), tuple((d, k) for d, k in enumerate(dims) if k > 1))
+            object.__setattr__(self, "_split", got)
+        return got
+
+    @property
     def subgroup_dims(self) -> tuple[int, ...]:
         assert self.tile is not None
         return self.tile.dims[self.data_rank :]

@@ -143,7 +143,12 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     by_text: dict[str, list] = {}
     get = by_text.get
     for i, item in enumerate(items):
-        for text, name, col, v in _rows(item, part, memos):
+        if item.__class__ is Value:  # a one-off value: `_rows`, without the call (a file of
+            # new lines has only these)
+            rows: tuple = ((own_text(item, memos), item.name, item.column, item),)
+        else:
+            rows = _rows(item, part, memos)
+        for text, name, col, v in rows:
             e = get(text)
             if e is None:
                 by_text[text] = [1, [(name, i, col)], {id(v): v}]
@@ -158,10 +163,9 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
 
 
 def _rows(item, part: bool, memos: RunMemos) -> tuple:
-    """A column entry's values as (text, name, column, value as the module holds it), each
-    under its own sharding (a tuple element's, not the whole tuple's); memoised per entry."""
-    if item.__class__ is Value:  # a one-off value: not kept
-        return ((own_text(item, memos), item.name, item.column, item),)
+    """A line's values (a `LineValues` entry) as (text, name, column, value as the module
+    holds it), each under its own sharding (a tuple element's, not the whole tuple's);
+    memoised per entry."""
     memo = memos.table("module_summary.rows")
     key = (item, part)
     hit = memo.get(key)
