@@ -299,7 +299,7 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, 
     from meshdiag.ir.model import Value
 
     if not learned:
-        monkeypatch.setattr(linememo, "_learnable", lambda b: False)
+        monkeypatch.setattr(linememo, "learnable", lambda b: False)
     reports = _fixture_reports()
     items = [it for r in reports for m in r.modules for it in m.items]
     assert all(it.__class__ is Value for it in items) != learned

@@ -133,3 +133,66 @@ def test_a_small_file_learns_every_line(monkeypatch):
     cache = ScanCache()
     scan_bytes("d.txt", _new_lines(0, 500).encode(), cache=cache)
     assert learned(cache) == 500
+
+
+# --- a streamed file's plain constraint lines (mlir._plain_constraint) --------------------
+
+_TRICKY = """module @m{k} attributes {{mhlo.num_partitions = 8 : i32}} {{
+  sdy.mesh @mesh = <["x"=2, "y"=4]>
+  func.func @main(%arg0: tensor<8x{k}xf32>) -> tensor<8x{k}xf32> {{
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{{"x"}}, {{}}]> : tensor<8x{k}xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{{"sdy.mesh @q = "}}, {{}}]> : tensor<8x{k}xf32>
+    %2 = sdy.sharding_constraint %1 <@mesh, [{{"func.func @f("}}, {{}}]> : tensor<8x{k}xf32>
+    %3 = sdy.sharding_constraint %2 <@mesh, [{{"a: error: b"}}, {{}}]> : tensor<8x{k}xf32>
+    %4 = sdy.sharding_constraint %3 <@other, [{{"x"}}, {{}}]> : tensor<8x{k}xf32>
+    %5 = sdy.sharding_constraint %4 <@mesh, [{{"x"}}, {{"x"}}]> : tensor<8x{k}xf32>
+    %6 = sdy.reshard %5 <@mesh, [{{}}, {{"y"}}]> : tensor<8x{k}xf32>
+    %7 = sdy.sharding_constraint %6 <@mesh, [{{}}, {{"y"}}]> : tensor<8x{k}xf32> {{x = 1}}
+    return %7 : tensor<8x{k}xf32>
+  }}
+}}
+"""
+
+
+def _problems(report):
+    return [(f.code, f.line, f.column, f.message) for f in report.findings]
+
+
+def test_streamed_plain_constraints_read_straight_give_what_a_whole_file_gives(monkeypatch):
+    """A streamed file that stopped learning reads its plain constraint lines without
+    `mlir.handle`'s walk through the other kinds of line: the same values and problems as
+    the file read whole, whose lines all go the general way. Real Shardy dumps (manual
+    regions, reshards, named computations), a constraint before any module, unknown
+    meshes, an axis used twice, and quoted axis names that look like a mesh op, a function
+    or a diagnostic."""
+    from pathlib import Path
+
+    from meshdiag.ir import fields
+
+    monkeypatch.setattr(linememo, "WINDOW", 8)
+    monkeypatch.setattr(linememo, "PROBE", 5)
+    taken: list[int] = []
+    add = fields.add_constraint
+
+    def counted(b, line, lineno, f):
+        taken.append(lineno)
+        add(b, line, lineno, f)
+
+    monkeypatch.setattr(fields, "add_constraint", counted)
+    fixtures = sorted(Path(__file__).resolve().parent.parent.glob("fixtures/**/*.mlir"))
+    texts = [p.read_text() for p in fixtures]
+    texts.append(
+        '%9 = sdy.sharding_constraint %8 <@mesh, [{"x"}]> : tensor<4xf32>\n'
+        + "".join(_TRICKY.format(k=k) for k in range(1, 40))
+    )
+    for text in texts:
+        taken.clear()
+        streamed = scan(text)
+        whole = scan_bytes("d.txt", text.encode())
+        assert _fields(streamed) == _fields(whole)
+        assert _problems(streamed) == _problems(whole)
+    # the straight way was taken, but not for a line naming a mesh op or a function
+    lines = texts[-1].splitlines()
+    straight = {lines[n - 1].split(" <", 1)[1][:18] for n in taken}
+    assert '@mesh, [{"x"}, {}]' in straight
+    assert not any("sdy.mesh" in k or "func.func" in k for k in straight)

@@ -49,6 +49,12 @@ def constraint(b: Builder, line: str, lineno: int) -> bool:
     f = constraint_fields(line)
     if f is None:
         return False
+    add_constraint(b, line, lineno, f)
+    return True
+
+
+def add_constraint(b: Builder, line: str, lineno: int, f: tuple) -> None:
+    """The value of a plain constraint line whose `constraint_fields` are `f`."""
     name, op, start, stop, shape, dtype = f
     text = line[start:stop]
     b.value(
@@ -63,7 +69,6 @@ def constraint(b: Builder, line: str, lineno: int) -> bool:
         shape=shape,
         dtype=dtype,
     )
-    return True
 
 
 def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) -> bool:

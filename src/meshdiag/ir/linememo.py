@@ -61,7 +61,10 @@ class Sampling:
         return self.probe % PROBE == 0
 
 
-def _learnable(b: Builder) -> bool:
+def learnable(b: Builder) -> bool:
+    """Whether the line being handled is to be learned (`run` asks; a caller that asks
+    itself goes on with `run_learning` or the handler alone: asked once a line, as the
+    sampling counts)."""
     raw = b.raw
     if raw is None or b.manual or len(raw) > MAX_LINE or not raw.isascii():
         return False
@@ -73,9 +76,14 @@ def run(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
 
     Only handlers whose result depends on nothing but the line and the module state (its
     meshes, the dialect, the enclosing manual axes) may run through here."""
-    if not _learnable(b):
+    if not learnable(b):
         handler(b, line, lineno, *args)
         return
+    run_learning(handler, b, line, lineno, *args)
+
+
+def run_learning(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
+    """`run` of a line `learnable` said to learn."""
     m = b.module
     findings = b.report.findings
     n_found = len(findings)
@@ -105,7 +113,7 @@ def run(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
 
 def nothing(b: Builder) -> None:
     """The line being handled yields nothing in this state, whatever its text says."""
-    if _learnable(b):
+    if learnable(b):
         _learn(b, None)
 
 
