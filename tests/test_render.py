@@ -49,6 +49,18 @@ def test_compress_devices(ids, text):
     assert compress_devices(ids) == text
 
 
+@given(
+    st.lists(st.integers(0, 10**12), max_size=2),
+    st.one_of(st.none(), st.integers(1, 30)),
+)
+def test_compress_two_devices_as_the_general_path(ids, max_chars):
+    """A tuple of up to two ids (a picture's tile) is listed without the run search: the
+    same text as the general path (a list), also where `max_chars` elides it."""
+    assert compress_devices(tuple(ids), max_chars=max_chars) == compress_devices(
+        ids, max_chars=max_chars
+    )
+
+
 def test_compress_roundtrip_and_elision():
     rng = random.Random(3)
     for _ in range(200):

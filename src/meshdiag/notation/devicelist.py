@@ -101,6 +101,11 @@ def _run_text(first: int, last: int, step: int) -> str:
 def compress_devices(ids: Iterable[int], *, max_chars: int | None = None) -> str:
     """Text for a set of device ids; `max_chars` elides the tail as `…(+N)`. With
     `max_chars`, only the runs that can show are computed (a million ids cost a sort)."""
+    if ids.__class__ is tuple and len(ids) <= 2:  # too few for a run: listed (a picture
+        # labels each tile, mostly of one or two devices)
+        text = ",".join(map(str, sorted({int(i) for i in ids})))  # type: ignore[attr-defined]
+        if max_chars is None or len(text) <= max_chars:
+            return text
     xs = _sorted_unique(ids)
     parts: list[str] = []
     counts: list[int] = []
