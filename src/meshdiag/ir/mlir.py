@@ -135,8 +135,9 @@ def _plain_constraint(b: Builder, line: str, lineno: int) -> bool:
     starts with its result, so it opens no section, module or diagnostic, and closes no
     region; it names no mesh op or function (checked: a quoted axis name might). It then
     goes where `handle` sends it: `_op` through the line memo (a line to learn), else
-    straight to `fields.constraint`. A file of new lines is mostly these (the 252 MB
-    bench file: half its values). False for any other line: `handle` goes on."""
+    straight to its value (`fields.add_constraint`, what `_op` ends in). A file of new
+    lines is mostly these (the 252 MB bench file: half its values). False for any other
+    line: `handle` goes on."""
     if b.module is None or b.manual or "sdy.mesh @" in line or "func.func" in line:
         return False
     f = fields.constraint_fields(line)

@@ -636,19 +636,25 @@ def module_json(
         ],
     }
     if values:
-        # each distinct tiled form's GSPMD text once a module: its values share the parsed
-        # objects, and a memo lookup hashes and compares the sharding (a module's own
-        # objects, alive through this loop, so their ids stay theirs)
-        texts: dict[int, str | None] = {}
-        out = []
-        for v in m.values:
-            h = v.hlo
-            text = texts.get(id(h), _NO_TEXT)
-            if text is _NO_TEXT:
-                text = texts[id(h)] = gspmd_text(v, memos)
-            out.append(value_json(v, m, text, mesh=mesh, split=split, layouts=layouts))
-        d["values"] = out
+        d["values"] = [
+            value_json(v, m, text, mesh=mesh, split=split, layouts=layouts)
+            for v, text in _with_gspmd(m, memos)
+        ]
     return d
+
+
+def _with_gspmd(m: ModuleReport, memos: RunMemos | None) -> Iterator[tuple[Value, str | None]]:
+    """The module's values, each with the GSPMD text of its tiled form (`gspmd_text`), asked
+    once per distinct tiled form of the module: its values share the parsed objects, and a
+    memo lookup hashes and compares the sharding (a module's own objects, alive through
+    the loop, so their ids stay theirs)."""
+    texts: dict[int, str | None] = {}
+    for v in m.values:
+        h = v.hlo
+        text = texts.get(id(h), _NO_TEXT)
+        if text is _NO_TEXT:
+            text = texts[id(h)] = gspmd_text(v, memos)
+        yield v, text
 
 
 _NO_TEXT = object()
@@ -719,15 +725,10 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
     from json.encoder import encode_basestring_ascii as quoted  # what json.dumps uses
 
     dumps = json.dumps
-    texts: dict[int, str | None] = {}  # GSPMD text by the module's own tiled forms
     heads: dict[tuple, str] = {}
     tails: dict[tuple, str] = {}
     out = []
-    for v in m.values:
-        h = v.hlo
-        g = texts.get(id(h), _NO_TEXT)
-        if g is _NO_TEXT:
-            g = texts[id(h)] = gspmd_text(v, memos)
+    for v, g in _with_gspmd(m, memos):
         k = (v.kind, v.op)
         kind_op = heads.get(k)
         if kind_op is None:
