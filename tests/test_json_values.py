@@ -56,3 +56,25 @@ def test_names_and_texts_that_need_escaping(names, texts):
 
 
 _MODULES = [m for m in _modules() if m.values and not m.partitioned][:5]
+
+
+def test_a_files_json_around_its_modules_as_json_dumps_writes_it(tmp_path):
+    """`file_json_parts` encodes the id space once for a run of files sharing it: the same
+    text as `json.dumps` of the file's JSON, for files with a device assignment and
+    without, alternating between them, and paths that need escaping."""
+    from test_device_assignment import TEXTPROTO
+
+    from meshdiag.pipeline.inspect import file_json_parts, ids_json
+
+    mod = tmp_path / "module_0003.jit_f"
+    mod.mkdir()
+    (mod / "compile_options.textproto").write_text(TEXTPROTO)
+    with_da = [str(tmp_path / f"module_0003.jit_f.000{k}.pass.txt") for k in range(3)]
+    without = [str(tmp_path / "module_0004.jit_g.0001.pass.txt"), "<stdin>"]
+    odd = ['a "quoted" \\ name.txt', "日本.mlir", "bad\udcff.txt"]
+    paths = [*with_da, *without, with_da[0], *odd, with_da[1]]
+    memos = RunMemos()
+    for p in paths:
+        want = json.dumps({"path": p, **ids_json(p), "modules": []})
+        assert file_json_parts(p, memos) == (want[:-2], want[-2:])
+    assert ids_json(with_da[0])["device_assignment"]["devices"] == [2, 3, 0, 1]
