@@ -361,12 +361,14 @@ def test_plain_picture_draws_the_table_fallback(dims, shape, width, max_cells):
 
 
 def test_plain_table_leaves_rich_what_only_rich_draws():
-    """A table wider than the console (rich wraps a column) or a cell rich reads as markup
-    is not drawn plain; a cell that only looks like an emoji code is."""
+    """A table wider than the console even with its cells wrapped (rich squeezes it) or a
+    cell rich reads as markup is not drawn plain; a cell that only looks like an emoji
+    code is."""
     from meshdiag.report.grid import LayoutPicture, TableRow
 
     pic = LayoutPicture(layout(tiled((1, 4)), (9640, 9648)), "s", use_color=False)
-    assert pic.plain(40) is None  # narrower than the table
+    assert pic.plain(30) is None  # narrower than the table's column names: rich squeezes
+    assert pic.plain(40) == _rich_draws(pic, 40)  # its cells wrapped: drawn plain
 
     def table(note: str) -> list[str] | None:
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
@@ -433,6 +435,65 @@ def test_a_table_too_wide_leaves_out_the_columns_that_say_nothing(shape, width, 
     if "buffer" not in header or width == 100:  # it fits: every device list is shown
         assert "devices" in header and " 0,4 " in drawn and " 3,7 " in drawn
         assert plain == drawn
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            "{devices=[3,5,4]<=[60] last_tile_dim_replicate}",
+            "{devices=[4,8]<=[32]}",
+            "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}",
+            "{devices=[2,2,2]<=[8]}",
+        ]
+    ),
+    st.integers(1, 3_000_000),
+    st.integers(1, 300_000),
+    st.integers(60, 120),
+    st.sampled_from([2, 4, 64]),
+)
+def test_a_table_too_wide_wraps_and_shows_every_tile(text, n, m, width, max_cells):
+    """A table too wide for the console even without its quiet columns wraps its device
+    lists, slices, sizes and notes over several lines of their cells: no line is wider than
+    the console, every column and every shown tile's devices are there (rich used to
+    squeeze the devices and tile columns to nothing), plain and rich draw the same. (From
+    60 columns: narrower than its column names, a rank-3 table is left to rich.)"""
+    from meshdiag.report.grid import LayoutPicture, table_rows
+
+    h = parse_gspmd(text)
+    shape = (n, m, 7)[: h.data_rank]
+    lay = layout(h, shape)
+    pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, legend=False)
+    drawn = _rich_draws(pic, width)
+    if "table instead of a grid" not in drawn:
+        return
+    lines = drawn.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.startswith(" tile"))
+    table = lines[at : lines.index(" " * len(lines[at]), at)]
+    assert all(len(line) <= width for line in table)
+    header = table[0].split()
+    assert header[:3] == ["tile", "devices", "slices"]
+    cells = "".join(line[len(" tile   ") :].replace(" ", "") for line in table[2:])
+    for row in table_rows(lay, max_cells)[0]:
+        if row is not None:
+            assert row.devices.replace(" ", "") in cells.replace("\n", "")
+    assert pic.plain(width) == drawn
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["0-3", ",", "8-11", ", ", "[0:333334", "15556:31112]", "d0 ", "×", "x"]),
+        max_size=12,
+    ).map("".join),
+    st.integers(1, 30),
+)
+def test_wrapped_cell_text_keeps_every_character_in_lines_that_fit(text, width):
+    from meshdiag.report.grid import _wrap_text
+
+    wrapped = _wrap_text(text, width)
+    assert all(len(line) <= width for line in wrapped.split("\n")) or wrapped == text
+    assert wrapped.replace("\n", "").replace(" ", "") == text.replace(" ", "")
 
 
 def test_a_table_for_more_tiles_than_cells_says_to_raise_max_cells():

@@ -705,9 +705,11 @@ class LayoutPicture:
 
     def _table_cells(self, width: int) -> list[tuple[str, ...]]:
         """The table's header and rows, as the cells' text, for a console `width` wide. A
-        table wider than that leaves out the columns that say nothing: the buffer when it
-        is the shard on every row, the note when no row has one. (Squeezing the table in,
-        rich narrowed the devices column first, to nothing when slices were long.)"""
+        table wider than that leaves out the columns that say nothing (the buffer when it
+        is the shard on every row, the note when no row has one), then wraps the devices,
+        slices and notes over several lines of their cells (`_wrapped`). Squeezing a table
+        in, rich narrowed its devices and tile columns first, to nothing when slices were
+        long: an uneven 2-D layout on an 80-column console lost both."""
         rows, elided = table_rows(self.layout, self.max_cells)
         out: list[tuple[str, ...]] = [TABLE_COLUMNS]
         for r in rows:
@@ -724,7 +726,8 @@ class LayoutPicture:
             quiet.add(buffer)
         if not any(row[note] for row in body):
             quiet.add(note)
-        return [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
+        out = [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
+        return _wrapped(out, width)
 
     def _table_lines(self, cells: list[tuple[str, ...]], width: int) -> list[str] | None:
         """`_table`'s lines of `cells` as rich draws them on a colourless console `width`
@@ -742,9 +745,16 @@ class LayoutPicture:
         blank = " " * total
         lines = [blank]
         for k, row in enumerate(cells):
-            lines.append(
-                " " + "   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " "
-            )
+            parts = [c.split("\n") for c in row]  # a wrapped cell: its lines, top aligned
+            for i in range(max(map(len, parts))):
+                lines.append(
+                    " "
+                    + "   ".join(
+                        (p[i] if i < len(p) else "").ljust(w)
+                        for p, w in zip(parts, widths, strict=True)
+                    )
+                    + " "
+                )
             if k == 0:
                 lines.append(" " + "─" * (total - 2) + " ")
         lines.append(blank)
@@ -752,8 +762,82 @@ class LayoutPicture:
 
 
 def _column_widths(cells: list[tuple[str, ...]]) -> list[int]:
-    """Each column's width in a table of `cells`: its widest cell."""
-    return [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
+    """Each column's width in a table of `cells`: its widest cell (line of a cell)."""
+    return [
+        max(len(line) for row in cells for line in row[j].split("\n")) for j in range(len(cells[0]))
+    ]
+
+
+#: the columns a table too wide for the console wraps (none narrower than its name)
+WRAPPED = ("devices", "slices", "shard", "buffer", "note")
+
+
+def _wrapped(cells: list[tuple[str, ...]], width: int) -> list[tuple[str, ...]]:
+    """`cells` with the `WRAPPED` columns' text over several lines, so that the table is
+    at most `width` wide (the tile column keeps its width). Each wrapped column gets its
+    longest piece between breaks (`_BREAK`: a dim's range, a run of devices, a size) when
+    the room allows, then as many as fit their whole text, the least short first, and the
+    ones still wrapped share what is left; an elided rows' line goes to the widest. As
+    they were when the wrapped columns cannot be as wide as their names (rich then
+    squeezes them)."""
+    head = cells[0]
+    natural = _column_widths(cells)
+    rows = [row for row in cells[1:] if row[0] != "…"] or cells[1:]
+    wrap = [j for j, name in enumerate(head) if name in WRAPPED]
+    whole = {j: max(len(head[j]), *(len(row[j]) for row in rows)) for j in wrap}
+    room = width - _table_width(natural) + sum(natural[j] for j in wrap)
+    widths = {j: len(head[j]) for j in wrap}
+    if not wrap or room < sum(widths.values()):
+        return cells
+    extra = room - sum(widths.values())
+    for j in wrap:  # in the table's order: devices, slices, sizes, note
+        piece = max(len(p.rstrip()) for row in rows for p in _BREAK.findall(row[j]))
+        give = min(max(0, min(piece, whole[j]) - widths[j]), extra)
+        widths[j] += give
+        extra -= give
+    for j in sorted(wrap, key=lambda j: whole[j] - widths[j]):  # as many whole as fit
+        if whole[j] - widths[j] <= extra:
+            extra -= whole[j] - widths[j]
+            widths[j] = whole[j]
+    rest = [j for j in wrap if widths[j] < whole[j]]
+    for k, j in enumerate(rest):  # what is left, shared evenly by the ones still wrapped
+        widths[j] += extra // len(rest) + (1 if k < extra % len(rest) else 0)
+    widest = max(wrap, key=lambda j: widths[j])
+    out = [head]
+    for row in cells[1:]:
+        if row[0] == "…" and row[1]:  # the elided rows' line, in the widest wrapped column
+            row = tuple("" if j == 1 else row[1] if j == widest else c for j, c in enumerate(row))
+        out.append(tuple(_wrap_text(c, widths[j]) if j in widths else c for j, c in enumerate(row)))
+    return out
+
+
+#: where a cell's text may break: after a comma (and the space after it), a space or the
+#: `×` of a size
+_BREAK = re.compile(r"[^, ×]*(?:, |,| |×|$)")
+
+
+def _wrap_text(text: str, width: int) -> str:
+    """`text` over lines of at most `width` characters, broken after a comma, a space or a
+    `×` where it can (device lists `0-3,8-11`, slices `[0:8, 8:16]`, sizes `8×16`, notes),
+    a piece longer than a line cut where the line ends; the spaces at a break are
+    dropped."""
+    if len(text) <= width:
+        return text
+    lines: list[str] = []
+    line = ""
+    for piece in _BREAK.findall(text):
+        if not piece:
+            continue
+        if len(line) + len(piece.rstrip()) > width and line:
+            lines.append(line.rstrip())
+            line = ""
+        while len(piece.rstrip()) > width:  # longer than a line: cut
+            lines.append(piece[:width])
+            piece = piece[width:]
+        line += piece
+    if line.rstrip():
+        lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 def _table_width(widths: list[int]) -> int:
