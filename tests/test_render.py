@@ -480,6 +480,20 @@ def test_a_table_too_wide_wraps_and_shows_every_tile(text, n, m, width, max_cell
     assert pic.plain(width) == drawn
 
 
+def test_a_table_that_fits_without_its_quiet_columns_is_not_wrapped():
+    """Leaving out the quiet columns is enough here: the table is not wrapped, and its
+    elided rows' line stays whole in the devices column."""
+    from meshdiag.report.grid import LayoutPicture
+
+    lay = layout(parse_gspmd("{devices=[16,16]<=[256]}"), (64, 64))
+    pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, legend=False)
+    drawn = _rich_draws(pic, 80)
+    assert "every tile's buffer is its shard" in drawn
+    assert " …         … 224 tiles omitted (--max-cells) … " in drawn
+    assert all("\n" not in c for row in pic._table_cells(80) for c in row)
+    assert pic.plain(80) == drawn
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

@@ -782,6 +782,8 @@ def _wrapped(cells: list[tuple[str, ...]], width: int) -> list[tuple[str, ...]]:
     squeezes them)."""
     head = cells[0]
     natural = _column_widths(cells)
+    if _table_width(natural) <= width:  # it fits as it is
+        return cells
     rows = [row for row in cells[1:] if row[0] != "…"] or cells[1:]
     wrap = [j for j, name in enumerate(head) if name in WRAPPED]
     whole = {j: max(len(head[j]), *(len(row[j]) for row in rows)) for j in wrap}
