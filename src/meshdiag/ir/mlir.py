@@ -134,17 +134,16 @@ def _plain_constraint(b: Builder, line: str, lineno: int) -> bool:
     read without `handle`'s walk through the other kinds of line, which cannot take it: it
     starts with its result, so it opens no section, module or diagnostic, and closes no
     region; it names no mesh op or function (checked: a quoted axis name might). It then
-    goes where `handle` sends it: `_op` through the line memo (a line to learn), else
-    straight to its value (`fields.add_constraint`, what `_op` ends in). A file of new
-    lines is mostly these (the 252 MB bench file: half its values). False for any other
-    line: `handle` goes on."""
+    goes to its value as `_op` would (`fields.add_constraint`, with the fields read here),
+    through the line memo when it is a line to learn. A file of new lines is mostly these
+    (the 252 MB bench file: half its values). False for any other line: `handle` goes on."""
     if b.module is None or b.manual or "sdy.mesh @" in line or "func.func" in line:
         return False
     f = fields.constraint_fields(line)
     if f is None:
         return False
     if linememo.learnable(b):
-        linememo.run_learning(_op, b, line, lineno)
+        linememo.run_learning(fields.add_constraint, b, line, lineno, f)
     else:
         fields.add_constraint(b, line, lineno, f)
     return True
