@@ -722,11 +722,18 @@ def _with_values(
     head: str, m: ModuleReport, mesh: Mesh | None, split: str, layouts: bool, memos: RunMemos
 ) -> str:
     """The module's JSON text: `head` (its JSON without values) with its "values" last."""
-    import json
+    if layouts:  # each value's devices: their dicts through the general encoder
+        import json
 
-    if layouts:  # each value's devices: the general encoder
-        return json.dumps(module_json(m, mesh=mesh, split=split, layouts=True, memos=memos))
-    return f'{head[:-1]}, "values": {values_json_text(m, memos)}}}'
+        values = json.dumps(
+            [
+                value_json(v, m, text, mesh=mesh, split=split, layouts=True)
+                for v, text in _with_gspmd(m, memos)
+            ]
+        )
+    else:
+        values = values_json_text(m, memos)
+    return f'{head[:-1]}, "values": {values}}}'
 
 
 def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
