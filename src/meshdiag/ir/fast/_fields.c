@@ -123,15 +123,7 @@ other:
     return NULL;
 }
 
-/* `needle` in s[a:b] */
-static int contains(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
-    Py_ssize_t m = (Py_ssize_t)strlen(needle);
-    for (Py_ssize_t k = a; k + m <= b; k++)
-        if (memcmp(s + k, needle, (size_t)m) == 0)
-            return 1;
-    return 0;
-}
-
+/* How many times `needle` is in s[a:b], not overlapping (str.count) */
 static Py_ssize_t count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
     Py_ssize_t m = (Py_ssize_t)strlen(needle), found = 0;
     for (Py_ssize_t k = a; k + m <= b;)
@@ -163,12 +155,20 @@ static PyObject *no_fields(PyObject *shape) {
     Py_RETURN_NONE;
 }
 
-static PyObject *ascii_arg(PyObject *o, const char *fn) {
-    if (!PyUnicode_Check(o) || !PyUnicode_IS_ASCII(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected an ASCII str", fn);
+/* The line, args[0], of a reader called with `want` arguments (`usage` says which): NULL
+ * with a TypeError for another count or a line that is not an ASCII str */
+static PyObject *line_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                          const char *usage) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd argument%s", usage, want,
+                     want == 1 ? "" : "s");
         return NULL;
     }
-    return o;
+    if (!PyUnicode_Check(args[0]) || !PyUnicode_IS_ASCII(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an ASCII str", usage);
+        return NULL;
+    }
+    return args[0];
 }
 
 /* s[a:b] as a str (ASCII) */
@@ -183,11 +183,7 @@ const char fs_constraint_fields_doc[] =
 
 PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
                                Py_ssize_t nargs) {
-    if (nargs != 1) {
-        PyErr_SetString(PyExc_TypeError, "constraint_fields(line) takes 1 argument");
-        return NULL;
-    }
-    PyObject *line = ascii_arg(args[0], "constraint_fields");
+    PyObject *line = line_arg(args, nargs, 1, "constraint_fields(line)");
     if (line == NULL)
         return NULL;
     Cursor c = {(const char *)PyUnicode_DATA(line), 0, PyUnicode_GET_LENGTH(line)};
@@ -211,8 +207,8 @@ PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
         return no_fields(NULL);
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
         c.i++;
-    int plain = c.i == c.n && !contains(c.s, 0, c.n, "computation") &&
-                !contains(c.s, dt, dt_end, "sharding");
+    int plain = c.i == c.n && !count(c.s, 0, c.n, "computation") &&
+                !count(c.s, dt, dt_end, "sharding");
     if (closed_at(plain, c.s, c.n, start, stop) <= 0)
         return no_fields(shape);
     return Py_BuildValue("(NNnnNN)", part(c.s, name_a, name_b), part(c.s, op_a, op_b), start,
@@ -225,11 +221,7 @@ const char fs_entry_fields_doc[] =
     "meshdiag.ir.fields.entry_fields_py); ASCII lines only.";
 
 PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "entry_fields(line, start, end) takes 3 arguments");
-        return NULL;
-    }
-    PyObject *line = ascii_arg(args[0], "entry_fields");
+    PyObject *line = line_arg(args, nargs, 3, "entry_fields(line, start, end)");
     if (line == NULL)
         return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(line);
@@ -265,7 +257,7 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         while (c.i < c.n && is_space(s[c.i]))
             c.i++;
         plain = c.i == c.n && count(s, a, e, "sharding") == 1 &&
-                !contains(s, dt, dt_end, "sharding");
+                !count(s, dt, dt_end, "sharding");
     }
     if (closed_at(plain, s, n, a + 13, e) <= 0) /* from the `<` of `#sdy.sharding<` */
         return no_fields(shape);
