@@ -110,7 +110,9 @@ def file_may_hold_collectives(path: str, start: int = 0, stop: int | None = None
                 elif line + first > MAX_LINE:
                     return True
                 else:
-                    line = len(data) - 1 - data.rfind(b"\n")  # lines within are shorter
+                    # the line it ends in; a line within is shorter than a chunk, and
+                    # _CHUNK < MAX_LINE
+                    line = len(data) - 1 - data.rfind(b"\n")
                 if line > MAX_LINE or may_hold_collectives(data):
                     return True
                 if tail and may_hold_collectives(tail + data[:_OVERLAP]):  # across the two

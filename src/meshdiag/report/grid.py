@@ -733,9 +733,9 @@ class LayoutPicture:
         """`_table`'s lines of `cells` as rich draws them on a colourless console `width`
         wide (its SIMPLE_HEAD box without edge padding: a blank line, the header, a rule,
         the rows, a blank line; columns as wide as their widest cell, three spaces apart,
-        one space at either edge); None when rich would draw it otherwise: wider than the
-        console (rich wraps the devices column), or a cell holding what rich reads as
-        markup."""
+        one space at either edge; a wrapped cell's lines top aligned); None when rich
+        would draw it otherwise: wider than the console even wrapped (rich squeezes it),
+        or a cell holding what rich reads as markup."""
         if any(_MARKUP.search(c) and not _as_is(c) for row in cells for c in row):
             return None
         widths = _column_widths(cells)
