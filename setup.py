@@ -18,7 +18,11 @@ setup(
     ext_modules=[
         Extension(
             "meshdiag.ir.fast._fastscan",
-            ["src/meshdiag/ir/fast/_fastscan.c", "src/meshdiag/ir/fast/_fields.c"],
+            [
+                "src/meshdiag/ir/fast/_fastscan.c",
+                "src/meshdiag/ir/fast/_fields.c",
+                "src/meshdiag/ir/fast/_values.c",
+            ],
             depends=["src/meshdiag/ir/fast/_fastscan.h"],
             define_macros=[("MESHDIAG_NEEDLES", WORDS["c_initializer"]())],
             optional=True,

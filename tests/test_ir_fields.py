@@ -13,6 +13,7 @@ from scan_reference import value_fields
 
 from meshdiag.ir import fields
 from meshdiag.ir.scan import scan_file
+from meshdiag.ir.scancache import ScanCache
 
 HEAD = 'module @m {\n  sdy.mesh @mesh = <["x"=2, "y"=4]>\n  sdy.mesh @other = <["x"=8]>\n'
 
@@ -35,6 +36,8 @@ def general(monkeypatch, body: str):
 def refuse(mp) -> None:
     mp.setattr(fields, "constraint_fields", lambda *a: None)
     mp.setattr(fields, "entry_fields", lambda *a: None)
+    # no prototype either: no value is made from one (test_plain_values.py)
+    mp.setattr(ScanCache, "keep_proto", lambda *a: None)
 
 
 def used(monkeypatch, body: str) -> int:

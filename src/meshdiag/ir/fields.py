@@ -13,6 +13,13 @@ and tests/test_ir_fields.py compare them).
 - `signature_entry`: `%arg3: tensor<24x32xf32> {sdy.sharding = #sdy.sharding<@mesh, ...>}`,
   one entry of a `func.func` signature (a big program's entry function has thousands).
 
+Once a sharding text has given a plain value this way, its Value is kept as the prototype of
+that text (`ScanCache.keep_proto`), and later plain values with it are copies of it with
+their own name, line, column, shape, element type and role (`model.from_proto`): a streamed
+file's constraint lines are made so by the candidate walker itself (`lines.scan_plain`),
+a signature's entries by `entry_values`, both in C when built (`fast/_values.c`), without a
+Python step per value.
+
 The fields themselves come from `constraint_fields` and `entry_fields`: native
 (`fast/_fields.c`, one pass in C) when the extension is built, else their Python twins
 `constraint_fields_py` and `entry_fields_py` (tests/test_ir_fields.py holds each pair to the
@@ -26,6 +33,7 @@ import re
 
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.fast import native
+from meshdiag.ir.model import Value, from_proto
 from meshdiag.ir.text import match_end
 
 #: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
@@ -57,18 +65,20 @@ def add_constraint(b: Builder, line: str, lineno: int, f: tuple) -> None:
     """The value of a plain constraint line whose `constraint_fields` are `f`."""
     name, op, start, stop, shape, dtype = f
     text = line[start:stop]
-    b.value(
+    p = b.named(text)
+    v = b.value(
         name,
         lineno,
         start + 1,
         text,
         "sdy",
-        b.named(text),
+        p,
         kind="constraint" if op == "sharding_constraint" else "reshard",
         op="sdy." + op,
         shape=shape,
         dtype=dtype,
     )
+    _keep_proto(b, text, p.error, v, shape)
 
 
 def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) -> bool:
@@ -79,18 +89,78 @@ def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) ->
         return False
     name, a, e, shape, dtype = f
     text = line[a:e]
-    b.value(
-        name,
-        lineno,
-        a + 1,
-        text,
-        "sdy",
-        b.named(text),
-        kind="arg",
-        shape=shape,
-        dtype=dtype,
-    )
+    p = b.named(text)
+    v = b.value(name, lineno, a + 1, text, "sdy", p, kind="arg", shape=shape, dtype=dtype)
+    _keep_proto(b, text, p.error, v, shape)
     return True
+
+
+def _keep_proto(b: Builder, text: str, error: str | None, v: Value, shape: tuple) -> None:
+    """Keep `v` as its sharding's prototype when every plain value with `text` in this
+    state is `v` but for its own fields: parsed without error, outside manual regions
+    (which make shapes per device), with the shape it was given."""
+    if error is None and not b.manual and v.shape is shape and v.local_shape is None:
+        b.cache.keep_proto(b.mesh_token, text, v)
+
+
+def entry_values(b: Builder, line: str, spans: list[tuple[int, int]], k: int, lineno: int) -> int:
+    """The signature entries `line[a:e]` of `spans[k:]` appended to the module as values made
+    from their shardings' prototypes, up to the first one that is not plain or has no
+    prototype yet (the caller reads that one the general way); returns its index, or
+    `len(spans)`. Nothing outside a module or inside a manual region."""
+    m = b.module
+    if m is None or b.manual:
+        return k
+    protos = b.cache.protos(b.mesh_token)
+    if not protos:
+        return k
+    if _native_entry_values is not None and line.isascii():
+        return _native_entry_values(line, spans, k, lineno, protos, m.lines, m.items)
+    return entry_values_py(line, spans, k, lineno, protos, m.lines, m.items)
+
+
+def entry_values_py(
+    line: str,
+    spans: list[tuple[int, int]],
+    k: int,
+    lineno: int,
+    protos: dict[str, Value],
+    lines_out: list,
+    items_out: list,
+) -> int:
+    """`entry_values` on the columns themselves: the reference for the native one."""
+    k = max(k, 0)
+    while k < len(spans):
+        a, e = spans[k]
+        f = entry_fields_py(line, a, e)
+        if f is None:
+            break
+        name, sa, se, shape, dtype = f
+        proto = protos.get(line[sa:se])
+        if proto is None:
+            break
+        lines_out.append(lineno)
+        items_out.append(from_proto(proto, name, lineno, sa + 1, shape, dtype, "arg", None))
+        k += 1
+    return k
+
+
+def constraint_value_py(line: str, lineno: int, protos: dict[str, Value]) -> Value | None:
+    """The value of a plain constraint line made from its sharding's prototype in `protos`,
+    or None: another line, no prototype, or a line `mlir.handle` must see first (one
+    naming a mesh op or a function). The reference for `_values.c`'s, which the walker
+    calls (`lines.scan_plain`)."""
+    if not line.isascii() or "sdy.mesh @" in line or "func.func" in line:
+        return None
+    f = constraint_fields_py(line)
+    if f is None:
+        return None
+    name, op, start, stop, shape, dtype = f
+    proto = protos.get(line[start:stop])
+    if proto is None:
+        return None
+    kind = "constraint" if op == "sharding_constraint" else "reshard"
+    return from_proto(proto, name, lineno, start + 1, shape, dtype, kind, "sdy." + op)
 
 
 # -- the fields: native when built, these Python twins otherwise (and for non-ASCII lines) -
@@ -151,3 +221,4 @@ def _dims(dims: str) -> tuple[int, ...]:
 
 _native_constraint = native("constraint_fields")
 _native_entry = native("entry_fields")
+_native_entry_values = native("entry_values")

@@ -60,6 +60,19 @@ class Sampling:
         self.probe += 1
         return self.probe % PROBE == 0
 
+    def unlearned(self) -> int:
+        """How many of the next new lines in a row `learns` would not learn: the walker
+        reads that many plain lines itself (`lines.scan_plain`) and says how many
+        (`skipped`), as if each had been asked."""
+        if self.on:
+            return 0
+        return min(PROBE - 1 - self.probe % PROBE, WINDOW - 1 - self.new)
+
+    def skipped(self, n: int) -> None:
+        """`n` new lines were read without asking `learns` (at most `unlearned()`)."""
+        self.new += n
+        self.probe += n
+
 
 def learnable(b: Builder) -> bool:
     """Whether the line being handled is to be learned (`run` asks; a caller that asks

@@ -9,6 +9,8 @@ A candidate line contains `sharding`, `reshard` or one of the words that mark st
 (`words.py`). `scan_known` walks a block's candidates in order, appending the ones a dict
 already knows and stopping at the others; it is native (`_fastscan.c`, one pass over the
 bytes) when built, else `scan_known_py`, its reference, built on `candidate_spans`.
+`scan_plain` (twin `scan_plain_py`) also appends, up to a budget, the plain constraint lines
+whose sharding has a prototype value (`fields.constraint_value_py`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import BinaryIO
 from meshdiag import limits
 from meshdiag.ir.fast import native, why_not_native
 from meshdiag.ir.fast.words import FREQUENT, RARE
+from meshdiag.ir.fields import constraint_value_py
 
 BLOCK = 1 << 20
 
@@ -211,6 +214,23 @@ def scan_known_py(
     The native scanner (`_fastscan.scan_known`) does exactly this in one pass over the
     bytes; this is its reference and the fallback where it is not built.
     """
+    return scan_plain_py(buf, pos, lineno, known, lines_out, items_out, {}, 0)[:4]  # type: ignore[return-value]
+
+
+def scan_plain_py(
+    buf: bytes,
+    pos: int,
+    lineno: int,
+    known: dict,
+    lines_out: list,
+    items_out: list,
+    protos: dict,
+    budget: int,
+) -> tuple[int, int, int, int, int]:
+    """`scan_known_py`, but a candidate that is not known and is a plain constraint line
+    whose sharding has a prototype in `protos` (`fields.constraint_value_py`) is appended
+    as the value made from it, up to `budget` of them, instead of stopping the walk. The
+    result has a fifth item: how many were. The reference for the native `scan_plain`."""
     global _walk
     if _walk[0] is not buf:  # once per block: every call on it bisects into the same spans
         spans = candidate_spans(buf)
@@ -219,6 +239,7 @@ def scan_known_py(
     count = buf.count
     get = known.get
     last = pos
+    read = 0
     for i in range(bisect_left(starts, pos), len(spans)):
         ls, le = spans[i]
         lineno += count(b"\n", last, ls)
@@ -226,16 +247,29 @@ def scan_known_py(
         end = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
         item = get(buf[ls:end], _UNKNOWN) if known else _UNKNOWN
         if item is _UNKNOWN:
-            return ls, end, lineno, le + 1
+            if read < budget and protos:
+                raw = buf[ls:end]
+                v = (
+                    constraint_value_py(raw.decode("ascii"), lineno, protos)
+                    if raw.isascii()
+                    else None
+                )
+                if v is not None:
+                    lines_out.append(lineno)
+                    items_out.append(v)
+                    read += 1
+                    continue
+            return ls, end, lineno, le + 1, read
         if item is None:  # known to yield nothing
             continue
         lines_out.append(lineno)
         items_out.append(item)
-    return -1, -1, lineno + count(b"\n", last), len(buf)
+    return -1, -1, lineno + count(b"\n", last), len(buf), read
 
 
 #: the native walker when it is built and not switched off (`ir/fast/`), else the reference
 scan_known: Callable[..., tuple[int, int, int, int]] = native("scan_known") or scan_known_py
+scan_plain: Callable[..., tuple[int, int, int, int, int]] = native("scan_plain") or scan_plain_py
 
 
 def scanner_kind() -> str:

@@ -260,7 +260,15 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     entry = fields.signature_entry
-    for a, e in split_top(line, lparen + 1, rparen - 1):
+    spans = split_top(line, lparen + 1, rparen - 1)
+    k = 0
+    while k < len(spans):
+        # the plain entries whose sharding has a prototype: made in one call
+        k = fields.entry_values(b, line, spans, k, lineno)
+        if k >= len(spans):
+            break
+        a, e = spans[k]
+        k += 1
         if entry(b, line, lineno, a, e):  # the plain form, read in one match
             continue
         mn = ARG_NAME.match(line, a, e)

@@ -113,6 +113,31 @@ def _at(proto: Value, line: int, partitioned: bool) -> Value:
     return v
 
 
+def from_proto(
+    proto: Value,
+    name: str,
+    line: int,
+    column: int,
+    shape: tuple[int, ...] | None,
+    dtype: str | None,
+    kind: str,
+    op: str | None,
+) -> Value:
+    """A copy of `proto` with these seven fields set: the value of a plain line whose
+    sharding text is `proto`'s (`ScanCache.protos`); the Python twin of `_values.c`."""
+    v = _new_value(Value)
+    d = proto.__dict__.copy()
+    d["name"] = name
+    d["line"] = line
+    d["column"] = column
+    d["shape"] = shape
+    d["dtype"] = dtype
+    d["kind"] = kind
+    d["op"] = op
+    v.__dict__ = d
+    return v
+
+
 class ModuleReport:
     """One module (or pass-dump section) of a dump: its meshes, sharded values, diagnostics.
 

@@ -6,7 +6,8 @@
 A small file is read whole, a big one in 1 MiB blocks (`lines.py`). In each block the
 scanner (`lines.scan_known`, native) walks the candidate lines and appends the ones already
 read in the same module state to the module's value columns itself (the run's `ScanCache`
-says which); it hands every other candidate to `_line`: module structure and new lines,
+says which), and in a streamed file of new lines the plain constraint lines it would not
+learn too, as values copied from their sharding's prototype (`lines.scan_plain`); it hands every other candidate to `_line`: module structure and new lines,
 which are decoded and read by the MLIR or HLO handlers (`linememo` learns the lines that
 only yield values). Every path yields a FileReport, even when it cannot be read: the
 problem is an MD001 finding and the scan goes on with the next file.
@@ -36,6 +37,7 @@ from meshdiag.ir.lines import (
     max_line_bytes,
     read_blocks,
     scan_known,
+    scan_plain,
 )
 from meshdiag.ir.model import FileReport, ModuleReport
 from meshdiag.ir.scancache import ScanCache
@@ -304,14 +306,26 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         # lines already read in this module state are appended to the module's value
         # columns by the walker itself; it stops at any other candidate
         m = b.module
+        budget = 0
         if m is None:
             known, lines_out, items_out = known_in(b.mesh_token, None), unused, unused
         elif b.manual:  # values inside a manual region need the builder
             known, lines_out, items_out = nothing, m.lines, m.items
         else:
             known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
+            if sampling is not None and m.dialect == "mlir":
+                # plain constraint lines the line memo would not learn: read by the walker
+                budget = sampling.unlearned()
         before = len(lines_out)
-        start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
+        if budget:
+            protos = b.cache.protos(b.mesh_token)
+            start, end, lineno, pos, read = scan_plain(
+                block, pos, lineno, known, lines_out, items_out, protos, budget
+            )
+            sampling.skipped(read)  # type: ignore[union-attr]
+            before += read
+        else:
+            start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
         if sampling is not None:
             sampling.replayed(len(lines_out) - before)
         if start < 0:

@@ -8,6 +8,9 @@ module-level, keyed by value (bytes / str / mesh keys), bounded.
   columns by itself: an every-pass dump prints most annotated lines in pass after pass.
 - Each distinct sharding text parsed once (`hlo`, `named`, `per_value`), and each distinct
   HLO shape or MLIR type text read once (`hlo_shapes`, `tensor_type`).
+- A prototype Value per distinct sharding text of a plain line, per mesh state
+  (`protos`): the native readers make the values of later plain lines with that sharding
+  as copies of it (`fields.py`, `fast/_values.c`).
 - Each distinct `HloModule` header read once (`module_header`): every pass of a module
   prints the same one (with the whole entry layout); in a table of their own, so headers
   never seen again cannot evict the sharding parses.
@@ -26,7 +29,7 @@ from typing import Any
 from meshdiag.ir import annot
 from meshdiag.ir import text as _text
 from meshdiag.ir.annot import MeshKey, Parsed
-from meshdiag.ir.model import LineValues
+from meshdiag.ir.model import LineValues, Value, from_proto
 from meshdiag.memo import Table
 
 #: what the line memo may hold (its keys' bytes plus an estimate per value), in bytes
@@ -57,6 +60,8 @@ class ScanCache:
         "_shapes",
         "_headers",
         "_types",
+        "_protos",
+        "_n_protos",
     )
 
     def __init__(self) -> None:
@@ -68,6 +73,8 @@ class ScanCache:
         self._shapes: dict[str, list] = {}
         self._headers = Table(MAX_HEADERS)
         self._types: dict[str, tuple] = {}
+        self._protos: dict[int, dict[str, Value]] = {}
+        self._n_protos = 0
 
     # -- lines -----------------------------------------------------------------------------
     def known(self, token: int, dialect: str | None) -> dict[bytes, LineValues | None]:
@@ -98,9 +105,35 @@ class ScanCache:
                 self._tokens[()] = 0
                 self._known.clear()
                 self._line_bytes = 0
+                self._protos.clear()
+                self._n_protos = 0
             t = self._tokens[key] = self._next_token
             self._next_token += 1
         return t
+
+    # -- prototypes of plain lines' values ------------------------------------------------
+    def protos(self, token: int) -> dict[str, Value]:
+        """The prototypes of one mesh state (`token`) outside manual regions: sharding text
+        → a Value whose fields, besides name, line, column, shape, dtype, kind and op, are
+        those of every plain constraint line or signature entry with that sharding there."""
+        d = self._protos.get(token)
+        if d is None:
+            d = self._protos[token] = {}
+        return d
+
+    def keep_proto(self, token: int, text: str, v: Value) -> None:
+        """Keep a copy of `v`, the value of a plain line read the general way, as the
+        prototype of its sharding `text` in state `token` (the caller checked that it is
+        one: parsed without error, outside manual regions, its shape its own)."""
+        d = self.protos(token)
+        if text in d:
+            return
+        if self._n_protos >= MAX_PARSES:
+            self._protos.clear()
+            self._n_protos = 0
+            d = self.protos(token)
+        d[text] = from_proto(v, v.name, 0, v.column, v.shape, v.dtype, v.kind, v.op)
+        self._n_protos += 1
 
     # -- parses ----------------------------------------------------------------------------
     def module_header(self, read, raw: bytes) -> tuple:

@@ -156,9 +156,9 @@ static Py_ssize_t count_newlines(const unsigned char *p, Py_ssize_t len) {
     return count;
 }
 
-static int as_index(PyObject *o, const char *name, Py_ssize_t *out) {
+static int as_index(PyObject *o, const char *fn, const char *name, Py_ssize_t *out) {
     if (!PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "scan_known: %s must be int, not %.100s", name,
+        PyErr_Format(PyExc_TypeError, "%s: %s must be int, not %.100s", fn, name,
                      Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -167,7 +167,7 @@ static int as_index(PyObject *o, const char *name, Py_ssize_t *out) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError))
             return -1;
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "scan_known: %s out of range", name);
+        PyErr_Format(PyExc_ValueError, "%s: %s out of range", fn, name);
         return -1;
     }
     *out = v;
@@ -184,49 +184,64 @@ PyDoc_STRVAR(scan_known_doc,
 "other candidate stops the walk with (start, end, its number, offset after its newline).\n"
 "At the end of `buf`: (-1, -1, number of the line after the block, len(buf)).");
 
-static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "scan_known expected 6 arguments, got %zd", nargs);
-        return NULL;
-    }
+PyDoc_STRVAR(scan_plain_doc,
+"scan_plain(buf, pos, lineno, known, lines_out, items_out, protos, budget)\n"
+"    -> (start, end, lineno, next, read)\n"
+"\n"
+"Native lines.scan_plain_py: scan_known, but up to `budget` candidates that are not known\n"
+"and are plain constraint lines whose sharding has a prototype in the dict `protos` are\n"
+"appended as values made from it (_values.c) instead of stopping the walk; `read` is how\n"
+"many.");
+
+/* What scan_plain reads besides the known lines: plain constraint lines with a prototype,
+ * at most `budget` of them */
+typedef struct {
+    PyObject *protos;
+    Py_ssize_t budget, read;
+} Plain;
+
+static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain) {
     PyObject *bufobj = args[0], *known = args[3], *lines_out = args[4], *items_out = args[5];
     if (!PyBytes_Check(bufobj)) {
-        PyErr_Format(PyExc_TypeError, "scan_known: buf must be bytes, not %.100s",
+        PyErr_Format(PyExc_TypeError, "%s: buf must be bytes, not %.100s", fn,
                      Py_TYPE(bufobj)->tp_name);
         return NULL;
     }
     if (!PyDict_Check(known)) {
-        PyErr_Format(PyExc_TypeError, "scan_known: known must be dict, not %.100s",
+        PyErr_Format(PyExc_TypeError, "%s: known must be dict, not %.100s", fn,
                      Py_TYPE(known)->tp_name);
         return NULL;
     }
     if (!PyList_Check(lines_out) || !PyList_Check(items_out)) {
-        PyErr_SetString(PyExc_TypeError, "scan_known: lines_out and items_out must be lists");
+        PyErr_Format(PyExc_TypeError, "%s: lines_out and items_out must be lists", fn);
         return NULL;
     }
     Py_ssize_t pos, lineno;
-    if (as_index(args[1], "pos", &pos) < 0 || as_index(args[2], "lineno", &lineno) < 0)
+    if (as_index(args[1], fn, "pos", &pos) < 0 || as_index(args[2], fn, "lineno", &lineno) < 0)
         return NULL;
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
     const Py_ssize_t n = PyBytes_GET_SIZE(bufobj);
     if (pos < 0 || pos > n) {
-        PyErr_Format(PyExc_ValueError, "scan_known: pos %zd outside the block (length %zd)",
-                     pos, n);
+        PyErr_Format(PyExc_ValueError, "%s: pos %zd outside the block (length %zd)", fn, pos,
+                     n);
         return NULL;
     }
     /* line numbers grow by at most n - pos: refuse values that could overflow */
     if (lineno > PY_SSIZE_T_MAX - (n - pos) - 1) {
-        PyErr_SetString(PyExc_ValueError, "scan_known: lineno out of range");
+        PyErr_Format(PyExc_ValueError, "%s: lineno out of range", fn);
         return NULL;
     }
+#define WALK_RESULT(start, end, number, next)                                                \
+    (plain ? Py_BuildValue("(nnnnn)", (Py_ssize_t)(start), (Py_ssize_t)(end), number, next,  \
+                           plain->read)                                                      \
+           : Py_BuildValue("(nnnn)", (Py_ssize_t)(start), (Py_ssize_t)(end), number, next))
 
     Py_ssize_t p = pos;
     if (p > 0 && buf[p - 1] != '\n') {
         /* not a line start: like the reference, only lines starting after pos count */
         const unsigned char *nl = memchr(buf + p, '\n', (size_t)(n - p));
         if (nl == NULL)
-            return Py_BuildValue("(nnnn)", (Py_ssize_t)-1, (Py_ssize_t)-1, lineno, n);
+            return WALK_RESULT(-1, -1, lineno, n);
         p = (Py_ssize_t)(nl - buf) + 1;
         lineno += 1;
     }
@@ -254,8 +269,21 @@ static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t 
             if (item == NULL && PyErr_Occurred())
                 return NULL;
         }
-        if (item == NULL) /* not known: the caller handles it */
-            return Py_BuildValue("(nnnn)", ls, end, lineno, le + 1);
+        if (item == NULL) { /* not known: a plain line with a prototype, or the caller's */
+            if (plain != NULL && plain->budget > 0 && PyDict_GET_SIZE(plain->protos) > 0) {
+                int got = fs_plain_constraint((const char *)buf + ls, end - ls, lineno,
+                                              plain->protos, lines_out, items_out);
+                if (got < 0)
+                    return NULL;
+                if (got > 0) {
+                    plain->budget--;
+                    plain->read++;
+                    p = le + 1;
+                    continue;
+                }
+            }
+            return WALK_RESULT(ls, end, lineno, le + 1);
+        }
         if (item == Py_None) { /* known to yield nothing: skipped */
             p = le + 1;
             continue;
@@ -272,7 +300,34 @@ static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     if (counted < n)
         lineno += count_newlines(buf + counted, n - counted);
-    return Py_BuildValue("(nnnn)", (Py_ssize_t)-1, (Py_ssize_t)-1, lineno, n);
+    return WALK_RESULT(-1, -1, lineno, n);
+#undef WALK_RESULT
+}
+
+static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "scan_known expected 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    return walk(args, "scan_known", NULL);
+}
+
+static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "scan_plain expected 8 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Plain plain = {args[6], 0, 0};
+    if (!PyDict_Check(plain.protos)) {
+        PyErr_Format(PyExc_TypeError, "scan_plain: protos must be dict, not %.100s",
+                     Py_TYPE(plain.protos)->tp_name);
+        return NULL;
+    }
+    if (as_index(args[7], "scan_plain", "budget", &plain.budget) < 0)
+        return NULL;
+    return walk(args, "scan_plain", &plain);
 }
 
 /* ---- match_end: the bracket closing s[pos] --------------------------------------------
@@ -651,6 +706,7 @@ static PyMethodDef methods[] = {
     {"top_colon", (PyCFunction)(void (*)(void))top_colon, METH_FASTCALL,
      "top_colon(body, start) -> (colon, arrow): see meshdiag.ir.text.op_result_types_py"},
     {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
+    {"scan_plain", (PyCFunction)(void (*)(void))scan_plain, METH_FASTCALL, scan_plain_doc},
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
@@ -658,6 +714,8 @@ static PyMethodDef methods[] = {
      fs_constraint_fields_doc},
     {"entry_fields", (PyCFunction)(void (*)(void))fs_entry_fields, METH_FASTCALL,
      fs_entry_fields_doc},
+    {"entry_values", (PyCFunction)(void (*)(void))fs_entry_values, METH_FASTCALL,
+     fs_entry_values_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -674,7 +732,7 @@ static struct PyModuleDef fastscan_module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
-    if (build_tables() < 0)
+    if (build_tables() < 0 || fs_values_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fastscan_module);
     if (m == NULL)

@@ -9,10 +9,34 @@
  * bracket); -1 when the text ends first, -2 with a MemoryError set */
 Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos);
 
-/* _fields.c: the plain-line field readers of meshdiag/ir/fields.py */
+/* _fields.c: the plain-line field readers of meshdiag/ir/fields.py. The spans of a plain
+ * constraint line (name, op, the sharding start..stop, the element type) and of a plain
+ * signature entry (name, the sharding a..e, the element type), as offsets into the text. */
+typedef struct {
+    Py_ssize_t name_a, name_b, op_a, op_b, start, stop, dt, dt_end;
+} FsConstraint;
+typedef struct {
+    Py_ssize_t name_a, name_b, a, e, dt, dt_end;
+} FsEntry;
+/* 1 read (the shape tuple, a new reference, in *shape), 0 another form, -1 error set;
+ * ASCII text only */
+int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **shape);
+int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
+                  PyObject **shape);
 PyObject *fs_constraint_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fs_entry_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_constraint_fields_doc[];
 extern const char fs_entry_fields_doc[];
+/* how many times `needle` is in s[a:b], not overlapping (str.count) */
+Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
+
+/* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
+int fs_values_init(void);
+/* The plain constraint line s[0:n] numbered `lineno` as a Value appended to the columns:
+ * 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1 error set */
+int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
+                        PyObject *lines_out, PyObject *items_out);
+PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_entry_values_doc[];
 
 #endif

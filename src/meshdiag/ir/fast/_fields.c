@@ -124,7 +124,7 @@ other:
 }
 
 /* How many times `needle` is in s[a:b], not overlapping (str.count) */
-static Py_ssize_t count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
+Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
     Py_ssize_t m = (Py_ssize_t)strlen(needle), found = 0;
     for (Py_ssize_t k = a; k + m <= b;)
         if (memcmp(s + k, needle, (size_t)m) == 0) {
@@ -144,15 +144,6 @@ static int closed_at(int plain, const char *s, Py_ssize_t n, Py_ssize_t open, Py
         return 0;
     Py_ssize_t end = fs_match_end(PyUnicode_1BYTE_KIND, s, n, open);
     return end == -2 ? -1 : end == stop;
-}
-
-/* How a reader ends without fields, letting go of the `shape` it read (or NULL): None for a
- * line of another form, NULL when an error is set (memory) */
-static PyObject *no_fields(PyObject *shape) {
-    Py_XDECREF(shape);
-    if (PyErr_Occurred())
-        return NULL;
-    Py_RETURN_NONE;
 }
 
 /* The line, args[0], of a reader called with `want` arguments (`usage` says which): NULL
@@ -181,44 +172,102 @@ const char fs_constraint_fields_doc[] =
     "A plain `sdy.sharding_constraint` / `sdy.reshard` line's fields (see\n"
     "meshdiag.ir.fields.constraint_fields_py); ASCII lines only.";
 
+/* The plain constraint line s[0:n]: 1 with its spans in *f and its shape (a new
+ * reference) in *shape, 0 for a line of another form, -1 with an error set */
+int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **shape) {
+    Cursor c = {s, 0, n};
+    *shape = NULL;
+    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
+        c.i++;
+    f->name_a = c.i;
+    f->name_b = take_name(&c, 0);
+    if (f->name_b < 0 || !take(&c, " = sdy."))
+        return 0;
+    f->op_a = c.i;
+    if (!take(&c, "sharding_constraint") && !take(&c, "reshard"))
+        return 0;
+    f->op_b = c.i;
+    if (!take(&c, " ") || take_name(&c, 1) < 0 || !take(&c, " "))
+        return 0;
+    f->start = c.i;
+    f->stop = take_mesh_ref(&c);
+    if (f->stop < 0 || !take(&c, " : tensor<"))
+        return 0;
+    PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
+    if (dims == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
+        c.i++;
+    int plain = c.i == c.n && !fs_count(c.s, 0, c.n, "computation") &&
+                !fs_count(c.s, f->dt, f->dt_end, "sharding");
+    int closed = closed_at(plain, c.s, c.n, f->start, f->stop);
+    if (closed <= 0) {
+        Py_DECREF(dims);
+        return closed;
+    }
+    *shape = dims;
+    return 1;
+}
+
 PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
                                Py_ssize_t nargs) {
     PyObject *line = line_arg(args, nargs, 1, "constraint_fields(line)");
     if (line == NULL)
         return NULL;
-    Cursor c = {(const char *)PyUnicode_DATA(line), 0, PyUnicode_GET_LENGTH(line)};
-    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
-        c.i++;
-    Py_ssize_t name_a = c.i, name_b = take_name(&c, 0);
-    if (name_b < 0 || !take(&c, " = sdy."))
-        Py_RETURN_NONE;
-    Py_ssize_t op_a = c.i;
-    if (!take(&c, "sharding_constraint") && !take(&c, "reshard"))
-        Py_RETURN_NONE;
-    Py_ssize_t op_b = c.i;
-    if (!take(&c, " ") || take_name(&c, 1) < 0 || !take(&c, " "))
-        Py_RETURN_NONE;
-    Py_ssize_t start = c.i, stop = take_mesh_ref(&c);
-    if (stop < 0 || !take(&c, " : tensor<"))
-        Py_RETURN_NONE;
-    Py_ssize_t dt = 0, dt_end = 0;
-    PyObject *shape = take_type(&c, &dt, &dt_end);
-    if (shape == NULL)
-        return no_fields(NULL);
-    while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
-        c.i++;
-    int plain = c.i == c.n && !count(c.s, 0, c.n, "computation") &&
-                !count(c.s, dt, dt_end, "sharding");
-    if (closed_at(plain, c.s, c.n, start, stop) <= 0)
-        return no_fields(shape);
-    return Py_BuildValue("(NNnnNN)", part(c.s, name_a, name_b), part(c.s, op_a, op_b), start,
-                         stop, shape, part(c.s, dt, dt_end));
+    const char *s = (const char *)PyUnicode_DATA(line);
+    FsConstraint f;
+    PyObject *shape;
+    int got = fs_read_constraint(s, PyUnicode_GET_LENGTH(line), &f, &shape);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
+                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
 }
 
 const char fs_entry_fields_doc[] =
     "entry_fields(line, start, end) -> (name, start, stop, shape, dtype) or None\n\n"
     "A plain func.func signature entry in line[start:end] (see\n"
     "meshdiag.ir.fields.entry_fields_py); ASCII lines only.";
+
+/* The plain signature entry in s[from:to] (s is n long; from and to within it): 1 with
+ * its spans in *f and its shape (a new reference) in *shape, 0 for another form, -1 with
+ * an error set */
+int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
+                  PyObject **shape) {
+    Cursor c = {s, from, to};
+    *shape = NULL;
+    while (c.i < c.n && is_space(s[c.i]))
+        c.i++;
+    f->name_a = c.i;
+    f->name_b = take_name(&c, 0);
+    if (f->name_b < 0 || !take(&c, ": tensor<"))
+        return 0;
+    PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
+    if (dims == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_ssize_t a = -1, e = -1;
+    if (take(&c, " {sdy.sharding = ")) {
+        a = c.i;
+        if (take(&c, "#sdy.sharding"))
+            e = take_mesh_ref(&c);
+    }
+    int plain = e >= 0 && take(&c, "}");
+    if (plain) {
+        while (c.i < c.n && is_space(s[c.i]))
+            c.i++;
+        plain = c.i == c.n && fs_count(s, a, e, "sharding") == 1 &&
+                !fs_count(s, f->dt, f->dt_end, "sharding");
+    }
+    int closed = closed_at(plain, s, n, a + 13, e); /* from the `<` of `#sdy.sharding<` */
+    if (closed <= 0) {
+        Py_DECREF(dims);
+        return closed;
+    }
+    f->a = a;
+    f->e = e;
+    *shape = dims;
+    return 1;
+}
 
 PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     PyObject *line = line_arg(args, nargs, 3, "entry_fields(line, start, end)");
@@ -236,30 +285,11 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     if (to < from)
         Py_RETURN_NONE;
     const char *s = (const char *)PyUnicode_DATA(line);
-    Cursor c = {s, from, to};
-    while (c.i < c.n && is_space(s[c.i]))
-        c.i++;
-    Py_ssize_t name_a = c.i, name_b = take_name(&c, 0);
-    if (name_b < 0 || !take(&c, ": tensor<"))
-        Py_RETURN_NONE;
-    Py_ssize_t dt = 0, dt_end = 0;
-    PyObject *shape = take_type(&c, &dt, &dt_end);
-    if (shape == NULL)
-        return no_fields(NULL);
-    Py_ssize_t a = -1, e = -1;
-    if (take(&c, " {sdy.sharding = ")) {
-        a = c.i;
-        if (take(&c, "#sdy.sharding"))
-            e = take_mesh_ref(&c);
-    }
-    int plain = e >= 0 && take(&c, "}");
-    if (plain) {
-        while (c.i < c.n && is_space(s[c.i]))
-            c.i++;
-        plain = c.i == c.n && count(s, a, e, "sharding") == 1 &&
-                !count(s, dt, dt_end, "sharding");
-    }
-    if (closed_at(plain, s, n, a + 13, e) <= 0) /* from the `<` of `#sdy.sharding<` */
-        return no_fields(shape);
-    return Py_BuildValue("(NnnNN)", part(s, name_a, name_b), a, e, shape, part(s, dt, dt_end));
+    FsEntry f;
+    PyObject *shape;
+    int got = fs_read_entry(s, n, from, to, &f, &shape);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(NnnNN)", part(s, f.name_a, f.name_b), f.a, f.e, shape,
+                         part(s, f.dt, f.dt_end));
 }

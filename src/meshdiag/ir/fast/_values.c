@@ -1,0 +1,228 @@
+/* Values of plain annotated lines made in C, from a prototype of their sharding.
+ *
+ * A streamed file of new lines (one program's every op, each with its own names and
+ * shapes) is mostly plain constraint lines and plain signature entries (fields.py). Two
+ * such values with the same sharding text in the same mesh state differ only in their
+ * name, line, column, shape, element type, kind and op; the scanner keeps one prototype
+ * Value per sharding text and state (`ScanCache.protos`, left by the general reader the
+ * first time). Each value here is a copy of its prototype with those seven fields set, as
+ * `model.from_proto` (the Python twin) makes it: the line never reaches Python.
+ *
+ * Callers: the candidate walker (`_fastscan.c` scan_plain) for constraint lines, and
+ * `entry_values` for the entries of a signature line. ASCII text only; anything else,
+ * and every sharding without a prototype, is left to the general reader.
+ */
+#include "_fastscan.h"
+
+#include <string.h>
+
+/* Value's field names (interned: the dict lookups compare pointers) and the roles */
+static PyObject *K_NAME, *K_LINE, *K_COLUMN, *K_SHAPE, *K_DTYPE, *K_KIND, *K_OP;
+static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *OP_CONSTRAINT, *OP_RESHARD;
+static PyObject *NO_ARGS;
+
+int fs_values_init(void) {
+    struct {
+        PyObject **at;
+        const char *text;
+    } names[] = {
+        {&K_NAME, "name"},
+        {&K_LINE, "line"},
+        {&K_COLUMN, "column"},
+        {&K_SHAPE, "shape"},
+        {&K_DTYPE, "dtype"},
+        {&K_KIND, "kind"},
+        {&K_OP, "op"},
+        {&ROLE_CONSTRAINT, "constraint"},
+        {&ROLE_RESHARD, "reshard"},
+        {&ROLE_ARG, "arg"},
+        {&OP_CONSTRAINT, "sdy.sharding_constraint"},
+        {&OP_RESHARD, "sdy.reshard"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    NO_ARGS = PyTuple_New(0);
+    return NO_ARGS == NULL ? -1 : 0;
+}
+
+/* A new object of the prototype's class whose attributes are a copy of the prototype's
+ * with the seven given (borrowed) fields set; NULL with an error set. Made as
+ * `object.__new__(cls)` and `obj.__dict__ = d` make it in Python. */
+static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyObject *column,
+                            PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
+    PyObject *own = PyObject_GenericGetDict(proto, NULL);
+    if (own == NULL)
+        return NULL;
+    PyObject *d = PyDict_Copy(own);
+    Py_DECREF(own);
+    if (d == NULL)
+        return NULL;
+    PyObject *v = NULL;
+    if (PyDict_SetItem(d, K_NAME, name) < 0 || PyDict_SetItem(d, K_LINE, line) < 0 ||
+        PyDict_SetItem(d, K_COLUMN, column) < 0 || PyDict_SetItem(d, K_SHAPE, shape) < 0 ||
+        PyDict_SetItem(d, K_DTYPE, dtype) < 0 || PyDict_SetItem(d, K_KIND, kind) < 0 ||
+        PyDict_SetItem(d, K_OP, op) < 0)
+        goto done;
+    PyTypeObject *cls = Py_TYPE(proto);
+    v = PyBaseObject_Type.tp_new(cls, NO_ARGS, NULL);
+    if (v != NULL && PyObject_GenericSetDict(v, d, NULL) < 0)
+        Py_CLEAR(v);
+done:
+    Py_DECREF(d);
+    return v;
+}
+
+/* s[a:b] as a str (ASCII) */
+static inline PyObject *ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *o = PyUnicode_New(b - a, 127);
+    if (o != NULL)
+        memcpy(PyUnicode_DATA(o), s + a, (size_t)(b - a));
+    return o;
+}
+
+/* The prototype (borrowed) of the sharding s[a:b] in `protos`; NULL without an error
+ * when there is none */
+static PyObject *proto_of(PyObject *protos, const char *s, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *text = ascii_part(s, a, b);
+    if (text == NULL)
+        return NULL;
+    PyObject *proto = PyDict_GetItemWithError(protos, text);
+    Py_DECREF(text);
+    return proto;
+}
+
+/* Append `v` (stolen) at `line` (borrowed) to the value columns: 0, or -1 with an error */
+static int append(PyObject *lines_out, PyObject *items_out, PyObject *line, PyObject *v) {
+    if (v == NULL)
+        return -1;
+    int failed = PyList_Append(lines_out, line) < 0 || PyList_Append(items_out, v) < 0;
+    Py_DECREF(v);
+    return failed ? -1 : 0;
+}
+
+int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
+                        PyObject *lines_out, PyObject *items_out) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return 0;
+    /* what `mlir._plain_constraint` leaves to `handle` (a quoted axis name may say it) */
+    if (fs_count(s, 0, n, "sdy.mesh @") || fs_count(s, 0, n, "func.func"))
+        return 0;
+    FsConstraint f;
+    PyObject *shape;
+    int got = fs_read_constraint(s, n, &f, &shape);
+    if (got <= 0)
+        return got;
+    PyObject *proto = proto_of(protos, s, f.start, f.stop);
+    if (proto == NULL) {
+        Py_DECREF(shape);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(proto);
+    int reshard = f.op_b - f.op_a == (Py_ssize_t)strlen("reshard");
+    PyObject *name = ascii_part(s, f.name_a, f.name_b);
+    PyObject *dtype = ascii_part(s, f.dt, f.dt_end);
+    PyObject *line = PyLong_FromSsize_t(lineno);
+    PyObject *column = PyLong_FromSsize_t(f.start + 1);
+    int result = -1;
+    if (name != NULL && dtype != NULL && line != NULL && column != NULL) {
+        PyObject *v = from_proto(proto, name, line, column, shape, dtype,
+                                 reshard ? ROLE_RESHARD : ROLE_CONSTRAINT,
+                                 reshard ? OP_RESHARD : OP_CONSTRAINT);
+        result = append(lines_out, items_out, line, v) < 0 ? -1 : 1;
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(dtype);
+    Py_XDECREF(line);
+    Py_XDECREF(column);
+    Py_DECREF(shape);
+    Py_DECREF(proto);
+    return result;
+}
+
+const char fs_entry_values_doc[] =
+    "entry_values(line, spans, k, lineno, protos, lines_out, items_out) -> int\n\n"
+    "The plain signature entries line[a:e] of spans[k:] as values appended to the columns,\n"
+    "up to the first one that is not plain or whose sharding has no prototype in `protos`;\n"
+    "returns that entry's index (len(spans) when none). See fields.entry_values_py.";
+
+PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entry_values(line, spans, k, lineno, protos, lines_out, items_out)");
+        return NULL;
+    }
+    PyObject *line = args[0], *spans = args[1], *protos = args[4];
+    PyObject *lines_out = args[5], *items_out = args[6];
+    if (!PyUnicode_Check(line) || !PyList_Check(spans) || !PyDict_Check(protos) ||
+        !PyList_Check(lines_out) || !PyList_Check(items_out)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entry_values: expected (str, list, int, int, dict, list, list)");
+        return NULL;
+    }
+    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 0)
+        k = 0;
+    if (!PyUnicode_IS_ASCII(line)) /* the twin reads it */
+        return PyLong_FromSsize_t(k);
+    PyObject *lineno = args[3];
+    if (!PyLong_Check(lineno)) {
+        PyErr_SetString(PyExc_TypeError, "entry_values: lineno must be int");
+        return NULL;
+    }
+    const char *s = (const char *)PyUnicode_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    for (; k < PyList_GET_SIZE(spans); k++) {
+        PyObject *span = PyList_GET_ITEM(spans, k);
+        Py_ssize_t a, e;
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+            PyErr_SetString(PyExc_TypeError, "entry_values: spans must be (start, end) pairs");
+            return NULL;
+        }
+        a = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        e = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        if ((a == -1 || e == -1) && PyErr_Occurred())
+            return NULL;
+        if (a < 0) /* as re's pos/endpos: clamped to the string */
+            a = 0;
+        if (e > n)
+            e = n;
+        if (e < a)
+            break;
+        FsEntry f;
+        PyObject *shape;
+        int got = fs_read_entry(s, n, a, e, &f, &shape);
+        if (got < 0)
+            return NULL;
+        if (got == 0)
+            break;
+        PyObject *proto = proto_of(protos, s, f.a, f.e);
+        if (proto == NULL) {
+            Py_DECREF(shape);
+            if (PyErr_Occurred())
+                return NULL;
+            break;
+        }
+        Py_INCREF(proto);
+        PyObject *name = ascii_part(s, f.name_a, f.name_b);
+        PyObject *dtype = ascii_part(s, f.dt, f.dt_end);
+        PyObject *column = PyLong_FromSsize_t(f.a + 1);
+        int failed = 1;
+        if (name != NULL && dtype != NULL && column != NULL) {
+            PyObject *v =
+                from_proto(proto, name, lineno, column, shape, dtype, ROLE_ARG, Py_None);
+            failed = append(lines_out, items_out, lineno, v) < 0;
+        }
+        Py_XDECREF(name);
+        Py_XDECREF(dtype);
+        Py_XDECREF(column);
+        Py_DECREF(shape);
+        Py_DECREF(proto);
+        if (failed)
+            return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}

@@ -1,0 +1,290 @@
+"""Values of plain lines made from their sharding's prototype (`ScanCache.protos`): the
+candidate walker's constraint lines (`lines.scan_plain`) and a signature's entries
+(`fields.entry_values`), native (`fast/_values.c`) and their Python twins.
+
+A scan that makes them gives the same values and problems as one that reads every line the
+general way (no prototype is ever kept); the native readers give what their twins give."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scan_reference import value_fields
+
+from meshdiag.ir import fields, linememo, lines, scan
+from meshdiag.ir.fast import _fastscan
+from meshdiag.ir.model import Value
+from meshdiag.ir.scan import scan_bytes, scan_file
+from meshdiag.ir.scancache import ScanCache
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: shardings a plain line may carry: known meshes and axes, unknown ones and an axis used
+#: twice (the checks' business), ones that do not parse (a problem at every line), quoted
+#: axis names that look like a mesh op, a function or a diagnostic
+SHARDINGS = [
+    '[{"x"}, {}]',
+    '[{}, {"y"}]',
+    '[{"x"}, {"y"}]',
+    '[{"y", "x"}, {}]',
+    '[{"x"}, {"x"}]',
+    '[{"z"}, {}]',
+    '[{"x" "y"}, {}]',
+    "[{x}, {}]",
+    '[{"sdy.mesh @q = "}, {}]',
+    '[{"func.func @f("}, {}]',
+    '[{"a: error: b"}, {}]',
+]
+MESHES = ['"x"=2, "y"=4', '"x"=4, "y"=2', '"x"=8']
+
+
+def _module(k: int, rng: random.Random) -> str:
+    """A module of plain signature entries and constraint lines (and a few that are not
+    plain), its shapes its own, its mesh one of `MESHES`."""
+    mesh = MESHES[k % len(MESHES)]
+    args = []
+    for i in range(rng.randrange(1, 12)):
+        ref = rng.choice(["mesh", "mesh", "mesh", "other"])
+        tail = rng.choice(["", "", "", ', jax.result_info = "r"'])
+        args.append(
+            f"%arg{i}: tensor<{8 + i}x{k + 1}xf32> "
+            f"{{sdy.sharding = #sdy.sharding<@{ref}, {rng.choice(SHARDINGS)}>{tail}}}"
+        )
+    body = []
+    for i in range(rng.randrange(1, 30)):
+        op = rng.choice(["sharding_constraint"] * 4 + ["reshard"])
+        ref = rng.choice(["mesh"] * 6 + ["other"])
+        tail = rng.choice([""] * 6 + [" {x = 1}", " loc(#loc)"])
+        body.append(
+            f"    %{i + 1} = sdy.{op} %{i} <@{ref}, {rng.choice(SHARDINGS)}> "
+            f": tensor<{k + 2}x{i + 3}xbf16>{tail}\n"
+        )
+    return (
+        f"module @m{k} attributes {{mhlo.num_partitions = 8 : i32}} {{\n"
+        f"  sdy.mesh @mesh = <[{mesh}]>\n"
+        f"  func.func @main({', '.join(args)}) -> tensor<8xf32> {{\n"
+        + "".join(body)
+        + "    return %0 : tensor<8xf32>\n  }\n}\n"
+    )
+
+
+def _texts() -> list[str]:
+    fixtures = sorted(ROOT.glob("fixtures/**/*.mlir"))
+    rng = random.Random(15)
+    made = "".join(_module(k, rng) for k in range(120))
+    return [p.read_text() for p in fixtures] + [made]
+
+
+def _report(r):
+    values = [[value_fields(v) for v in m.values] for m in r.modules]
+    return values, [(f.code, f.line, f.column, f.message) for f in r.findings]
+
+
+def _general(text: str):
+    """The file read whole with no prototype ever kept: every line the general way."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ScanCache, "keep_proto", lambda *a: None)
+        return _report(scan_bytes("d.mlir", text.encode()))
+
+
+@pytest.mark.parametrize("twin", [False, True], ids=["native", "twins"])
+def test_values_made_from_prototypes_are_the_general_readers(monkeypatch, twin):
+    """Streamed with learning off after a short window (the walker then reads the plain
+    constraint lines it would not learn) and read whole (only the signatures' entries are
+    made from prototypes): both give the general reader's values and problems, over the
+    Shardy fixtures and generated modules whose meshes change under the same shardings."""
+    if twin:
+        monkeypatch.setattr(scan, "scan_plain", lines.scan_plain_py)
+        monkeypatch.setattr(fields, "_native_entry_values", None)
+    monkeypatch.setattr(linememo, "WINDOW", 8)
+    monkeypatch.setattr(linememo, "PROBE", 5)
+    walked = entries = 0
+    real_walk, real_entries = scan.scan_plain, fields.entry_values
+
+    def walk(*a):
+        nonlocal walked
+        got = real_walk(*a)
+        walked += got[4]
+        return got
+
+    def entry_values(b, line, spans, k, lineno):
+        nonlocal entries
+        got = real_entries(b, line, spans, k, lineno)
+        entries += got - k
+        return got
+
+    monkeypatch.setattr(scan, "scan_plain", walk)
+    monkeypatch.setattr(fields, "entry_values", entry_values)
+    for text in _texts():
+        want = _general(text)
+        assert _report(scan_file("d.mlir", io.BytesIO(text.encode()))) == want
+        assert _report(scan_bytes("d.mlir", text.encode())) == want
+    assert walked > 500 and entries > 300  # both ways were taken
+
+
+def test_a_prototype_is_kept_only_for_a_clean_value_outside_manual_regions():
+    text = (
+        'module @m {\n  sdy.mesh @mesh = <["x"=2]>\n'
+        '  func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, '
+        "%arg1: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{q}]>}) {\n"
+        '    %0 = sdy.sharding_constraint %arg0 <@mesh, [{"x"}]> : tensor<8xf32>\n'
+        '    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}]>] '
+        'out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%a: tensor<4xf32>) {\n'
+        "      %2 = sdy.sharding_constraint %a <@mesh, [{}]> : tensor<4xf32>\n"
+        "      sdy.return %2 : tensor<4xf32>\n"
+        "    } : (tensor<8xf32>) -> tensor<8xf32>\n  }\n}\n"
+    )
+    cache = ScanCache()
+    scan_bytes("d.mlir", text.encode(), cache=cache)
+    kept = {t for d in cache._protos.values() for t in d}
+    # not the sharding that does not parse (a problem at each line), not the constraint in
+    # the manual body
+    assert kept == {'#sdy.sharding<@mesh, [{"x"}]>', '<@mesh, [{"x"}]>'}
+    proto = next(d for d in cache._protos.values())['<@mesh, [{"x"}]>']
+    assert proto.line == 0 and proto.local_shape is None
+
+
+def test_prototypes_stay_within_their_bound(monkeypatch):
+    from meshdiag.ir import scancache
+
+    monkeypatch.setattr(scancache, "MAX_PARSES", 16)
+    cache = ScanCache()
+    v = Value("%0", 1, 1, "t", "sdy", "arg", None, (8,), None, "f32", "mesh", None, None)
+    for i in range(100):
+        cache.keep_proto(i % 3, f"t{i}", v)
+        assert cache._n_protos <= 16
+        assert sum(len(d) for d in cache._protos.values()) == cache._n_protos
+
+
+# --- the native readers against their twins -----------------------------------------------
+
+LINES = [
+    "    %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32>",
+    "    %{i} = sdy.reshard %{j} <@mesh, {s}> : tensor<{d}xbf16>",
+    "  %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32> {{a}}",
+    "    %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32>\r",
+    "    %{i} = stablehlo.add %{j}, %{j} {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, {s}>]>}}"
+    " : tensor<{d}xf32>",
+    "    %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32> // café",
+    "    %{i} = stablehlo.tanh %{j} : tensor<{d}xf32>",
+    '  sdy.mesh @mesh = <["x"=2, "y"=4]>',
+]
+
+
+@st.composite
+def blocks(draw):
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    out = []
+    for i in range(draw(st.integers(0, 60))):
+        s = rng.choice(SHARDINGS)
+        d = "x".join(str(rng.randrange(1, 40)) for _ in range(rng.randrange(0, 3)))
+        out.append(rng.choice(LINES).format(i=i, j=max(i - 1, 0), s=s, d=d or "1"))
+    buf = ("\n".join(out) + "\n").encode()
+    texts = [f"<@mesh, {s}>" for s in SHARDINGS]
+    protos = {t: _proto(t) for t in texts if rng.random() < 0.6}
+    known = {}
+    for line in buf.split(b"\n")[: draw(st.integers(0, 5))]:
+        known[line] = rng.choice([None, "known"])
+    return buf, protos, known, draw(st.integers(0, 9)), draw(st.integers(1, 10**6))
+
+
+def _proto(text: str) -> Value:
+    return Value("%p", 0, 1, text, "sdy", "op", None, (1,), None, "f32", "mesh", ("s", text), None)
+
+
+def _walk(fn, buf, protos, known, budget, lineno):
+    lines_out: list = []
+    items_out: list = []
+    pos = 0
+    results = []
+    while True:
+        got = fn(buf, pos, lineno, known, lines_out, items_out, protos, budget)
+        results.append(got)
+        start, _end, lineno, pos, read = got
+        budget -= read
+        if start < 0 or pos > len(buf):
+            break
+        lineno += 1
+    items = [value_fields(v) if isinstance(v, Value) else v for v in items_out]
+    return results, lines_out, items
+
+
+@settings(
+    max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(blocks())
+def test_the_native_walker_reads_plain_lines_like_its_twin(case):
+    buf, protos, known, budget, lineno = case
+    got = _walk(_fastscan.scan_plain, buf, protos, dict(known), budget, lineno)
+    want = _walk(lines.scan_plain_py, buf, protos, dict(known), budget, lineno)
+    assert got == want
+    # with no budget, it is scan_known
+    assert _walk(_fastscan.scan_plain, buf, protos, dict(known), 0, lineno)[0] == [
+        (*r, 0) for r in _walk_known(buf, dict(known), lineno)
+    ]
+
+
+def _walk_known(buf, known, lineno):
+    lines_out: list = []
+    items_out: list = []
+    pos = 0
+    results = []
+    while True:
+        got = _fastscan.scan_known(buf, pos, lineno, known, lines_out, items_out)
+        results.append(got)
+        start, _end, lineno, pos = got
+        if start < 0 or pos > len(buf):
+            break
+        lineno += 1
+    return results
+
+
+ENTRIES = [
+    "%arg{i}: tensor<{d}xf32> {{sdy.sharding = #sdy.sharding<@mesh, {s}>}}",
+    " %arg{i}: tensor<{d}xbf16> {{sdy.sharding = #sdy.sharding<@mesh, {s}>}} ",
+    '%arg{i}: tensor<{d}xf32> {{sdy.sharding = #sdy.sharding<@mesh, {s}>, jax.result_info = "r"}}',
+    "%arg{i}: tensor<{d}xf32>",
+    "%arg{i}: tensor<?x{d}xf32> {{sdy.sharding = #sdy.sharding<@mesh, {s}>}}",
+]
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.integers(-2, 12), lineno=st.integers(1, 10**6))
+def test_native_entry_values_read_like_their_twin(seed, k, lineno):
+    rng = random.Random(seed)
+    parts = [
+        rng.choice(ENTRIES).format(
+            i=i, s=rng.choice(SHARDINGS), d="x".join(str(rng.randrange(1, 9)) for _ in "ab")
+        )
+        for i in range(rng.randrange(0, 12))
+    ]
+    line = "  func.func @main(" + ",".join(parts) + ") -> f32 {"
+    start = line.index("(") + 1
+    from meshdiag.ir.text import match_end, split_top
+
+    spans = split_top(line, start, match_end(line, start - 1) - 1) if parts else []
+    texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS]
+    protos = {t: _proto(t) for t in texts if rng.random() < 0.7}
+    outs = []
+    for fn in (_fastscan.entry_values, fields.entry_values_py):
+        lines_out: list = []
+        items_out: list = []
+        got = fn(line, spans, k, lineno, protos, lines_out, items_out)
+        outs.append((got, lines_out, [value_fields(v) for v in items_out]))
+    assert outs[0] == outs[1]
+
+
+def test_native_readers_refuse_bad_arguments():
+    with pytest.raises(TypeError):
+        _fastscan.entry_values("x", [0], 0, 1, {"x": _proto("x")}, [], [])
+    with pytest.raises(TypeError):
+        _fastscan.entry_values("x", [], 0, "1", {}, [], [])
+    with pytest.raises(TypeError):
+        _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], [], 3)
+    with pytest.raises(TypeError):
+        _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], {}, "3")
