@@ -144,6 +144,24 @@ def test_marks_that_are_no_place_to_cut_cost_little(tmp_path, small_parts, monke
     assert parts is None or len(parts) == 2  # the one real cut, at the end
 
 
+@pytest.mark.parametrize("chunk", [11, 64, 1000])
+def test_cuts_do_not_depend_on_the_chunk_size(tmp_path, small_parts, monkeypatch, chunk):
+    """The marks are looked for and the lines counted a chunk at a time: a mark across two
+    chunks is found, none twice, and each part's line number is its first line's."""
+    small_parts(500)
+    text = corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3])
+    path = tmp_path / "big.mlir"
+    path.write_text(text)
+    data = path.read_bytes()
+    want = P.split_file(str(path), len(data), 8)
+    assert want is not None and len(want) > 4
+    for part in want:
+        assert part.line == data.count(b"\n", 0, part.start) + 1
+        assert part.start == 0 or data[part.start - 1 : part.start + 8] == b"\n// -----"
+    monkeypatch.setattr(P, "_CHUNK", chunk)
+    assert P.split_file(str(path), len(data), 8) == want
+
+
 def test_small_compressed_and_stdin_are_read_whole(tmp_path):
     path = tmp_path / "a.mlir"
     path.write_text(corpus([0, 1, 2, 3], [0]))
