@@ -123,16 +123,22 @@ other:
     return NULL;
 }
 
-/* How many times `needle` is in s[a:b], not overlapping (str.count) */
+/* How many times `needle` (not empty) is in s[a:b], not overlapping (str.count): each
+ * candidate found by its first byte (memchr), not tried at every offset */
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
     Py_ssize_t m = (Py_ssize_t)strlen(needle), found = 0;
-    for (Py_ssize_t k = a; k + m <= b;)
+    for (Py_ssize_t k = a; k + m <= b;) {
+        const char *p = memchr(s + k, needle[0], (size_t)(b - m + 1 - k));
+        if (p == NULL)
+            break;
+        k = p - s;
         if (memcmp(s + k, needle, (size_t)m) == 0) {
             found++;
             k += m;
         } else {
             k++;
         }
+    }
     return found;
 }
 
