@@ -373,7 +373,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
     def table(note: str) -> list[str] | None:
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n: ([row], 0))
+            mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n, index=None: ([row], 0))
             return pic._table_lines(pic._table_cells(200), 200)
 
     assert table("[bold]x[/bold]") is None

@@ -260,14 +260,16 @@ def plan_grid(
     max_facets: int = MAX_FACETS,
     max_rows: int | None = None,
     max_cols: int | None = None,
+    index: TileIndex | None = None,
 ) -> GridPlan:
     """The picture's facets and cells. `max_rows`/`max_cols` keep the first rows/columns of
     each facet only (the totals stay in `Facet.total_rows/total_cols`), so a picture of a
-    million tiles plans only what it draws."""
+    million tiles plans only what it draws. `index`: the layout's tiles, when the caller
+    has them."""
     import itertools
 
     rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, lay.tiles, max_facets)
-    tiles = TileIndex(lay)
+    tiles = index if index is not None else TileIndex(lay)
     t = lay.tiles
 
     def ranges(dims: tuple[int, ...], limit: int | None) -> list[tuple[int, ...]]:
@@ -456,9 +458,13 @@ class TableRow:
     note: str
 
 
-def table_rows(lay: Layout, max_rows: int) -> tuple[list[TableRow | None], int]:
-    """Rows of the compact table (None marks the elided middle) and the number elided."""
-    index = TileIndex(lay)  # in row-major tile order: only the rows shown are built
+def table_rows(
+    lay: Layout, max_rows: int, index: TileIndex | None = None
+) -> tuple[list[TableRow | None], int]:
+    """Rows of the compact table (None marks the elided middle) and the number elided
+    (`index`: the layout's tiles, when the caller has them)."""
+    if index is None:  # in row-major tile order: only the rows shown are built
+        index = TileIndex(lay)
     n = len(index)
     elided = max(0, n - max_rows)
     if elided:
@@ -548,6 +554,15 @@ class LayoutPicture:
         #: cells as tall as their labels (summaries); otherwise heights follow the slice sizes
         self.compact = compact
         self.legend = legend  # False: the caller prints `LEGEND` once for many pictures
+        self._index: TileIndex | None = None
+
+    def _tiles(self) -> TileIndex:
+        """The layout's tiles, indexed once for the grid and the table: a grid wider than
+        the console falls back to the table (most pictures of a big file's wide tensors
+        on an 80-column console), and indexing them again was a sixth of drawing it."""
+        if self._index is None:
+            self._index = TileIndex(self.layout)
+        return self._index
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.text import Text
@@ -555,7 +570,7 @@ class LayoutPicture:
         lay = self.layout
         grids = plan = None
         if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
-            plan = plan_grid(lay, max_facets=self.max_facets)
+            plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, options.max_width)
             grids = None if drawn is None else self._grids(drawn)
         head = header_lines(lay, self.sharding_text, plan if grids else None, legend=self.legend)
@@ -652,7 +667,7 @@ class LayoutPicture:
         lay = self.layout
         plan = drawn = None
         if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
-            plan = plan_grid(lay, max_facets=self.max_facets)
+            plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
         if drawn is None:
             out = header_lines(lay, self.sharding_text, None, legend=self.legend)
@@ -710,7 +725,7 @@ class LayoutPicture:
         slices and notes over several lines of their cells (`_wrapped`). Squeezing a table
         in, rich narrowed its devices and tile columns first, to nothing when slices were
         long: an uneven 2-D layout on an 80-column console lost both."""
-        rows, elided = table_rows(self.layout, self.max_cells)
+        rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
         out: list[tuple[str, ...]] = [TABLE_COLUMNS]
         for r in rows:
             if r is None:
