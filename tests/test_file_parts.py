@@ -51,12 +51,16 @@ def small_parts(monkeypatch):
     return size
 
 
+def every_source_twice(tmp_path: Path) -> tuple[Path, bytes]:
+    """The corpus of every source twice, with every joiner, as a file: its path and bytes."""
+    path = tmp_path / "big.mlir"
+    path.write_text(corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3]))
+    return path, path.read_bytes()
+
+
 def test_parts_are_whole_and_start_where_the_scan_carries_nothing(tmp_path, small_parts):
     small_parts(2000)
-    text = corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3])
-    path = tmp_path / "big.mlir"
-    path.write_text(text)
-    data = path.read_bytes()
+    path, data = every_source_twice(tmp_path)
     parts = P.split_file(str(path), len(data), 8)
     assert parts is not None and len(parts) > 2
     assert parts[0].start == 0 and parts[-1].stop == len(data)
@@ -149,10 +153,7 @@ def test_cuts_do_not_depend_on_the_chunk_size(tmp_path, small_parts, monkeypatch
     """The marks are looked for and the lines counted a chunk at a time: a mark across two
     chunks is found, none twice, and each part's line number is its first line's."""
     small_parts(500)
-    text = corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3])
-    path = tmp_path / "big.mlir"
-    path.write_text(text)
-    data = path.read_bytes()
+    path, data = every_source_twice(tmp_path)
     want = P.split_file(str(path), len(data), 8)
     assert want is not None and len(want) > 4
     for part in want:
