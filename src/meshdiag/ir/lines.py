@@ -206,7 +206,8 @@ def scan_known_py(
 
     A candidate whose bytes (without the newline and a trailing `\\r`) are a key of `known`
     is recorded (its number appended to `lines_out`, `known[line]` to `items_out`; nothing
-    when `known[line]` is None, a line known to yield nothing) and the walk goes on. The first candidate that is not a key stops the walk: the result is
+    when `known[line]` is None, a line known to yield nothing) and the walk goes on. The
+    first candidate that is not a key stops the walk: the result is
     `(start, end, number, next)` — its span in `buf`, its line number and the offset of the
     line after it. At the end of `buf` the result is `(-1, -1, number of the line after the
     block, len(buf))`.
@@ -214,7 +215,10 @@ def scan_known_py(
     The native scanner (`_fastscan.scan_known`) does exactly this in one pass over the
     bytes; this is its reference and the fallback where it is not built.
     """
-    return scan_plain_py(buf, pos, lineno, known, lines_out, items_out, {}, 0)[:4]  # type: ignore[return-value]
+    start, end, lineno, after, _ = scan_plain_py(
+        buf, pos, lineno, known, lines_out, items_out, {}, 0
+    )
+    return start, end, lineno, after
 
 
 def scan_plain_py(

@@ -7,10 +7,11 @@ A small file is read whole, a big one in 1 MiB blocks (`lines.py`). In each bloc
 scanner (`lines.scan_known`, native) walks the candidate lines and appends the ones already
 read in the same module state to the module's value columns itself (the run's `ScanCache`
 says which), and in a streamed file of new lines the plain constraint lines it would not
-learn too, as values copied from their sharding's prototype (`lines.scan_plain`); it hands every other candidate to `_line`: module structure and new lines,
-which are decoded and read by the MLIR or HLO handlers (`linememo` learns the lines that
-only yield values). Every path yields a FileReport, even when it cannot be read: the
-problem is an MD001 finding and the scan goes on with the next file.
+learn too, as values copied from their sharding's prototype (`lines.scan_plain`); it
+hands every other candidate to `_line`: module structure and new lines, which are decoded
+and read by the MLIR or HLO handlers (`linememo` learns the lines that only yield values).
+Every path yields a FileReport, even when it cannot be read: the problem is an MD001
+finding and the scan goes on with the next file.
 
 What is remembered between lines and files lives in a `ScanCache` the caller makes once
 per run and passes to every call (`cache=`); without one each call makes its own.
