@@ -288,3 +288,43 @@ def test_native_readers_refuse_bad_arguments():
         _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], [], 3)
     with pytest.raises(TypeError):
         _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], {}, "3")
+
+
+def test_native_readers_leak_no_references():
+    import sys
+
+    text = '<@mesh, [{"x"}, {}]>'
+    proto = _proto(text)
+    protos = {text: proto}
+    buf = (f"    %1 = sdy.sharding_constraint %0 {text} : tensor<8x8xf32>\n" * 50).encode()
+    entry = f"%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, {SHARDINGS[0]}>}}"
+    line = "  func.func @f(" + ", ".join([entry] * 20) + ") {"
+    from meshdiag.ir.text import split_top
+
+    spans = split_top(line, line.index("(") + 1, line.index(")"))
+    entry_protos = {"#sdy.sharding<@mesh, " + SHARDINGS[0] + ">": proto}
+    import tracemalloc
+
+    def refs():
+        return [sys.getrefcount(x) for x in (proto, proto.sharding, buf, line)]
+
+    def run(times: int) -> None:
+        for _ in range(times):
+            lines_out: list = []
+            items_out: list = []
+            got = _fastscan.scan_plain(buf, 0, 1, {}, lines_out, items_out, protos, 10**6)
+            assert got[4] == 50 and len(items_out) == 50
+            got = _fastscan.entry_values(line, spans, 0, 7, entry_protos, lines_out, items_out)
+            assert got == 20 and len(items_out) == 70 and items_out[-1].name == "%arg0"
+
+    run(5)  # the first calls make what stays (interned strings, caches)
+    before = refs()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        run(200)  # 14,000 values made and dropped
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert refs() == before
+    assert grown < 20_000  # a leaked name, shape or dict per value would be megabytes
