@@ -1,7 +1,8 @@
 """`inspect.values_json_text` writes a module's values' JSON a value at a time from
 pieces encoded once per module: it must be the text `json.dumps` gives of each value's
 `value_json`, for every fixture module (HLO, GSPMD and Shardy MLIR, partitioned dumps,
-tuple shardings, manual regions) and for names and shardings that need escaping."""
+tuple shardings, manual regions) and for names and shardings that need escaping; in C
+(`ir/fast/_json.c`) and in its Python twin (`values_json_text_py`) alike."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import io
 import json
 from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.ir.scan import scan_file
@@ -29,7 +31,17 @@ def _by_json(m, memos) -> str:
     return json.dumps([inspect.value_json(v, m, inspect.gspmd_text(v, memos)) for v in m.values])
 
 
-def test_every_fixture_module_as_json_dumps_writes_it():
+@pytest.fixture(params=["native", "twin"])
+def writer(request, monkeypatch):
+    """Each test runs with the native writer, then with its twin."""
+    if request.param == "native":
+        assert inspect._native_values_json is not None  # built in the test venv
+    else:
+        monkeypatch.setattr(inspect, "_native_values_json", None)
+    return request.param
+
+
+def test_every_fixture_module_as_json_dumps_writes_it(writer):
     memos = RunMemos()
     modules = _modules()
     assert sum(len(m.values) for m in modules) > 300
@@ -41,9 +53,12 @@ def test_every_fixture_module_as_json_dumps_writes_it():
 _NAME = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
 
 
-@settings(max_examples=100, deadline=None)
+# the fixture only chooses the writer: the same for every example
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(names=st.lists(_NAME, min_size=1, max_size=6), texts=st.lists(_NAME, max_size=3))
-def test_names_and_texts_that_need_escaping(names, texts):
+def test_names_and_texts_that_need_escaping(writer, names, texts):
     """Names with quotes, backslashes, control and non-ASCII characters; shardings whose
     text is not what the value was parsed from (the pieces are keyed by the text)."""
     m = next(m for m in _MODULES if len(m.values) >= len(names))
@@ -78,3 +93,47 @@ def test_a_files_json_around_its_modules_as_json_dumps_writes_it(tmp_path):
         want = json.dumps({"path": p, **ids_json(p), "modules": []})
         assert file_json_parts(p, memos) == (want[:-2], want[-2:])
     assert ids_json(with_da[0])["device_assignment"]["devices"] == [2, 3, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "name", ['%a"b', "%a\\b", "%a\x7fb", "%a\nb", "%a\x1fb", "%\u00e9", "%\U0001f600", "%a b~"]
+)
+def test_names_json_escapes(writer, name):
+    """Each kind of character json's ASCII encoder escapes, and the printable ones it
+    does not."""
+    m = _MODULES[0]
+    memos = RunMemos()
+    m.values[0].name = name
+    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+
+
+def test_shapes_beyond_a_long_long_and_values_the_writer_does_not_know(writer):
+    """Dims past 2**63 are written as Python writes them; a value whose fields are not what
+    the native writer expects (a shape as a list) is written by the twin, the same text."""
+    m = next(m for m in _MODULES if len(m.values) >= 2)
+    memos = RunMemos()
+    vs = m.values
+    vs[0].shape = (10**30, 2**63, 2**63 - 1, 0)
+    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+    vs[1].shape = [4, 8]  # type: ignore[assignment]
+    want = inspect.values_json_text_py(m, memos)
+    assert inspect.values_json_text(m, memos) == want
+    assert json.loads(want)[1]["shape"] == [4, 8]
+
+
+def test_the_native_writer_leaks_nothing():
+    import tracemalloc
+
+    m = max(_MODULES, key=lambda m: len(m.values))
+    memos = RunMemos()
+    for _ in range(3):  # what stays (the run's memos) is made by the first calls
+        inspect.values_json_text(m, memos)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(300):
+            inspect.values_json_text(m, memos)
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert grown < 20_000, grown

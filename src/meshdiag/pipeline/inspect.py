@@ -21,6 +21,7 @@ from meshdiag.checks.registry import run_check
 from meshdiag.cleanup import STOP_SIGNALS, signals_deferred
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.batches import task_files
+from meshdiag.ir.fast import native
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
@@ -740,12 +741,31 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
     """`json.dumps` of the module's values' JSON (`value_json` of each, no layouts), written
     a value at a time: only a value's name, place and shapes are its own; the rest of its
     text is encoded once per distinct (kind, op) and (dtype, notation, sharding, mesh,
-    GSPMD text) of the module. Building each value's dict and encoding it took 2.7 us a
-    value, this 1.3 us (a big file of new lines has a million values)."""
-    import json
+    GSPMD text) of the module. In C when built (`ir/fast/_json.c`: 0.3 us a value), else
+    `values_json_text_py` (1.3 us; building each value's dict and encoding it took 2.7 us,
+    and a big file of new lines has a million values)."""
+    if _native_values_json is not None:
+        from json.encoder import encode_basestring_ascii
+
+        got = _native_values_json(
+            m.values,
+            lambda v: gspmd_text(v, memos),
+            _json_head,
+            _json_tail,
+            encode_basestring_ascii,
+        )
+        if got is not None:
+            return got
+    return values_json_text_py(m, memos)
+
+
+_native_values_json = native("values_json")
+
+
+def values_json_text_py(m: ModuleReport, memos: RunMemos | None = None) -> str:
+    """`values_json_text` in Python: the reference for the native one."""
     from json.encoder import encode_basestring_ascii as quoted  # what json.dumps uses
 
-    dumps = json.dumps
     heads: dict[tuple, str] = {}
     tails: dict[tuple, str] = {}
     out = []
@@ -753,23 +773,33 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
         k = (v.kind, v.op)
         kind_op = heads.get(k)
         if kind_op is None:
-            kind_op = heads[k] = f'"kind": {dumps(v.kind)}, "op": {dumps(v.op)}, '
+            kind_op = heads[k] = _json_head(*k)
         k = (v.dtype, v.notation, v.text, v.mesh_name, g)
         rest = tails.get(k)
         if rest is None:
-            d = {
-                "dtype": v.dtype,
-                "notation": v.notation,
-                "sharding": v.text,
-                "mesh": v.mesh_name,
-                "gspmd": g,
-            }
-            rest = tails[k] = ", " + dumps(d)[1:]
+            rest = tails[k] = _json_tail(*k)
         out.append(
             f'{{"name": {quoted(v.name)}, "line": {v.line}, "column": {v.column}, {kind_op}'
             f'"shape": {_ints(v.shape)}, "local_shape": {_ints(v.local_shape)}{rest}'
         )
     return "[" + ", ".join(out) + "]"
+
+
+def _json_head(kind: str, op: str | None) -> str:
+    """A value's JSON from its kind to its op, and the comma after it."""
+    import json
+
+    return f'"kind": {json.dumps(kind)}, "op": {json.dumps(op)}, '
+
+
+def _json_tail(
+    dtype: str | None, notation: str, text: str, mesh: str | None, gspmd: str | None
+) -> str:
+    """A value's JSON after its shapes: its dtype to its GSPMD text, and the closing brace."""
+    import json
+
+    d = {"dtype": dtype, "notation": notation, "sharding": text, "mesh": mesh, "gspmd": gspmd}
+    return ", " + json.dumps(d)[1:]
 
 
 def _ints(xs: tuple[int, ...] | None) -> str:

@@ -39,4 +39,9 @@ int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject
 PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_entry_values_doc[];
 
+/* _json.c: a module's values as JSON (pipeline.inspect.values_json_text_py) */
+int fs_json_init(void);
+PyObject *fs_values_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_values_json_doc[];
+
 #endif
