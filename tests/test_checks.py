@@ -502,10 +502,11 @@ def test_a_check_that_raises_is_an_md002_finding_not_silence() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_md105_fast_answer_is_the_findings_answer(data):
-    """MD105 answers most values without its memo (`_divides`): it must say "nothing to
+    """MD105 answers most values without its memo (`splits_evenly`): it must say "nothing to
     find" exactly when `uneven_findings` finds nothing, for any GSPMD sharding (tiled with
     replicated or manual subgroups, replicated, maximal, tuples) and any shape."""
-    from meshdiag.checks.md105_uneven_shard import _divides, uneven_findings
+    from meshdiag.checks.keys import splits_evenly as _divides
+    from meshdiag.checks.md105_uneven_shard import uneven_findings
 
     h = data.draw(gspmd_values)
     rank = h.data_rank if h.is_tiled and h.tile is not None else None

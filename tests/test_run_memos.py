@@ -290,7 +290,7 @@ def _fixture_reports():
 def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, learned):
     """A value whose key (`DECIDES`) was found clean under the same facts is not judged
     again; the findings over every fixture, with and without the global mesh, are what
-    judging every value gives (each rule's key with a fresh object per value: never equal).
+    judging every value gives (each rule's key naming the value object itself).
     `learned=False`: no line learned (as most of a big file of new lines), every value is
     its module's own."""
     import importlib
@@ -325,8 +325,21 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, 
         monkeypatch.setattr(rule, "_judge", counted)
     keyed = findings()
     with_keys = calls["judged"]
+    from meshdiag.checks.keys import Decides
+
+    class Fresh(Decides):
+        """A key of each value object alone (a key must be the same each time it is asked):
+        every value judged."""
+
+        def __init__(self) -> None:
+            self.fields = ()
+            self.codes = None  # Python only
+
+        def __call__(self, v):
+            return ("this value", id(v))
+
     for rule in rules:
-        monkeypatch.setattr(rule, "DECIDES", lambda v: object())
+        monkeypatch.setattr(rule, "DECIDES", Fresh())
     calls["judged"] = 0
     assert findings() == keyed
     codes = {f.code for fs in keyed for f in fs}

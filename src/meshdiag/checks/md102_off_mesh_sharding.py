@@ -18,6 +18,7 @@ from meshdiag.checks.common import (
     sdy_dims_text,
     value_hlo,
 )
+from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.errors import MeshdiagError
@@ -81,11 +82,9 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, (g, on_global, gspmd_on_global), _judge, DECIDES)
 
 
-def DECIDES(v: Value) -> tuple:
-    """What decides whether a value has a finding (`checks.values.Decides`): the notation, the
-    mesh it names and its shardings, by identity (`own_spec` and `value_hlo` read nothing
-    else)."""
-    return (v.notation, v.mesh_name, id(v.sharding), id(v.hlo))
+#: what decides whether a value has a finding (`checks.keys`): the notation, the mesh it
+#: names and its shardings, by identity (`own_spec` and `value_hlo` read nothing else)
+DECIDES = Decides("notation", "mesh_name", "#sharding", "#hlo")
 
 
 def _judge(

@@ -11,6 +11,7 @@ from meshdiag.checks.common import (
     module_meshes,
     where,
 )
+from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding
@@ -111,10 +112,9 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def DECIDES(v: Value) -> tuple:
-    """What decides whether a value has a finding (`checks.values.Decides`): a GSPMD
-    sharding's leaves (the sharding, by identity)."""
-    return (v.notation, id(v.sharding))
+#: what decides whether a value has a finding (`checks.keys`): a GSPMD sharding's leaves
+#: (the sharding, by identity)
+DECIDES = Decides("notation", "#sharding")
 
 
 def _judge(v: Value, facts: tuple[int, str, bool], memos: RunMemos) -> list[tuple[str, str | None]]:

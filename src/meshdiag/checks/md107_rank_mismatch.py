@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import DimSharding, HloSharding, NamedSharding
@@ -46,13 +47,11 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return value_findings(module, ctx, RULE, None, _judge, DECIDES)
 
 
-def DECIDES(v: Value) -> tuple:
-    """What decides whether a value has a finding (`checks.values.Decides`): the sharding
-    (by identity: the rank it describes) and the rank of the shape `_judge` reads (the
-    shape itself only goes into a finding's message: keyed by the shape, a file whose
-    shapes never repeat had every value judged)."""
-    shape = v.shape if v.shape is not None else v.local_shape
-    return (id(v.sharding), None if shape is None else len(shape))
+#: what decides whether a value has a finding (`checks.keys`): the sharding (by identity:
+#: the rank it describes) and the rank of the shape `_judge` reads (the shape itself only
+#: goes into a finding's message: keyed by the shape, a file whose shapes never repeat had
+#: every value judged)
+DECIDES = Decides("#sharding", "rank")
 
 
 def _judge(v: Value, facts: None, memos: RunMemos) -> list[tuple[str, str | None]]:

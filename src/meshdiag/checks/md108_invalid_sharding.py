@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.common import declared_meshes, sdy_mesh_text, where
+from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.sharding import HloSharding, NamedSharding
@@ -73,10 +74,9 @@ def check(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def DECIDES(v: Value) -> tuple:
-    """What decides whether a value has a finding (`checks.values.Decides`): the sharding
-    (by identity), and the mesh named when it did not resolve."""
-    return (id(v.sharding), v.mesh_name)
+#: what decides whether a value has a finding (`checks.keys`): the sharding (by identity),
+#: and the mesh named when it did not resolve
+DECIDES = Decides("#sharding", "mesh_name")
 
 
 def _judge(v: Value, facts: tuple, memos: RunMemos) -> list[tuple[str, str | None]]:

@@ -8,18 +8,22 @@ facts are remembered, so a module whose lines were all seen before under the sam
 costs a set difference, not a Python loop over its values.
 
 A line not seen before is judged value by value, but a rule also states what decides
-whether a value has a finding (`Decides`: its sharding and shape, say, never its name or
-place), and a value like one found clean under the same facts is not judged again: MLIR
-prints every op line with its own SSA names, so its lines are new in every module, while
-their shardings and shapes repeat (on the cold bench 220k of 251k values asked about were
-such values). A value not known clean is judged itself: the messages name it.
+whether a value has a finding (`checks.keys.Decides`: fields such as its sharding and the
+rank of its shape, never its name or place), and a value like one found clean under the
+same facts is not judged again: MLIR prints every op line with its own SSA names, so its
+lines are new in every module, while their shardings and shapes repeat (on the cold bench
+220k of 251k values asked about were such values). The keys of a module's values are
+worked out all at once (`checks.keys.new_keys`, in C when built); a value whose key is not
+known clean is judged, and when it has findings so is every value of its key: the messages
+name them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
+from meshdiag.checks.keys import Decides, new_keys
 from meshdiag.ir.model import Value
 from meshdiag.memo import IdentityTable
 
@@ -32,17 +36,6 @@ if TYPE_CHECKING:
 
 #: a rule's verdict on one value: (message, fix) per problem, empty when clean
 Judge = Callable[[Value, Hashable, "RunMemos"], list[tuple[str, str | None]]]
-#: what decides whether a value has a finding under given facts: values with equal keys are
-#: both clean or both not (the fields the judge reads, but the name, which only its messages
-#: show). Parsed objects (a sharding, its tiled form) go in by identity, `id(v.sharding)`:
-#: hashing one calls Python for each key, `id` does not, and a run parses each distinct
-#: sharding text once per module state, so equal ones are mostly the same object (one that
-#: is not is judged again: on the cold bench 31k of 251k values are judged, 20k with keys
-#: compared by value, and the checks take about as long; on the 252 MB MLIR file, whose
-#: shapes never repeat, they are a quarter faster). Only attributes of the value itself: the
-#: verdicts keep each clean key's value, so no identity in a kept key is reused
-Decides = Callable[[Value], Hashable]
-
 #: column entries all rules keep judged before starting over (each holds its values: about
 #: 1 KB; a real program's every-pass dump has a few thousand distinct ones)
 MAX_JUDGED = 1 << 15
@@ -73,6 +66,42 @@ class _Verdicts:
         self.judged = IdentityTable(_UNBOUNDED)
         self.found = IdentityTable(_UNBOUNDED)
         self.clean: dict[Hashable, Value] = {}
+
+
+def _judged(
+    values: Sequence,
+    decides: Decides,
+    clean: dict[Hashable, Value],
+    judge: Judge,
+    facts: Hashable,
+    memos: RunMemos,
+) -> list[tuple[Value, list[tuple[str, str | None]]]]:
+    """Judge the first `Value` of each key in `values` that is not known clean, keeping the
+    keys found clean; of a key with findings every value is judged (the messages name
+    them). The values with findings and their verdicts, in order."""
+    firsts = new_keys(values, decides, clean)
+    if not firsts:
+        return []
+    bad: dict[Hashable, tuple[Value, list]] = {}
+    for k, v in firsts:
+        res = judge(v, facts, memos)
+        if res:
+            bad[k] = (v, res)
+        else:
+            clean[k] = v
+    if not bad:
+        return []
+    out = []
+    for v in values:
+        if v.__class__ is not Value:
+            continue
+        hit = bad.get(decides(v))
+        if hit is None:
+            continue
+        res = hit[1] if hit[0] is v else judge(v, facts, memos)
+        if res:
+            out.append((v, res))
+    return out
 
 
 def value_findings(
@@ -109,33 +138,16 @@ def value_findings(
         seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
         clean = verdicts.clean
         before = len(seen) + len(clean)
-        for item in items:
-            if item.__class__ is Value:  # a line of this module only: never seen again
-                k = decides(item)
-                if k in clean:
-                    continue
-                res = judge(item, facts, memos)
-                if res:
-                    found.put(item, [(item, res)])
-                    one_off.append(item)
-                else:
-                    clean[k] = item
-                continue
+        # the values of this module's own lines (never seen again), keyed all at once
+        for v, res in _judged(items, decides, clean, judge, facts, memos):
+            found.put(v, [(v, res)])
+            one_off.append(v)
+        for item in module.shared_entries():
             hit = seen.get(id(item))
             if hit is not None and hit[0] is item:
                 continue
-            bad = None  # made for the few items with a finding
-            for v in item.partitioned if part else item.protos:  # type: ignore[attr-defined]
-                k = decides(v)
-                if k in clean:
-                    continue
-                res = judge(v, facts, memos)
-                if res:
-                    if bad is None:
-                        bad = []
-                    bad.append((v, res))
-                else:
-                    clean[k] = v
+            protos = item.partitioned if part else item.protos  # type: ignore[attr-defined]
+            bad = _judged(protos, decides, clean, judge, facts, memos)
             seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
             if bad:
                 found.put(item, bad)

@@ -178,6 +178,7 @@ class ModuleReport:
         self._lines_by_item: tuple | None = None  # (stamp, {id(item): lines}): `lines_of`
         #: (stamp, entries, their ids, the ids as a set or None): `entries`, `item_ids`
         self._entries: tuple | None = None
+        self._shared: tuple | None = None  # (stamp, list): `shared_entries`
         for v in values or ():
             self.add(v)
 
@@ -250,6 +251,16 @@ class ModuleReport:
             items = tuple(self.items)
             memo = self._entries = (stamp, items, tuple(map(id, items)), None)
         return memo[1], memo[2]
+
+    def shared_entries(self) -> list[LineValues]:
+        """The column entries shared with other occurrences of their line (`LineValues`), in
+        order, kept until the module changes: each per-value rule walks them, and a big file
+        of new lines has none among a million values."""
+        stamp = len(self.items)
+        memo = self._shared
+        if memo is None or memo[0] != stamp:
+            memo = self._shared = (stamp, [it for it in self.items if it.__class__ is LineValues])
+        return memo[1]
 
     def item_ids(self) -> frozenset[int]:
         """The identities of the column entries, as a set (kept like `entries`)."""

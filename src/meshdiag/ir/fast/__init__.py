@@ -7,9 +7,10 @@ line and word finders `word_lines` and `find_any` (twins: `comms.scan.word_lines
 `find_any_py`), the plain-line field readers `constraint_fields`, `entry_fields` (in
 `_fields.c`; twins `ir.fields.constraint_fields_py`, `entry_fields_py`), the values of plain
 lines copied from their sharding's prototype `scan_plain`, `entry_values` (`_values.c`;
-twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`) and a module's values as JSON
-`values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`). Each is tested
-against its twin. `words.py` is the one list of candidate words both walkers use (setup.py hands it
+twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`), a module's values as JSON
+`values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`) and the checks' keys
+of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`). Each is
+tested against its twin. `words.py` is the one list of candidate words both walkers use (setup.py hands it
 to the compiler). `native(name)` is how the rest of the scanner asks for one: None when the
 extension is not built or `MESHDIAG_PURE_PYTHON` is set, and the caller uses the twin.
 """

@@ -44,4 +44,9 @@ int fs_json_init(void);
 PyObject *fs_values_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_values_json_doc[];
 
+/* _keys.c: the checks' keys of a module's values (checks.keys.new_keys_py) */
+int fs_keys_init(void);
+PyObject *fs_new_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_new_keys_doc[];
+
 #endif

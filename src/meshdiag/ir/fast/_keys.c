@@ -1,0 +1,213 @@
+/* The checks' keys of a module's values, worked out in C: `checks.keys.new_keys_py` (its
+ * twin), which gives the first value of each key not already known clean.
+ *
+ * A per-value rule states what decides its verdict as fields of the value (`checks/keys.py`:
+ * FIELDS); values with equal keys are both clean or both not. A file of new lines has a
+ * million values whose keys mostly repeat (a sharding and its rank, an evenly split shape):
+ * working each key out in Python was the floor of the checks, about 0.1-0.4 us a value and
+ * rule. Here it is a dict lookup per field and one per key.
+ *
+ * Field codes (the order of checks.keys.FIELDS):
+ *   0 notation, 1 mesh_name: the value's own
+ *   2 #sharding, 3 #hlo: the parsed object's identity (id())
+ *   4 rank: len(shape), else len(local_shape), else None
+ *   5 uneven_shape: the shape when its tiled form (hlo) does not split it evenly, else None
+ *     (`hlo.split_data_dims`: (data rank, ((dim, tiles), ...)) or None)
+ */
+#include "_fastscan.h"
+
+#define N_FIELDS 6
+
+static PyObject *K_NOTATION, *K_MESH, *K_SHARDING, *K_HLO, *K_SHAPE, *K_LOCAL, *K_SPLIT;
+
+int fs_keys_init(void) {
+    struct {
+        PyObject **at;
+        const char *text;
+    } names[] = {
+        {&K_NOTATION, "notation"}, {&K_MESH, "mesh_name"},     {&K_SHARDING, "sharding"},
+        {&K_HLO, "hlo"},           {&K_SHAPE, "shape"},        {&K_LOCAL, "local_shape"},
+        {&K_SPLIT, "split_data_dims"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    return 0;
+}
+
+/* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,
+ * -1 error, 2 not the form expected (the caller gives up) */
+static int divides(PyObject *split, PyObject *shape) {
+    if (split == Py_None)
+        return 1;
+    if (!PyTuple_Check(split) || PyTuple_GET_SIZE(split) != 2 || !PyTuple_Check(shape))
+        return 2;
+    Py_ssize_t rank = PyLong_AsSsize_t(PyTuple_GET_ITEM(split, 0));
+    if (rank == -1 && PyErr_Occurred())
+        return -1;
+    if (rank != PyTuple_GET_SIZE(shape))
+        return 1;
+    PyObject *dims = PyTuple_GET_ITEM(split, 1);
+    if (!PyTuple_Check(dims))
+        return 2;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dims); i++) {
+        PyObject *dk = PyTuple_GET_ITEM(dims, i);
+        if (!PyTuple_Check(dk) || PyTuple_GET_SIZE(dk) != 2)
+            return 2;
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(dk, 0));
+        if (d == -1 && PyErr_Occurred())
+            return -1;
+        if (d < 0 || d >= rank)
+            return 2;
+        PyObject *rem = PyNumber_Remainder(PyTuple_GET_ITEM(shape, d), PyTuple_GET_ITEM(dk, 1));
+        if (rem == NULL)
+            return -1;
+        int nonzero = PyObject_IsTrue(rem);
+        Py_DECREF(rem);
+        if (nonzero != 0)
+            return nonzero < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+/* One field of a value whose attributes are `d`: a new reference; NULL with an error set,
+ * or NULL without one when the value is not what the field expects */
+static PyObject *field(int code, PyObject *d, PyObject *splits) {
+    PyObject *x;
+    switch (code) {
+    case 0:
+    case 1:
+        x = PyDict_GetItemWithError(d, code == 0 ? K_NOTATION : K_MESH);
+        return x == NULL ? NULL : Py_NewRef(x);
+    case 2:
+    case 3:
+        x = PyDict_GetItemWithError(d, code == 2 ? K_SHARDING : K_HLO);
+        return x == NULL ? NULL : PyLong_FromVoidPtr(x);
+    case 4: {
+        x = PyDict_GetItemWithError(d, K_SHAPE);
+        if (x == Py_None)
+            x = PyDict_GetItemWithError(d, K_LOCAL);
+        if (x == NULL || x == Py_None)
+            return x == NULL ? NULL : Py_NewRef(Py_None);
+        return PyTuple_Check(x) ? PyLong_FromSsize_t(PyTuple_GET_SIZE(x)) : NULL;
+    }
+    case 5: {
+        PyObject *h = PyDict_GetItemWithError(d, K_HLO);
+        PyObject *shape = h == NULL ? NULL : PyDict_GetItemWithError(d, K_SHAPE);
+        if (shape == NULL)
+            return NULL;
+        if (h == Py_None || shape == Py_None)
+            return Py_NewRef(Py_None);
+        /* the split of each distinct tiled form, asked once per call */
+        PyObject *id = PyLong_FromVoidPtr(h);
+        if (id == NULL)
+            return NULL;
+        PyObject *split = PyDict_GetItemWithError(splits, id);
+        if (split != NULL) {
+            Py_INCREF(split);
+        } else if (!PyErr_Occurred()) {
+            split = PyObject_GetAttr(h, K_SPLIT);
+            if (split != NULL && PyDict_SetItem(splits, id, split) < 0)
+                Py_CLEAR(split);
+        }
+        Py_DECREF(id);
+        if (split == NULL)
+            return NULL;
+        int even = divides(split, shape);
+        Py_DECREF(split);
+        if (even < 0 || even == 2)
+            return NULL;
+        return Py_NewRef(even ? Py_None : shape);
+    }
+    }
+    return NULL;
+}
+
+const char fs_new_keys_doc[] =
+    "new_keys(items, value_type, codes, clean) -> list of (key, value) or None\n\n"
+    "Of the `value_type` instances in `items`, the first of each key (a tuple of the fields\n"
+    "`codes` name, see checks.keys.FIELDS) that is not in the dict `clean`, in order. None\n"
+    "when a value is not what its fields expect (the twin then decides).";
+
+PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyType_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "new_keys(items, value_type, codes: tuple, clean: dict)");
+        return NULL;
+    }
+    PyObject *items = PySequence_Fast(args[0], "new_keys: items must be a sequence");
+    if (items == NULL)
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)args[1];
+    PyObject *clean = args[3];
+    Py_ssize_t nf = PyTuple_GET_SIZE(args[2]);
+    int codes[N_FIELDS * 2];
+    if (nf < 1 || nf > N_FIELDS * 2) {
+        Py_DECREF(items);
+        PyErr_SetString(PyExc_ValueError, "new_keys: 1 to 12 field codes");
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        long c = PyLong_AsLong(PyTuple_GET_ITEM(args[2], f));
+        if (c < 0 || c >= N_FIELDS) {
+            Py_DECREF(items);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "new_keys: unknown field code");
+            return NULL;
+        }
+        codes[f] = (int)c;
+    }
+    PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
+    if (seen == NULL || splits == NULL || out == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(items, i);
+        if (Py_TYPE(v) != type)
+            continue;
+        PyObject *d = PyObject_GenericGetDict(v, NULL);
+        if (d == NULL)
+            goto fail;
+        PyObject *key = PyTuple_New(nf);
+        for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
+            PyObject *x = field(codes[f], d, splits);
+            if (x == NULL) {
+                Py_CLEAR(key);
+                break;
+            }
+            PyTuple_SET_ITEM(key, f, x);
+        }
+        Py_DECREF(d);
+        if (key == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            Py_DECREF(seen);
+            Py_DECREF(splits);
+            Py_DECREF(out);
+            Py_DECREF(items);
+            Py_RETURN_NONE; /* not the form the fields expect: the twin decides */
+        }
+        int known = PyDict_Contains(clean, key);
+        if (known == 0)
+            known = PyDict_Contains(seen, key);
+        int failed = known < 0;
+        if (known == 0) {
+            PyObject *pair = PyTuple_Pack(2, key, v);
+            failed = pair == NULL || PyDict_SetItem(seen, key, Py_None) < 0 ||
+                     PyList_Append(out, pair) < 0;
+            Py_XDECREF(pair);
+        }
+        Py_DECREF(key);
+        if (failed)
+            goto fail;
+    }
+    Py_DECREF(seen);
+    Py_DECREF(splits);
+    Py_DECREF(items);
+    return out;
+fail:
+    Py_XDECREF(seen);
+    Py_XDECREF(splits);
+    Py_XDECREF(out);
+    Py_DECREF(items);
+    return NULL;
+}

@@ -1,0 +1,146 @@
+"""The checks' keys of a module's values (`checks.keys`): the native `new_keys`
+(`ir/fast/_keys.c`) gives what its Python twin gives, for every field, over every fixture
+value and over generated ones (shapes past 2**63, per-device shapes, every kind of GSPMD
+sharding); a value the native fields do not know goes to the twin; nothing leaks."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.checks import keys
+from meshdiag.checks.keys import FIELDS, Decides, new_keys_py
+from meshdiag.ir.fast import _fastscan
+from meshdiag.ir.model import LineValues, Value
+from meshdiag.ir.scan import scan_file
+from tests.test_properties import gspmd_values
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+
+#: every field alone, every rule's key, and a few more combinations
+SPECS = [(f,) for f in FIELDS] + [
+    ("notation", "mesh_name", "#sharding", "#hlo"),
+    ("notation", "#sharding"),
+    ("#hlo", "uneven_shape"),
+    ("#sharding", "rank"),
+    ("#sharding", "mesh_name"),
+    FIELDS,
+]
+
+
+def native(items, decides, clean):
+    return _fastscan.new_keys(items, Value, decides.codes, clean)
+
+
+def _values():
+    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
+    out = []
+    for p in files:
+        for m in scan_file(str(p), io.BytesIO(p.read_bytes())).modules:
+            for it in m.items:
+                out.extend(it.protos if it.__class__ is LineValues else [it])
+    return out
+
+
+VALUES = _values()
+
+
+def test_the_rules_keys_are_fields():
+    from meshdiag.checks import (
+        md102_off_mesh_sharding,
+        md104_device_count_mismatch,
+        md105_uneven_shard,
+        md107_rank_mismatch,
+        md108_invalid_sharding,
+    )
+
+    for rule in (
+        md102_off_mesh_sharding,
+        md104_device_count_mismatch,
+        md105_uneven_shard,
+        md107_rank_mismatch,
+        md108_invalid_sharding,
+    ):
+        assert isinstance(rule.DECIDES, Decides) and rule.DECIDES.fields in SPECS
+    with pytest.raises(ValueError):
+        Decides("name")  # never a value's name or place
+    with pytest.raises(ValueError):
+        Decides()
+
+
+@pytest.mark.parametrize("fields", SPECS, ids=lambda f: "+".join(f))
+def test_native_keys_are_the_twins_on_every_fixture_value(fields):
+    d = Decides(*fields)
+    assert len(VALUES) > 300
+    want = new_keys_py(VALUES, d, {})
+    assert native(VALUES, d, {}) == want
+    assert [k for k, _ in want] == [d(v) for _, v in want]
+    # keys already clean are left out; the rest keep their first value, in order
+    clean = {k: v for k, v in want[::2]}
+    assert native(VALUES, d, clean) == new_keys_py(VALUES, d, clean) == want[1::2]
+    # other entries of a module's columns are passed over
+    mixed = [LineValues(tuple(VALUES[:3])), *VALUES, None, "x"]
+    assert native(mixed, d, {}) == want
+
+
+_SHAPES = st.one_of(
+    st.none(),
+    st.lists(st.one_of(st.integers(0, 40), st.integers(2**62, 2**70)), max_size=5).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    h=st.one_of(st.none(), gspmd_values),
+    shape=_SHAPES,
+    local=_SHAPES,
+    notation=st.sampled_from(["sdy", "gspmd"]),
+    mesh=st.sampled_from([None, "mesh", "m2"]),
+)
+def test_native_keys_are_the_twins_on_generated_values(h, shape, local, notation, mesh):
+    vs = [
+        Value("%a", 1, 1, "t", notation, "op", None, shape, local, "f32", mesh, h, h),
+        Value("%b", 2, 1, "t", notation, "op", None, local, shape, "f32", mesh, None, h),
+        Value("%c", 3, 1, "t", notation, "op", None, shape, None, "f32", None, h, None),
+    ]
+    for fields in SPECS:
+        d = Decides(*fields)
+        assert native(vs, d, {}) == new_keys_py(vs, d, {})
+
+
+def test_a_value_the_native_fields_do_not_know_goes_to_the_twin():
+    v = VALUES[0]
+    odd = Value("%x", 1, 1, "t", "sdy", "op", None, [4, 8], None, "f32", None, v.sharding, None)
+    d = Decides("#sharding", "rank")
+    assert native([v, odd], d, {}) is None
+    assert keys.new_keys([v, odd], d, {}) == new_keys_py([v, odd], d, {})
+    with pytest.raises(TypeError):
+        _fastscan.new_keys([v], Value, [2], {})
+    with pytest.raises(ValueError):
+        _fastscan.new_keys([v], Value, (9,), {})
+
+
+def test_native_keys_leak_nothing():
+    import tracemalloc
+
+    d = Decides(*FIELDS)
+    sample = list(itertools.islice(VALUES, 400))
+    native(sample, d, {})
+    h = next(v.hlo for v in sample if v.hlo is not None)
+    before = sys.getrefcount(h)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            native(sample, d, {})
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert sys.getrefcount(h) == before
+    assert grown < 20_000, grown
