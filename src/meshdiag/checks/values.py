@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.keys import Decides, new_keys
-from meshdiag.ir.model import Value
+from meshdiag.ir.model import LineValues, Value
 from meshdiag.memo import IdentityTable
 
 if TYPE_CHECKING:
@@ -138,19 +138,32 @@ def value_findings(
         seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
         clean = verdicts.clean
         before = len(seen) + len(clean)
-        # the values of this module's own lines (never seen again), keyed all at once
-        for v, res in _judged(items, decides, clean, judge, facts, memos):
-            found.put(v, [(v, res)])
-            one_off.append(v)
-        for item in module.shared_entries():
+        shared = module.shared_entries()
+        if len(shared) < len(items):
+            # the values of this module's own lines (never seen again), keyed all at once
+            for v, res in _judged(items, decides, clean, judge, facts, memos):
+                found.put(v, [(v, res)])
+                one_off.append(v)
+        # the shared lines not judged under these facts, each once, keyed all at once too
+        fresh: dict[int, LineValues] = {}
+        for item in shared:
             hit = seen.get(id(item))
-            if hit is not None and hit[0] is item:
-                continue
-            protos = item.partitioned if part else item.protos  # type: ignore[attr-defined]
-            bad = _judged(protos, decides, clean, judge, facts, memos)
-            seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
+            if hit is None or hit[0] is not item:
+                fresh[id(item)] = item
+        if fresh:
+            values: list[Value] = []
+            for item in fresh.values():
+                values.extend(item.partitioned if part else item.protos)  # type: ignore[attr-defined]
+                seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
+            # each entry's values with findings, in its order (by identity: a Value is a
+            # mutable dataclass, not hashable)
+            bad = {id(v): res for v, res in _judged(values, decides, clean, judge, facts, memos)}
             if bad:
-                found.put(item, bad)
+                for item in fresh.values():
+                    vs = item.partitioned if part else item.protos  # type: ignore[attr-defined]
+                    mine = [(v, bad[id(v)]) for v in vs if id(v) in bad]
+                    if mine:
+                        found.put(item, mine)
         book.judged += len(seen) + len(clean) - before
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
