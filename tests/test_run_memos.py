@@ -373,3 +373,34 @@ def test_a_replayed_module_writes_its_json_once_per_setting(monkeypatch):
         assert again == first and len(made) == before  # nothing written again
         fresh = [json.dumps(original(m, memos=RunMemos(), **setting)) for m in modules]
         assert first == fresh
+
+
+def test_one_off_values_group_under_the_texts_shared_lines_do(monkeypatch):
+    """`text_groups` reads a module's own values inline and its shared lines through their
+    rows: every fixture module read with no line learned (every value its module's own)
+    groups as when its lines are learned, text by text: counts, first places, values."""
+    from meshdiag.ir import linememo
+    from meshdiag.ir.model import Value
+
+    def groups(reports):
+        out = []
+        for r in reports:
+            for m in r.modules:
+                g = text_groups(m, RunMemos())
+                out.append(
+                    [
+                        (t, n, [(name, m.lines[i], col) for name, i, col in firsts], len(vals))
+                        for t, (n, firsts, vals) in g.items()
+                    ]
+                )
+        return out
+
+    learned = _fixture_reports()
+    with monkeypatch.context() as mp:
+        mp.setattr(linememo, "learnable", lambda b: False)
+        own = _fixture_reports()
+    assert all(it.__class__ is Value for r in own for m in r.modules for it in m.items)
+    got, want = groups(own), groups(learned)
+    assert sum(map(len, want)) > 100
+    # distinct values: one per value when each is its own, one per line's when shared
+    assert [[g[:3] for g in m] for m in got] == [[g[:3] for g in m] for m in want]
