@@ -262,14 +262,18 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     entry = fields.signature_entry
     spans = split_top(line, lparen + 1, rparen - 1)
     k = 0
+    batch = True  # worth asking for plain entries made from prototypes
     while k < len(spans):
-        # the plain entries whose sharding has a prototype: made in one call
-        k = fields.entry_values(b, line, spans, k, lineno)
-        if k >= len(spans):
-            break
+        if batch:  # the plain entries whose sharding has a prototype: made in one call
+            k = fields.entry_values(b, line, spans, k, lineno)
+            if k >= len(spans):
+                break
         a, e = spans[k]
         k += 1
-        if entry(b, line, lineno, a, e):  # the plain form, read in one match
+        # the plain form, read in one match (its sharding has a prototype from now on); a
+        # line of other forms (`loc(...)` after each entry, say) is not asked again
+        batch = entry(b, line, lineno, a, e)
+        if batch:
             continue
         mn = ARG_NAME.match(line, a, e)
         name = mn.group(1) if mn else f"%arg{a}"
