@@ -33,7 +33,7 @@ from meshdiag.notation.detect import parse_sharding
 if TYPE_CHECKING:
     import numpy as np
 
-    from meshdiag.memo import RunMemos
+    from meshdiag.memo import RunMemos, Table
     from meshdiag.model.mesh import Mesh
 
 JSON_VERSION = 1
@@ -248,14 +248,18 @@ def layout(
     num_devices: int | None = None,
     mesh: Mesh | None = None,
     memos: RunMemos | None = None,
+    keep: bool = True,
 ) -> Layout:
     """Per-device slices of a tensor of `shape` under `sharding`.
 
     `sharding` is an `HloSharding`, a `NamedSharding` (converted to its tiled form), or text in
     any notation `meshdiag.parse_sharding` reads (a PartitionSpec needs `mesh`). `num_devices`
     defaults to the mesh's size, else the tile assignment's device count (1 for untiled kinds,
-    `device+1` for maximal). Given the run's `memos`, a layout asked for again (pass dumps
-    repeat the same few) is remembered there, within a million devices' worth.
+    `device+1` for maximal). Given the run's `memos`, what a tiled sharding's layout is
+    whatever the dims is worked out once (`_Tiling`), and with `keep` a layout asked for again
+    (pass dumps repeat the same few) is remembered there, within a million devices' worth
+    (`keep=False` for layouts asked once each: a big file's pictures, on shapes that never
+    repeat, would fill it with small layouts).
     """
     if isinstance(sharding, str):
         sharding = parse_sharding(sharding, mesh=mesh, rank=len(shape))
@@ -272,13 +276,23 @@ def layout(
         num_devices = check_device_count(int(num_devices), "layout")
     if memos is None:
         return _compute(sharding, shape, split, num_devices)
+    tilings = memos.table("layouts.tilings", MAX_TILINGS)
+    if not keep:
+        return _compute(sharding, shape, split, num_devices, tilings)
     known = memos.slot("layouts.engine", lambda: LayoutMemo(max_devices=1 << 20))
     key = (sharding, shape, split, num_devices)
     hit = known.get(key)
     if hit is None:
-        hit = _compute(sharding, shape, split, num_devices)
+        hit = _compute(sharding, shape, split, num_devices, tilings)
         known.put(key, hit)
     return hit
+
+
+#: tilings a run keeps, of at most so many devices (each holds a few arrays of its device
+#: count: at most about 64 KB, 16 MB in all; a big file draws a few distinct shardings per
+#: module, mostly of a few devices)
+MAX_TILINGS = 256
+MAX_TILING_DEVICES = 1024
 
 
 class LayoutMemo:
@@ -335,7 +349,11 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
 
 
 def _compute(
-    sharding: HloSharding, shape: tuple[int, ...], split: str, num_devices: int | None
+    sharding: HloSharding,
+    shape: tuple[int, ...],
+    split: str,
+    num_devices: int | None,
+    tilings: Table | None = None,
 ) -> Layout:
     kind = sharding.kind
     if kind == "tuple":
@@ -343,7 +361,7 @@ def _compute(
             f"a tuple sharding has {len(sharding.elements)} elements; lay out one element"
         )
     if kind == "tiled":
-        return _tiled(sharding, shape, split, num_devices)
+        return _tiled(sharding, shape, split, num_devices, tilings)
     if kind == "maximal":
         dev = sharding.device if sharding.device is not None else 0
         n = num_devices if num_devices is not None else dev + 1
@@ -405,14 +423,31 @@ def _whole(
     )
 
 
-def _tiled(
-    sharding: HloSharding, shape: tuple[int, ...], split: str, num_devices: int | None
-) -> Layout:
+@dataclass(frozen=True, eq=False)
+class _Tiling:
+    """What a tiled sharding's layout is whatever the tensor's dims (for one rank and device
+    count): the device at each position of the tile assignment (row-major), each
+    position's coordinate along every tile dim, each device's tile index, its replica group
+    key and the groups when every device holds data. Read-only arrays, shared by every
+    layout made from it (`layout`'s `memos`: a big file draws the same few shardings on
+    shapes that never repeat)."""
+
+    arr: np.ndarray
+    n: int
+    coords: tuple[np.ndarray, ...]
+    tile_index: np.ndarray
+    key_pos: np.ndarray
+    groups: np.ndarray
+    partial: bool
+    manual: bool
+    notes: tuple[str, ...]
+
+
+def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
     import numpy as np
 
     tile = sharding.tile
     assert tile is not None
-    rank = len(shape)
     data_rank = sharding.data_rank
     if data_rank is None or data_rank < 0:
         raise MeshdiagError(
@@ -434,33 +469,10 @@ def _tiled(
         raise MeshdiagError(
             f"tile assignment names device {int(np.argmax(seen > 1))} more than once"
         )
-
-    # the coordinates of every position of the assignment array (row-major), gathered per
-    # dim from the split's ranges and scattered to device rows (one [count] temporary at a
-    # time: a million devices must not cost a dozen [count, rank] copies)
     coords = np.unravel_index(np.arange(count), tile.dims)
-    starts = np.zeros((n, rank), dtype=np.int64)
-    stops = np.zeros((n, rank), dtype=np.int64)
-    buffers = np.zeros((n, rank), dtype=np.int64)
     tile_index = np.full((n, rank), -1, dtype=np.int64)
-    dim_present = np.ones(count, dtype=bool)
-    for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
-        s = split_dim(shape[d], tile.dims[d], split, dim=d)
-        idx = coords[d]
-        starts[arr, d] = s.starts[idx]
-        stops[arr, d] = s.stops[idx]
-        buffers[arr, d] = s.buffers[idx]
-        tile_index[arr, d] = idx  # kept for `chunk`-absent devices: renderers show their tile
-        if not s.present.all():
-            dim_present &= s.present[idx]
-    present = np.zeros(n, dtype=bool)
-    present[arr] = dim_present  # `chunk`: positions past the last chunk along a dim hold nothing
-    absent = ~present
-    if absent.any():
-        starts[absent] = 0
-        stops[absent] = 0
-        buffers[absent] = 0
-
+    for d in range(rank):  # kept for `chunk`-absent devices too: renderers show their tile
+        tile_index[arr, d] = coords[d]
     # replica groups: same tile and same coordinate along non-replicated subgroup dims
     kinds = sharding.subgroup_kinds()
     keep = list(range(rank)) + [rank + j for j, k in enumerate(kinds) if k != "replicated"]
@@ -470,10 +482,6 @@ def _tiled(
         )
     else:
         key_pos = np.zeros(count, dtype=np.int64)
-    key = np.full(n, -1, dtype=np.int64)
-    key[arr] = key_pos
-    key[absent] = -1
-    groups = _dense_groups(key)
     partial = "unreduced" in kinds
     manual = "manual" in kinds
     notes = []
@@ -481,6 +489,78 @@ def _tiled(
         notes.append("unreduced subgroups: devices in a tile hold partial sums")
     if manual:
         notes.append("manual subgroups: devices in a tile hold their own local data")
+    t = _Tiling(
+        arr,
+        n,
+        coords,
+        tile_index,
+        key_pos,
+        _groups(n, arr, key_pos, None),
+        partial,
+        manual,
+        tuple(notes),
+    )
+    for a in (t.arr, t.tile_index, t.key_pos, t.groups, *t.coords):
+        a.flags.writeable = False
+    return t
+
+
+def _groups(n: int, arr: np.ndarray, key_pos: np.ndarray, absent: np.ndarray | None):
+    """Each device's replica group (`_dense_groups` of its key; -1 where it holds nothing)."""
+    import numpy as np
+
+    key = np.full(n, -1, dtype=np.int64)
+    key[arr] = key_pos
+    if absent is not None:
+        key[absent] = -1
+    return _dense_groups(key)
+
+
+def _tiled(
+    sharding: HloSharding,
+    shape: tuple[int, ...],
+    split: str,
+    num_devices: int | None,
+    tilings: Table | None = None,
+) -> Layout:
+    import numpy as np
+
+    rank = len(shape)
+    key = (sharding, rank, num_devices)
+    t = tilings.get(key) if tilings is not None else None
+    if t is None:
+        t = _tiling(sharding, rank, num_devices)
+        if tilings is not None and t.n <= MAX_TILING_DEVICES:
+            tilings.put(key, t)
+    tile = sharding.tile
+    assert tile is not None
+    arr, n, coords = t.arr, t.n, t.coords
+    # the coordinates of every position of the assignment array, gathered per dim from the
+    # split's ranges and scattered to device rows (one [count] temporary at a time: a
+    # million devices must not cost a dozen [count, rank] copies)
+    starts = np.zeros((n, rank), dtype=np.int64)
+    stops = np.zeros((n, rank), dtype=np.int64)
+    buffers = np.zeros((n, rank), dtype=np.int64)
+    dim_present = None
+    for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
+        s = split_dim(shape[d], tile.dims[d], split, dim=d)
+        idx = coords[d]
+        starts[arr, d] = s.starts[idx]
+        stops[arr, d] = s.stops[idx]
+        buffers[arr, d] = s.buffers[idx]
+        if not s.present.all():
+            held = s.present[idx]
+            dim_present = held if dim_present is None else dim_present & held
+    present = np.zeros(n, dtype=bool)
+    # `chunk`: positions past the last chunk along a dim hold nothing
+    present[arr] = True if dim_present is None else dim_present
+    absent = ~present
+    groups = t.groups
+    if absent.any():
+        starts[absent] = 0
+        stops[absent] = 0
+        buffers[absent] = 0
+        groups = _groups(n, arr, t.key_pos, absent)
     return _freeze(
         Layout(
             sharding=sharding,
@@ -493,11 +573,11 @@ def _tiled(
             stops=stops,
             present=present,
             buffers=buffers,
-            tile_index=tile_index,
+            tile_index=t.tile_index,
             groups=groups,
-            partial=partial,
-            manual=manual,
-            notes=tuple(notes),
+            partial=t.partial,
+            manual=t.manual,
+            notes=t.notes,
         )
     )
 

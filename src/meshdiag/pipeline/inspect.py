@@ -881,8 +881,12 @@ def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
     return None
 
 
-def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
-    """The per-device Layout of `v` (None without a global shape or tiled form)."""
+def value_layout(
+    v: Value, m: ModuleReport, mesh: Mesh | None, split: str, memos: RunMemos | None = None
+):
+    """The per-device Layout of `v` (None without a global shape or tiled form); the run's
+    `memos` keep what its sharding's layouts share, not the layout itself (`layout`'s
+    `keep`)."""
     if v.hlo is None or v.shape is None:
         return None
     from meshdiag.layouts.engine import layout
@@ -891,7 +895,7 @@ def value_layout(v: Value, m: ModuleReport, mesh: Mesh | None, split: str):
     if v.hlo.num_devices is not None and n is not None and v.hlo.num_devices > n:
         n = None  # the sharding names more devices than the module has: show them all
     try:
-        return layout(v.hlo, v.shape, split=split, num_devices=n)
+        return layout(v.hlo, v.shape, split=split, num_devices=n, memos=memos, keep=False)
     except MeshdiagError:
         return None
 

@@ -100,7 +100,7 @@ def _shardings(
         g = gspmd_text(vals[0], memos)
         picture = None
         if pictures < MAX_PICTURES:
-            picture = _picture(vals, m, mesh, split, g or text)
+            picture = _picture(vals, m, mesh, split, g or text, memos)
             pictures += picture is not None
         yield ShardingLine(
             text,
@@ -112,13 +112,18 @@ def _shardings(
 
 
 def _picture(
-    vals: list[Value], m: ModuleReport, mesh: Mesh | None, split: str, title: str
+    vals: list[Value],
+    m: ModuleReport,
+    mesh: Mesh | None,
+    split: str,
+    title: str,
+    memos: RunMemos,
 ) -> Picture | None:
     """The layout of the first value with a global shape and a tiled form that has one."""
     for v in vals:
         if v.shape is None or v.hlo is None:  # no picture without a global shape
             continue
-        lay = value_layout(v, m, mesh, split)
+        lay = value_layout(v, m, mesh, split, memos)
         if lay is not None:
             n = num_devices(v, m, mesh)
             return Picture(lay, title, (v.hlo, v.shape, n, split, title))

@@ -1,0 +1,91 @@
+"""A tiled sharding's layouts share what does not depend on the tensor's dims (`_Tiling`,
+kept in the run's memos): every layout made so is the layout made alone, for any GSPMD
+sharding, shape and split rule (`chunk` leaves devices without data), and what is kept is
+bounded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from meshdiag.errors import MeshdiagError
+from meshdiag.layouts import engine
+from meshdiag.layouts.engine import layout
+from meshdiag.memo import RunMemos
+from tests.test_properties import gspmd_leaves
+
+ARRAYS = ("starts", "stops", "present", "buffers", "tile_index", "groups")
+FIELDS = ("shape", "split", "num_devices", "kind", "tiles", "partial", "manual", "notes")
+
+
+def groups_hold(lay) -> bool:
+    """The replica groups as `Layout.groups` promises them, whatever made them: -1 exactly
+    where a device holds nothing, numbered 0.. by lowest device, and a group's devices hold
+    the same slices."""
+    g, present = lay.groups, lay.present
+    if not ((g[~present] == -1).all() and (g[present] >= 0).all()):
+        return False
+    firsts = [int(x) for x in g[present]]
+    order = list(dict.fromkeys(firsts))
+    if order != list(range(len(order))):
+        return False
+    for k in order:
+        rows = np.flatnonzero(g == k)
+        if not (lay.starts[rows] == lay.starts[rows[0]]).all():
+            return False
+        if not (lay.stops[rows] == lay.stops[rows[0]]).all():
+            return False
+    return True
+
+
+def same(a, b) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in FIELDS) and all(
+        np.array_equal(getattr(a, f), getattr(b, f)) for f in ARRAYS
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    h=gspmd_leaves(),
+    data=st.data(),
+    split=st.sampled_from(["xla", "chunk", "array-split"]),
+    extra=st.integers(0, 3),
+)
+def test_layouts_sharing_a_tiling_are_the_layouts_made_alone(h, data, split, extra):
+    assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
+    n = h.tile.num_devices + extra  # devices the sharding does not name hold nothing
+    memos = RunMemos()
+    for _ in range(3):
+        shape = tuple(data.draw(st.integers(0, 30)) for _ in range(h.data_rank))
+        got = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+        assert same(got, layout(h, shape, split=split, num_devices=n))
+        assert groups_hold(got)
+        for f in ARRAYS:
+            assert not getattr(got, f).flags.writeable
+    assert len(memos.table("layouts.tilings", engine.MAX_TILINGS).data) == 1
+
+
+def test_a_wrong_rank_fails_the_same_with_a_tiling_kept():
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    h = parse_gspmd("{devices=[2,4]<=[8]}")
+    memos = RunMemos()
+    layout(h, (8, 8), memos=memos, keep=False)
+    for m in (memos, None):
+        with pytest.raises(MeshdiagError, match="tensor has rank 3"):
+            layout(h, (8, 8, 8), memos=m, keep=False)
+
+
+def test_big_tilings_are_not_kept(monkeypatch):
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    monkeypatch.setattr(engine, "MAX_TILING_DEVICES", 4)
+    memos = RunMemos()
+    layout(parse_gspmd("{devices=[2,4]<=[8]}"), (8, 8), memos=memos, keep=False)
+    layout(parse_gspmd("{devices=[2,2]<=[4]}"), (8, 8), memos=memos, keep=False)
+    kept = memos.table("layouts.tilings", engine.MAX_TILINGS).data
+    assert [k[0].tile.num_devices for k in kept] == [4]
+    # keep=False remembers no layout itself
+    assert memos.slot("layouts.engine", lambda: None) is None
