@@ -515,3 +515,19 @@ def test_a_table_for_more_tiles_than_cells_says_to_raise_max_cells():
 
     pic = LayoutPicture(layout(tiled((8,)), (64,)), "s", max_cells=4, use_color=False)
     assert "(raise --max-cells for a grid)" in _rich_draws(pic, 100)
+
+
+def test_the_characters_pictures_draw_without_a_look_up_are_one_column():
+    """`LayoutPicture.plain` skips rich's per-character width look-up for pictures of these
+    characters only: each must be printable and one column wide for rich."""
+    import re
+
+    from rich.cells import get_character_cell_size
+
+    from meshdiag.report import grid
+
+    chars = [chr(c) for c in range(0x110000) if not grid._OTHER_CHARACTER.match(chr(c))]
+    assert len(chars) == 95 + 128 + 4
+    for c in chars:
+        assert c.isprintable() and get_character_cell_size(c) == 1, hex(ord(c))
+    assert re.fullmatch(f"[{grid._ONE_COLUMN}]+", " ~─╿×…∅—")
