@@ -167,8 +167,10 @@ static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
     }
     PyObject *g = NULL, *head = NULL, *tail = NULL, *key = NULL;
     PyObject *id = PyLong_FromVoidPtr(f[11]);
-    if (id == NULL)
+    if (id == NULL) {
+        r = -1;
         goto done;
+    }
     g = PyDict_GetItemWithError(gspmds, id);
     if (g != NULL) {
         Py_INCREF(g);
