@@ -78,11 +78,16 @@ FAST = [
     '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}]> : tensor<16x24xf32>',
     # a bracket inside a quoted axis name: balanced for the bracket matcher too
     '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x]"}, {}]> : tensor<16x24xf32>',
+    # the location MLIR prints with debug info
+    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32> loc(#loc3)',
+    '    %5 = sdy.reshard %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32> loc("a/b.py":3:1) ',
+    '  func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
+    ' loc("x"), %arg1: tensor<8xi32> {sdy.sharding = #sdy.sharding<@other, [{"x"}]>} loc(#loc)'
+    ") -> tensor<8xi32> {",
 ]
 GENERAL = [
     '    %5:2 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32>',
     '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<?x24xf32>',
-    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32> loc(#loc3)',
     '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32, #enc>',
     '    %5 = sdy.sharding_constraint %4 <mesh<["a"=2]>, [{"a"}]> : tensor<16xf32>',
     '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32> {a}',
@@ -92,6 +97,16 @@ GENERAL = [
     '  func.func @f(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"mhlo.sharding'
     ' = \\"x"}, {}]>}) -> tensor<16x8xf32> {',
     "  func.func @f(%arg0: tuple<tensor<4xf32>> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) {",
+    # a location of another form, or one that names an annotation: the general reader's
+    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32> loc(unknown)',
+    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}]> : tensor<16xf32> loc("\\"q")',
+    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}]> : tensor<16xf32> loc(#loc3) loc(#l)',
+    '    %5 = sdy.sharding_constraint %4 <@mesh, [{"x"}]> : tensor<16xf32> '
+    'loc("#sdy.sharding<@mesh, [{}]>")',
+    '  func.func @f(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
+    ' loc("mhlo.sharding = \\"{replicated}\\"")) -> tensor<16x8xf32> {',
+    '  func.func @f(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
+    ' loc("a #sdy.sharding<@mesh, [{}]>")) -> tensor<16x8xf32> {',
 ]
 
 
@@ -208,6 +223,14 @@ PIECES = [
     "?x",
     "é",
     ",",
+    " loc(",
+    " loc(#loc3)",
+    ' loc("x")',
+    ' loc("a.py":3:1)',
+    ":3:1",
+    ":3",
+    "#loc",
+    ")",
 ]
 
 

@@ -41,6 +41,16 @@ SHARDINGS = [
     '[{"a: error: b"}, {}]',
 ]
 MESHES = ['"x"=2, "y"=4', '"x"=4, "y"=2', '"x"=8']
+#: what MLIR prints after an op or argument with debug info: plain, then other forms
+LOCS = [
+    "",
+    "",
+    " loc(#loc3)",
+    ' loc("x")',
+    ' loc("a.py":3:1)',
+    " loc(unknown)",
+    ' loc("#sdy.sharding<@mesh, [{}]>")',
+]
 
 
 def _module(k: int, rng: random.Random) -> str:
@@ -51,15 +61,16 @@ def _module(k: int, rng: random.Random) -> str:
     for i in range(rng.randrange(1, 12)):
         ref = rng.choice(["mesh", "mesh", "mesh", "other"])
         tail = rng.choice(["", "", "", ', jax.result_info = "r"'])
+        loc = rng.choice(LOCS)
         args.append(
             f"%arg{i}: tensor<{8 + i}x{k + 1}xf32> "
-            f"{{sdy.sharding = #sdy.sharding<@{ref}, {rng.choice(SHARDINGS)}>{tail}}}"
+            f"{{sdy.sharding = #sdy.sharding<@{ref}, {rng.choice(SHARDINGS)}>{tail}}}{loc}"
         )
     body = []
     for i in range(rng.randrange(1, 30)):
         op = rng.choice(["sharding_constraint"] * 4 + ["reshard"])
         ref = rng.choice(["mesh"] * 6 + ["other"])
-        tail = rng.choice([""] * 6 + [" {x = 1}", " loc(#loc)"])
+        tail = rng.choice([""] * 6 + [" {x = 1}", *LOCS])
         body.append(
             f"    %{i + 1} = sdy.{op} %{i} <@{ref}, {rng.choice(SHARDINGS)}> "
             f": tensor<{k + 2}x{i + 3}xbf16>{tail}\n"
@@ -124,7 +135,7 @@ def test_values_made_from_prototypes_are_the_general_readers(monkeypatch, twin):
         want = _general(text)
         assert _report(scan_file("d.mlir", io.BytesIO(text.encode()))) == want
         assert _report(scan_bytes("d.mlir", text.encode())) == want
-    assert walked > 500 and entries > 300  # both ways were taken
+    assert walked > 500 and entries > 100  # both ways were taken
 
 
 def test_a_prototype_is_kept_only_for_a_clean_value_outside_manual_regions():

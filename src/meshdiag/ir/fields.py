@@ -39,15 +39,18 @@ from meshdiag.ir.text import match_end
 #: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
 #: given inline goes to the general reader), the one static result type (its dims and
 #: element type) and nothing after it
+#: the location MLIR prints after an op or an argument with debug info (`loc(#loc3)`,
+#: `loc("x")`, `loc("a.py":3:1)`), which the values do not show
+_LOC = r'(?: loc\((#[\w.$\-]+|"[^"\\]*"(?::\d+:\d+)?)\))?'
 _CONSTRAINT = re.compile(
     r"[ \t]*(%[\w.$\-]+) = sdy\.(sharding_constraint|reshard) %[\w.$#\-]+ (<@[^<>]*>)"
-    r" : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>[ \t]*"
+    r" : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>" + _LOC + r"[ \t]*"
 )
 #: one signature entry: its name, its static type (dims, element type), the attribute
-#: dictionary holding only the sharding
+#: dictionary holding only the sharding, its location
 _ENTRY = re.compile(
     r"\s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)> "
-    r"\{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}\s*"
+    r"\{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}" + _LOC + r"\s*"
 )
 
 
@@ -192,8 +195,8 @@ def constraint_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...]
     start, stop = m.span(3)
     if match_end(line, start) != stop:  # quoted brackets: the general reader decides
         return None
-    name, op, dims, dtype = m.group(1, 2, 4, 5)
-    if "sharding" in dtype:  # an annotation token after the sharding: general
+    name, op, dims, dtype, loc = m.group(1, 2, 4, 5, 6)
+    if "sharding" in dtype or loc and "sharding" in loc:  # a token after the sharding: general
         return None
     return name, op, start, stop, _dims(dims), dtype
 
@@ -208,9 +211,9 @@ def entry_fields_py(
     a, e = m.span(4)
     if match_end(line, a + 13) != e:  # `#sdy.sharding` is 13 characters: its `<`
         return None
-    name, dims, dtype, text = m.group(1, 2, 3, 4)
-    if text.count("sharding") != 1 or "sharding" in dtype:  # more tokens in it: general
-        return None
+    name, dims, dtype, text, loc = m.group(1, 2, 3, 4, 5)
+    if text.count("sharding") != 1 or "sharding" in dtype or loc and "sharding" in loc:
+        return None  # more annotation tokens in it: general
     return name, a, e, _dims(dims), dtype
 
 

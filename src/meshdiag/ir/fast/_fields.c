@@ -5,11 +5,13 @@
  * form, or None for any other line. They read ASCII text only; fields.py hands any other
  * line to the reference (whose `\w` and `\s` also match non-ASCII characters).
  *
- * The regexes they stand for (fields.py), matched whole:
+ * The regexes they stand for (fields.py), matched whole (LOC: ` loc(#name)`, ` loc("text")`
+ * or ` loc("file":line:column)`, the location MLIR prints after an op or an argument with
+ * debug info):
  *   constraint: [ \t]*(%[\w.$\-]+) = sdy\.(sharding_constraint|reshard) %[\w.$#\-]+
- *               (<@[^<>]*>) : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>[ \t]*
+ *               (<@[^<>]*>) : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>(LOC)?[ \t]*
  *   entry:      \s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>
- *               \{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}\s*
+ *               \{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}(LOC)?\s*
  * Neither needs backtracking: each part ends at the first character it cannot take (the
  * dims' digits must be followed by `x`; an element type cannot start with a digit).
  */
@@ -70,6 +72,48 @@ static Py_ssize_t take_mesh_ref(Cursor *c) {
         return -1;
     c->i = j + 1;
     return c->i;
+}
+
+/* An optional ` loc(#name)`, ` loc("text")` or ` loc("file":line:column)` (no escapes in
+ * the text) from the cursor: its span in
+ * *a, *b (empty when there is none); 0 when ` loc(` starts something else */
+static int take_loc(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
+    *a = *b = c->i;
+    if (!take(c, " loc("))
+        return 1;
+    Py_ssize_t j = c->i;
+    if (j < c->n && c->s[j] == '#') {
+        j++;
+        while (j < c->n && (is_word(c->s[j]) || c->s[j] == '.' || c->s[j] == '$' ||
+                            c->s[j] == '-'))
+            j++;
+        if (j == c->i + 1)
+            return 0;
+    } else if (j < c->n && c->s[j] == '"') {
+        j++;
+        while (j < c->n && c->s[j] != '"' && c->s[j] != '\\')
+            j++;
+        if (j >= c->n || c->s[j] != '"')
+            return 0;
+        j++;
+        /* a file location: `"file":line:column` */
+        if (j + 1 < c->n && c->s[j] == ':' && is_digit(c->s[j + 1])) {
+            for (int part = 0; part < 2; part++) {
+                if (j >= c->n || c->s[j] != ':' || j + 1 >= c->n || !is_digit(c->s[j + 1]))
+                    return 0;
+                j++;
+                while (j < c->n && is_digit(c->s[j]))
+                    j++;
+            }
+        }
+    } else {
+        return 0;
+    }
+    c->i = j;
+    if (!take(c, ")"))
+        return 0;
+    *b = c->i;
+    return 1;
 }
 
 /* `((?:\d+x)*)([a-zA-Z!][\w.]*)>` from the cursor: the dims as a tuple of int (a new
@@ -202,10 +246,14 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
     PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
     if (dims == NULL)
         return PyErr_Occurred() ? -1 : 0;
+    Py_ssize_t loc_a, loc_b;
+    int plain = take_loc(&c, &loc_a, &loc_b);
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
         c.i++;
-    int plain = c.i == c.n && !fs_count(c.s, 0, c.n, "computation") &&
-                !fs_count(c.s, f->dt, f->dt_end, "sharding");
+    /* an annotation token after the sharding (in the type or the location): general */
+    plain = plain && c.i == c.n && !fs_count(c.s, 0, c.n, "computation") &&
+            !fs_count(c.s, f->dt, f->dt_end, "sharding") &&
+            !fs_count(c.s, loc_a, loc_b, "sharding");
     int closed = closed_at(plain, c.s, c.n, f->start, f->stop);
     if (closed <= 0) {
         Py_DECREF(dims);
@@ -257,12 +305,14 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
         if (take(&c, "#sdy.sharding"))
             e = take_mesh_ref(&c);
     }
-    int plain = e >= 0 && take(&c, "}");
+    Py_ssize_t loc_a = 0, loc_b = 0;
+    int plain = e >= 0 && take(&c, "}") && take_loc(&c, &loc_a, &loc_b);
     if (plain) {
         while (c.i < c.n && is_space(s[c.i]))
             c.i++;
         plain = c.i == c.n && fs_count(s, a, e, "sharding") == 1 &&
-                !fs_count(s, f->dt, f->dt_end, "sharding");
+                !fs_count(s, f->dt, f->dt_end, "sharding") &&
+                !fs_count(s, loc_a, loc_b, "sharding");
     }
     int closed = closed_at(plain, s, n, a + 13, e); /* from the `<` of `#sdy.sharding<` */
     if (closed <= 0) {
