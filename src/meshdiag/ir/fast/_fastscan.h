@@ -30,6 +30,14 @@ extern const char fs_entry_fields_doc[];
 /* how many times `needle` is in s[a:b], not overlapping (str.count) */
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
+/* A name to intern at module init, and where to keep it */
+typedef struct {
+    PyObject **at;
+    const char *text;
+} FsName;
+/* _values.c: each name interned into its slot: 0, or -1 with an error set */
+int fs_intern(const FsName *names, size_t n);
+
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
 int fs_values_init(void);
 /* The plain constraint line s[0:n] numbered `lineno` as a Value appended to the columns:

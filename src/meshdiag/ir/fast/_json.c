@@ -131,19 +131,13 @@ static PyObject *K_NAME, *K_LINE, *K_COLUMN, *K_KIND, *K_OP, *K_SHAPE, *K_LOCAL,
     *K_NOTATION, *K_TEXT, *K_MESH, *K_HLO;
 
 int fs_json_init(void) {
-    struct {
-        PyObject **at;
-        const char *text;
-    } names[] = {
-        {&K_NAME, "name"},       {&K_LINE, "line"},     {&K_COLUMN, "column"},
-        {&K_KIND, "kind"},       {&K_OP, "op"},         {&K_SHAPE, "shape"},
-        {&K_LOCAL, "local_shape"}, {&K_DTYPE, "dtype"}, {&K_NOTATION, "notation"},
-        {&K_TEXT, "text"},       {&K_MESH, "mesh_name"}, {&K_HLO, "hlo"},
+    const FsName names[] = {
+        {&K_NAME, "name"},         {&K_LINE, "line"},       {&K_COLUMN, "column"},
+        {&K_KIND, "kind"},         {&K_OP, "op"},           {&K_SHAPE, "shape"},
+        {&K_LOCAL, "local_shape"}, {&K_DTYPE, "dtype"},     {&K_NOTATION, "notation"},
+        {&K_TEXT, "text"},         {&K_MESH, "mesh_name"},  {&K_HLO, "hlo"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
-            return -1;
-    return 0;
+    return fs_intern(names, sizeof names / sizeof names[0]);
 }
 
 /* One value's JSON object; 1 when it is not what the twin expects (the caller falls back) */

@@ -21,18 +21,12 @@
 static PyObject *K_NOTATION, *K_MESH, *K_SHARDING, *K_HLO, *K_SHAPE, *K_LOCAL, *K_SPLIT;
 
 int fs_keys_init(void) {
-    struct {
-        PyObject **at;
-        const char *text;
-    } names[] = {
-        {&K_NOTATION, "notation"}, {&K_MESH, "mesh_name"},     {&K_SHARDING, "sharding"},
-        {&K_HLO, "hlo"},           {&K_SHAPE, "shape"},        {&K_LOCAL, "local_shape"},
+    const FsName names[] = {
+        {&K_NOTATION, "notation"}, {&K_MESH, "mesh_name"}, {&K_SHARDING, "sharding"},
+        {&K_HLO, "hlo"},           {&K_SHAPE, "shape"},    {&K_LOCAL, "local_shape"},
         {&K_SPLIT, "split_data_dims"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
-            return -1;
-    return 0;
+    return fs_intern(names, sizeof names / sizeof names[0]);
 }
 
 /* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,

@@ -21,11 +21,15 @@ static PyObject *K_NAME, *K_LINE, *K_COLUMN, *K_SHAPE, *K_DTYPE, *K_KIND, *K_OP;
 static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *OP_CONSTRAINT, *OP_RESHARD;
 static PyObject *NO_ARGS;
 
+int fs_intern(const FsName *names, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    return 0;
+}
+
 int fs_values_init(void) {
-    struct {
-        PyObject **at;
-        const char *text;
-    } names[] = {
+    const FsName names[] = {
         {&K_NAME, "name"},
         {&K_LINE, "line"},
         {&K_COLUMN, "column"},
@@ -39,9 +43,8 @@ int fs_values_init(void) {
         {&OP_CONSTRAINT, "sdy.sharding_constraint"},
         {&OP_RESHARD, "sdy.reshard"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
-            return -1;
+    if (fs_intern(names, sizeof names / sizeof names[0]) < 0)
+        return -1;
     NO_ARGS = PyTuple_New(0);
     return NO_ARGS == NULL ? -1 : 0;
 }
