@@ -137,3 +137,14 @@ def test_the_native_writer_leaks_nothing():
     finally:
         tracemalloc.stop()
     assert grown < 20_000, grown
+
+
+def test_the_runs_json_pieces_stay_within_their_bound(writer, monkeypatch):
+    """The pieces are kept for the run (the fixture test shares them across modules) and
+    start over past `MAX_JSON_PIECES`, the text unchanged."""
+    monkeypatch.setattr(inspect, "MAX_JSON_PIECES", 3)
+    memos = RunMemos()
+    for m in _modules()[:40]:
+        assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+        heads, tails = memos.slot("inspect.json_pieces", lambda: ({}, {}))
+        assert len(heads) + len(tails) <= 3 + 2 * len(m.values)

@@ -741,22 +741,42 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
     """`json.dumps` of the module's values' JSON (`value_json` of each, no layouts), written
     a value at a time: only a value's name, place and shapes are its own; the rest of its
     text is encoded once per distinct (kind, op) and (dtype, notation, sharding, mesh,
-    GSPMD text) of the module. In C when built (`ir/fast/_json.c`: 0.3 us a value), else
-    `values_json_text_py` (1.3 us; building each value's dict and encoding it took 2.7 us,
-    and a big file of new lines has a million values)."""
+    GSPMD text) of the run (`_json_pieces`). In C when built (`ir/fast/_json.c`: 0.55 us a
+    value), else `values_json_text_py` (1.3 us; building each value's dict and encoding it
+    took 2.7 us, and a big file of new lines has a million values)."""
     if _native_values_json is not None:
         from json.encoder import encode_basestring_ascii
 
+        heads, tails = _json_pieces(memos)
         got = _native_values_json(
             m.values,
             lambda v: gspmd_text(v, memos),
             _json_head,
             _json_tail,
             encode_basestring_ascii,
+            heads,
+            tails,
         )
         if got is not None:
             return got
     return values_json_text_py(m, memos)
+
+
+#: distinct pieces of values' JSON a run keeps (a few hundred bytes each)
+MAX_JSON_PIECES = 1 << 14
+
+
+def _json_pieces(memos: RunMemos | None) -> tuple[dict, dict]:
+    """The values' JSON pieces encoded so far in the run: by (kind, op), and by (dtype,
+    notation, sharding, mesh, GSPMD text). A dump's modules are mostly small and share
+    their shardings: encoded once per module, the pieces were a third of writing values."""
+    if memos is None:
+        return {}, {}
+    heads, tails = memos.slot("inspect.json_pieces", lambda: ({}, {}))
+    if len(heads) + len(tails) > MAX_JSON_PIECES:
+        heads.clear()
+        tails.clear()
+    return heads, tails
 
 
 _native_values_json = native("values_json")
@@ -766,8 +786,7 @@ def values_json_text_py(m: ModuleReport, memos: RunMemos | None = None) -> str:
     """`values_json_text` in Python: the reference for the native one."""
     from json.encoder import encode_basestring_ascii as quoted  # what json.dumps uses
 
-    heads: dict[tuple, str] = {}
-    tails: dict[tuple, str] = {}
+    heads, tails = _json_pieces(memos)
     out = []
     for v, g in _with_gspmd(m, memos):
         k = (v.kind, v.op)

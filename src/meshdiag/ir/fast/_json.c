@@ -3,8 +3,9 @@
  *
  * Only a value's name, line, column and shapes are its own; the rest of its text is asked
  * of Python once per distinct (kind, op) (`head_of`) and (dtype, notation, sharding text,
- * mesh, GSPMD text) (`tail_of`), the GSPMD text once per distinct tiled form (`gspmd_of`,
- * by identity: the values are alive through the call). A name that JSON must escape is
+ * mesh, GSPMD text) (`tail_of`) and kept in the caller's dicts (the run's), the GSPMD text
+ * once per distinct tiled form of the call (`gspmd_of`, by identity: the values are alive
+ * through the call). A name that JSON must escape is
  * quoted by `quote` (json's own encoder). A big file of new lines has a million values:
  * 1.3 us each in Python.
  */
@@ -206,23 +207,25 @@ done:
 }
 
 const char fs_values_json_doc[] =
-    "values_json(values, gspmd_of, head_of, tail_of, quote) -> str or None\n\n"
+    "values_json(values, gspmd_of, head_of, tail_of, quote, heads, tails) -> str or None\n\n"
     "The JSON list of `values` as pipeline.inspect.values_json_text_py writes it: each\n"
     "value's name (quoted by `quote` when it must be escaped), line, column and shapes, and\n"
-    "head_of(kind, op) and tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), each\n"
-    "asked once per distinct key. None when a value is not as the twin expects it.";
+    "head_of(kind, op) and tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), kept\n"
+    "in the dicts `heads` and `tails` (gspmd_of once per distinct tiled form of the call).\n"
+    "None when a value is not as the twin expects it.";
 
 PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyList_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "values_json(values: list, gspmd_of, head_of, tail_of, quote)");
+    if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[5]) ||
+        !PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "values_json(values: list, gspmd_of, head_of, "
+                                         "tail_of, quote, heads: dict, tails: dict)");
         return NULL;
     }
-    PyObject *values = args[0];
-    PyObject *gspmds = PyDict_New(), *heads = PyDict_New(), *tails = PyDict_New();
+    PyObject *values = args[0], *heads = args[5], *tails = args[6];
+    PyObject *gspmds = PyDict_New();
     Buf b = {NULL, 0, 0};
     PyObject *out = NULL;
-    int r = gspmds == NULL || heads == NULL || tails == NULL ? -1 : PUT(&b, "[");
+    int r = gspmds == NULL ? -1 : PUT(&b, "[");
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(values); i++) {
         if (i > 0 && (r = PUT(&b, ", ")) != 0)
             break;
@@ -242,7 +245,5 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     }
     PyMem_Free(b.data);
     Py_XDECREF(gspmds);
-    Py_XDECREF(heads);
-    Py_XDECREF(tails);
     return out;
 }
