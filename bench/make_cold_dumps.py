@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/make_cold_dumps.py [--out bench/out/cold] [--mb 300]
     .venv/bin/python bench/make_cold_dumps.py --single-mlir 60 [--out bench/out/cold.mlir]
+    .venv/bin/python bench/make_cold_dumps.py --single-mlir 60 --debug-info --out x.mlir
 
 Every directory under --out is the `--xla_dump_to DIR --xla_dump_hlo_pass_re=.*` dump of
 one program, compiled once; no file is a copy (`make_big_dump.py` copies one dump, so its
@@ -14,8 +15,11 @@ so no two programs share their annotated lines. Rounds of k go on until the dump
 
 --single-mlir MB writes one MLIR file of about MB megabytes with no repeated annotated
 line: Shardy modules lowered by JAX from deep MLPs (a sharding constraint on every layer,
-meshes 2x4, 4x2, 8x1), each layer of each module with its own width. Generation takes
-minutes for the default sizes (one compile or lowering per program, on CPU).
+meshes 2x4, 4x2, 8x1), each layer of each module with its own width. With --debug-info the
+modules are printed as JAX prints them with debug info: every op and argument followed by
+its location (`loc(#loc27)`, `loc("x")`) and each module by its location definitions.
+Generation takes minutes for the default sizes (one compile or lowering per program, on
+CPU).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 MESHES = ((2, 4), (4, 2), (8, 1))
+debug_info = sys.argv[2] == "1"
 for j, layers in json.loads(sys.argv[1]):
     mesh = Mesh(np.array(jax.devices()[:8]).reshape(MESHES[j % 3]), ("data", "model"))
     S = lambda *s: NamedSharding(mesh, P(*s))
@@ -73,7 +78,7 @@ for j, layers in json.loads(sys.argv[1]):
         sh = S(None, "model") if i % 2 else S("model", None)
         args.append(jax.ShapeDtypeStruct((width[i], width[i + 1]), jnp.float32, sharding=sh))
     mlp.__name__ = mlp.__qualname__ = f"mlp{j}"
-    text = jax.jit(mlp).lower(*args).as_text()
+    text = jax.jit(mlp).lower(*args).as_text(debug_info=debug_info)
     sys.stdout.write(text.rstrip("\n") + "\n// -----\n")
     sys.stdout.flush()
 """
@@ -119,9 +124,11 @@ def make_dumps(out: Path, mb: float) -> None:
     print(f"{out}: {total / 1e6:.1f} MB, {files} files, {programs} programs", file=sys.stderr)
 
 
-def make_single_mlir(path: Path, mb: float, layers: int = 400, per_process: int = 24) -> None:
+def make_single_mlir(
+    path: Path, mb: float, layers: int = 400, per_process: int = 24, debug_info: bool = False
+) -> None:
     """One MLIR file of >= `mb` MB: `per_process` modules of `layers` layers per
-    subprocess, until the file is big enough."""
+    subprocess, until the file is big enough (with `debug_info`, printed with locations)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,7 +137,10 @@ def make_single_mlir(path: Path, mb: float, layers: int = 400, per_process: int 
         while f.tell() < mb * 1e6:
             specs = json.dumps([[j + i, layers] for i in range(per_process)])
             r = subprocess.run(
-                [sys.executable, "-c", LOWER, specs], env=env, check=True, capture_output=True
+                [sys.executable, "-c", LOWER, specs, "1" if debug_info else "0"],
+                env=env,
+                check=True,
+                capture_output=True,
             )
             f.write(r.stdout)
             j += per_process
@@ -143,9 +153,11 @@ def main() -> None:
     ap.add_argument("--out", help="default: bench/out/cold (bench/out/cold.mlir)")
     ap.add_argument("--mb", type=float, default=300, help="size of the dumps (default 300)")
     ap.add_argument("--single-mlir", type=float, metavar="MB", help="one big MLIR file instead")
+    ap.add_argument("--debug-info", action="store_true", help="print it with locations")
     a = ap.parse_args()
     if a.single_mlir is not None:
-        make_single_mlir(Path(a.out or HERE / "out" / "cold.mlir"), a.single_mlir)
+        path = Path(a.out or HERE / "out" / "cold.mlir")
+        make_single_mlir(path, a.single_mlir, debug_info=a.debug_info)
     else:
         make_dumps(Path(a.out or HERE / "out" / "cold"), a.mb)
 
