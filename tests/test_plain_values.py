@@ -339,3 +339,45 @@ def test_native_readers_leak_no_references():
         tracemalloc.stop()
     assert refs() == before
     assert grown < 20_000  # a leaked name, shape or dict per value would be megabytes
+
+
+@settings(
+    max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from([line.format(i=1, j=0, s=SHARDINGS[0], d="4x4") for line in LINES]),
+            st.sampled_from(["\n", " loc(#l)", ' loc("a":1:2)', "<@mesh, [{}]>", "é", "\0"]),
+            st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
+        ),
+        max_size=30,
+    ),
+    budget=st.integers(0, 50),
+)
+def test_the_native_walker_takes_any_bytes_like_its_twin(parts, budget):
+    """Arbitrary bytes among the lines (non-ASCII, NUL, unfinished forms): the native walker
+    neither crashes nor reads a line its twin would not."""
+    buf = "".join(parts).encode("utf-8", "surrogateescape") + b"\n"
+    protos = {f"<@mesh, {s}>": _proto(f"<@mesh, {s}>") for s in SHARDINGS}
+    got = _walk(_fastscan.scan_plain, buf, protos, {}, budget, 1)
+    assert got == _walk(lines.scan_plain_py, buf, protos, {}, budget, 1)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    text=st.text(max_size=80),
+    spans=st.lists(st.tuples(st.integers(-5, 90), st.integers(-5, 90)), max_size=6),
+    k=st.integers(-3, 8),
+)
+def test_native_entry_values_take_any_spans_like_their_twin(text, spans, k):
+    line = "  func.func @f(" + text + ") {"
+    protos = {f"#sdy.sharding<@mesh, {s}>": _proto(f"#sdy.sharding<@mesh, {s}>") for s in SHARDINGS}
+    outs = []
+    for fn in (_fastscan.entry_values, fields.entry_values_py):
+        lines_out: list = []
+        items_out: list = []
+        got = fn(line, list(spans), k, 3, protos, lines_out, items_out) if line.isascii() else None
+        outs.append((got, lines_out, [value_fields(v) for v in items_out]))
+    if line.isascii():
+        assert outs[0] == outs[1]
