@@ -26,8 +26,8 @@ def scanned(body: str):
 
 
 def general(monkeypatch, body: str):
-    """`scanned` with the field readers refusing every line: every way to them (`_op`'s and
-    a streamed file's straight path, `mlir._plain_constraint`) goes to the general reader."""
+    """`scanned` with the field readers refusing every line and no prototype kept: every
+    way to them (`_op`'s, a signature's, the walker's copies) goes to the general reader."""
     with monkeypatch.context() as mp:
         refuse(mp)
         return scanned(body)

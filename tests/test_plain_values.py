@@ -50,6 +50,9 @@ LOCS = [
     ' loc("a.py":3:1)',
     " loc(unknown)",
     ' loc("#sdy.sharding<@mesh, [{}]>")',
+    # a line `mlir.handle` reads as a mesh op or a function before anything else
+    ' loc("sdy.mesh @q = ")',
+    ' loc("func.func @f(")',
 ]
 
 
@@ -135,7 +138,7 @@ def test_values_made_from_prototypes_are_the_general_readers(monkeypatch, twin):
         want = _general(text)
         assert _report(scan_file("d.mlir", io.BytesIO(text.encode()))) == want
         assert _report(scan_bytes("d.mlir", text.encode())) == want
-    assert walked > 500 and entries > 100  # both ways were taken
+    assert walked > 400 and entries > 50  # both ways were taken
 
 
 def test_a_prototype_is_kept_only_for_a_clean_value_outside_manual_regions():

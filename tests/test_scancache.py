@@ -135,7 +135,7 @@ def test_a_small_file_learns_every_line(monkeypatch):
     assert learned(cache) == 500
 
 
-# --- a streamed file's plain constraint lines (mlir._plain_constraint) --------------------
+# --- a streamed file's plain constraint lines ----------------------------------------------
 
 _TRICKY = """module @m{k} attributes {{mhlo.num_partitions = 8 : i32}} {{
   sdy.mesh @mesh = <["x"=2, "y"=4]>
@@ -158,10 +158,10 @@ def _problems(report):
     return [(f.code, f.line, f.column, f.message) for f in report.findings]
 
 
-def test_streamed_plain_constraints_read_straight_give_what_a_whole_file_gives(monkeypatch):
-    """A streamed file that stopped learning reads its plain constraint lines without
-    `mlir.handle`'s walk through the other kinds of line: the same values and problems as
-    the file read whole, whose lines all go the general way. Real Shardy dumps (manual
+def test_streamed_plain_constraints_give_what_a_whole_file_gives(monkeypatch):
+    """A streamed file that stopped learning reads most of its plain constraint lines in
+    the walker (copies of their sharding's prototype) and the rest through the field
+    reader: the same values and problems as the file read whole, which learns every line. Real Shardy dumps (manual
     regions, reshards, named computations), a constraint before any module, unknown
     meshes, an axis used twice, and quoted axis names that look like a mesh op, a function
     or a diagnostic."""
@@ -191,7 +191,7 @@ def test_streamed_plain_constraints_read_straight_give_what_a_whole_file_gives(m
         whole = scan_bytes("d.txt", text.encode())
         assert _fields(streamed) == _fields(whole)
         assert _problems(streamed) == _problems(whole)
-    # the straight way was taken, but not for a line naming a mesh op or a function
+    # the field reader was taken, but not for a line naming a mesh op or a function
     lines = texts[-1].splitlines()
     straight = {lines[n - 1].split(" <", 1)[1][:18] for n in taken}
     assert '@mesh, [{"x"}, {}]' in straight

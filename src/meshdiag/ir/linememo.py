@@ -78,9 +78,8 @@ class Sampling:
 
 
 def learnable(b: Builder) -> bool:
-    """Whether the line being handled is to be learned (`run` asks; a caller that asks
-    itself goes on with `run_learning` or the handler alone: asked once a line, as the
-    sampling counts)."""
+    """Whether the line being handled is to be learned (asked once a line: the sampling
+    counts the asking)."""
     raw = b.raw
     if raw is None or b.manual or len(raw) > MAX_LINE or not raw.isascii():
         return False
@@ -95,11 +94,6 @@ def run(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
     if not learnable(b):
         handler(b, line, lineno, *args)
         return
-    run_learning(handler, b, line, lineno, *args)
-
-
-def run_learning(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
-    """`run` of a line `learnable` said to learn."""
     m = b.module
     findings = b.report.findings
     n_found = len(findings)

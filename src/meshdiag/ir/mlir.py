@@ -80,12 +80,6 @@ ARG_TYPE = re.compile(r"tensor<[^>]*>|tuple<")
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
-    if (
-        b.sampling is not None
-        and "sdy.sharding_constraint " in line
-        and _plain_constraint(b, line, lineno)
-    ):
-        return
     s = line.lstrip()
     indent = len(line) - len(s)
     if s.startswith("// -----"):
@@ -127,26 +121,6 @@ def handle(b: Builder, line: str, lineno: int) -> None:
             linememo.run(_op, b, line, lineno)
     else:  # a word that marks structure, in a line that has none: nothing
         linememo.nothing(b)
-
-
-def _plain_constraint(b: Builder, line: str, lineno: int) -> bool:
-    """A streamed file's plain `sdy.sharding_constraint` line (`fields.constraint_fields`)
-    read without `handle`'s walk through the other kinds of line, which cannot take it: it
-    starts with its result, so it opens no section, module or diagnostic, and closes no
-    region; it names no mesh op or function (checked: a quoted axis name might). It then
-    goes to its value as `_op` would (`fields.add_constraint`, with the fields read here),
-    through the line memo when it is a line to learn. A file of new lines is mostly these
-    (the 252 MB bench file: half its values). False for any other line: `handle` goes on."""
-    if b.module is None or b.manual or "sdy.mesh @" in line or "func.func" in line:
-        return False
-    f = fields.constraint_fields(line)
-    if f is None:
-        return False
-    if linememo.learnable(b):
-        linememo.run_learning(fields.add_constraint, b, line, lineno, f)
-    else:
-        fields.add_constraint(b, line, lineno, f)
-    return True
 
 
 def module_header(line: str) -> tuple[str | None, int | None] | None:

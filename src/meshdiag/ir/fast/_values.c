@@ -109,7 +109,8 @@ int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject
     for (Py_ssize_t i = 0; i < n; i++)
         if ((unsigned char)s[i] >= 0x80)
             return 0;
-    /* what `mlir._plain_constraint` leaves to `handle` (a quoted axis name may say it) */
+    /* a line `mlir.handle` reads as a mesh op or a function first (a quoted axis name may
+     * say one) */
     if (fs_count(s, 0, n, "sdy.mesh @") || fs_count(s, 0, n, "func.func"))
         return 0;
     FsConstraint f;
