@@ -69,19 +69,15 @@ def add_constraint(b: Builder, line: str, lineno: int, f: tuple) -> None:
     name, op, start, stop, shape, dtype = f
     text = line[start:stop]
     p = b.named(text)
-    v = b.value(
-        name,
-        lineno,
-        start + 1,
-        text,
-        "sdy",
-        p,
-        kind="constraint" if op == "sharding_constraint" else "reshard",
-        op="sdy." + op,
-        shape=shape,
-        dtype=dtype,
-    )
+    kind, op = _role(op)
+    v = b.value(name, lineno, start + 1, text, "sdy", p, kind=kind, op=op, shape=shape, dtype=dtype)
     _keep_proto(b, text, p.error, v, shape)
+
+
+def _role(op: str) -> tuple[str, str]:
+    """The kind and op of a constraint line's value, from its op (`sharding_constraint`,
+    `reshard`)."""
+    return ("constraint" if op == "sharding_constraint" else "reshard"), "sdy." + op
 
 
 def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) -> bool:
@@ -162,8 +158,7 @@ def constraint_value_py(line: str, lineno: int, protos: dict[str, Value]) -> Val
     proto = protos.get(line[start:stop])
     if proto is None:
         return None
-    kind = "constraint" if op == "sharding_constraint" else "reshard"
-    return from_proto(proto, name, lineno, start + 1, shape, dtype, kind, "sdy." + op)
+    return from_proto(proto, name, lineno, start + 1, shape, dtype, *_role(op))
 
 
 # -- the fields: native when built, these Python twins otherwise (and for non-ASCII lines) -

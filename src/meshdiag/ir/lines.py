@@ -252,12 +252,8 @@ def scan_plain_py(
         item = get(buf[ls:end], _UNKNOWN) if known else _UNKNOWN
         if item is _UNKNOWN:
             if read < budget and protos:
-                raw = buf[ls:end]
-                v = (
-                    constraint_value_py(raw.decode("ascii"), lineno, protos)
-                    if raw.isascii()
-                    else None
-                )
+                # latin-1 decodes any bytes; a line that is not ASCII is refused in there
+                v = constraint_value_py(buf[ls:end].decode("latin-1"), lineno, protos)
                 if v is not None:
                     lines_out.append(lineno)
                     items_out.append(v)
