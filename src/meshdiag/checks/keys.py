@@ -22,7 +22,7 @@ The fields (`FIELDS`):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from meshdiag.ir.fast import native
@@ -70,21 +70,6 @@ _GETTERS = {
 }
 
 
-def _key_function(getters: tuple) -> Callable[[Value], tuple]:
-    """The tuple of `getters`' answers, as one function (a rule's key has up to four fields:
-    spelled out, without a loop, as in the rules' own keys before they were fields)."""
-    if len(getters) == 1:
-        (a,) = getters
-        return lambda v: (a(v),)
-    if len(getters) == 2:
-        a, b = getters
-        return lambda v: (a(v), b(v))
-    if len(getters) == 4:
-        a, b, c, d = getters
-        return lambda v: (a(v), b(v), c(v), d(v))
-    return lambda v: tuple([g(v) for g in getters])
-
-
 class Decides:
     """A rule's key of a value: the tuple of the named `FIELDS` (`decides(v)` in Python;
     `codes` for the native `new_keys`; None: Python only)."""
@@ -97,10 +82,10 @@ class Decides:
             raise ValueError(f"a key is one or more of {FIELDS}, not {fields}")
         self.fields = fields
         self.codes: tuple[int, ...] | None = tuple(FIELDS.index(f) for f in fields)
-        self._getters = _key_function(tuple(_GETTERS[f] for f in fields))
+        self._getters = tuple(_GETTERS[f] for f in fields)
 
     def __call__(self, v: Value) -> Hashable:
-        return self._getters(v)
+        return tuple([g(v) for g in self._getters])
 
     def __repr__(self) -> str:
         return f"Decides{self.fields!r}"
