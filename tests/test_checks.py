@@ -505,7 +505,7 @@ def test_md105_fast_answer_is_the_findings_answer(data):
     """MD105 answers most values without its memo (`splits_evenly`): it must say "nothing to
     find" exactly when `uneven_findings` finds nothing, for any GSPMD sharding (tiled with
     replicated or manual subgroups, replicated, maximal, tuples) and any shape."""
-    from meshdiag.checks.keys import splits_evenly as _divides
+    from meshdiag.checks.keys import splits_evenly
     from meshdiag.checks.md105_uneven_shard import uneven_findings
 
     h = data.draw(gspmd_values)
@@ -518,8 +518,8 @@ def test_md105_fast_answer_is_the_findings_answer(data):
     else:
         shape = tuple(data.draw(st.lists(st.integers(0, 40), max_size=5)))
     found = uneven_findings(h, shape, "xla", where={})
-    assert _divides(h, shape) == (not found)
+    assert splits_evenly(h, shape) == (not found)
     # the split dims are remembered on the object: asked again, and after a trip to
     # another process (pickled with them), the same answer
-    assert _divides(h, shape) == (not found)
-    assert _divides(pickle.loads(pickle.dumps(h)), shape) == (not found)
+    assert splits_evenly(h, shape) == (not found)
+    assert splits_evenly(pickle.loads(pickle.dumps(h)), shape) == (not found)
