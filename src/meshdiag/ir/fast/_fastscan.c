@@ -735,8 +735,7 @@ static struct PyModuleDef fastscan_module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
-    if (build_tables() < 0 || fs_values_init() < 0 || fs_json_init() < 0 ||
-        fs_keys_init() < 0)
+    if (build_tables() < 0 || fs_values_init() < 0 || fs_keys_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fastscan_module);
     if (m == NULL)

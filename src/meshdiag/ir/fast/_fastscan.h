@@ -30,13 +30,10 @@ extern const char fs_entry_fields_doc[];
 /* how many times `needle` is in s[a:b], not overlapping (str.count) */
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
-/* A name to intern at module init, and where to keep it */
-typedef struct {
-    PyObject **at;
-    const char *text;
-} FsName;
-/* _values.c: each name interned into its slot: 0, or -1 with an error set */
-int fs_intern(const FsName *names, size_t n);
+/* _values.c: a Value's attribute names, interned once at module init (fs_values_init: the
+ * dict lookups of the native code compare pointers) */
+extern PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE,
+    *FS_DTYPE, *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
 
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
 int fs_values_init(void);
@@ -48,7 +45,6 @@ PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t narg
 extern const char fs_entry_values_doc[];
 
 /* _json.c: a module's values as JSON (pipeline.inspect.values_json_text_py) */
-int fs_json_init(void);
 PyObject *fs_values_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_values_json_doc[];
 

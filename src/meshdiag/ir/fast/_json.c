@@ -128,19 +128,6 @@ static PyObject *memo_call(PyObject *memo, PyObject *key, PyObject *fn) {
     return hit;
 }
 
-static PyObject *K_NAME, *K_LINE, *K_COLUMN, *K_KIND, *K_OP, *K_SHAPE, *K_LOCAL, *K_DTYPE,
-    *K_NOTATION, *K_TEXT, *K_MESH, *K_HLO;
-
-int fs_json_init(void) {
-    const FsName names[] = {
-        {&K_NAME, "name"},         {&K_LINE, "line"},       {&K_COLUMN, "column"},
-        {&K_KIND, "kind"},         {&K_OP, "op"},           {&K_SHAPE, "shape"},
-        {&K_LOCAL, "local_shape"}, {&K_DTYPE, "dtype"},     {&K_NOTATION, "notation"},
-        {&K_TEXT, "text"},         {&K_MESH, "mesh_name"},  {&K_HLO, "hlo"},
-    };
-    return fs_intern(names, sizeof names / sizeof names[0]);
-}
-
 /* One value's JSON object; 1 when it is not what the twin expects (the caller falls back) */
 static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
                      PyObject *tail_of, PyObject *quote, PyObject *gspmds, PyObject *heads,
@@ -149,8 +136,8 @@ static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
     if (d == NULL)
         return -1;
     PyObject *f[12];
-    PyObject *keys[12] = {K_NAME, K_LINE,     K_COLUMN, K_KIND, K_OP,   K_SHAPE,
-                          K_LOCAL, K_DTYPE, K_NOTATION, K_TEXT, K_MESH, K_HLO};
+    PyObject *keys[12] = {FS_NAME,  FS_LINE,  FS_COLUMN,   FS_KIND, FS_OP,        FS_SHAPE,
+                          FS_LOCAL_SHAPE, FS_DTYPE, FS_NOTATION, FS_TEXT, FS_MESH_NAME, FS_HLO};
     int r = 1;
     for (int i = 0; i < 12; i++) {
         f[i] = PyDict_GetItemWithError(d, keys[i]); /* borrowed; d keeps them */

@@ -18,15 +18,11 @@
 
 #define N_FIELDS 6
 
-static PyObject *K_NOTATION, *K_MESH, *K_SHARDING, *K_HLO, *K_SHAPE, *K_LOCAL, *K_SPLIT;
+static PyObject *K_SPLIT; /* the attribute of a tiled form `uneven_shape` asks for */
 
 int fs_keys_init(void) {
-    const FsName names[] = {
-        {&K_NOTATION, "notation"}, {&K_MESH, "mesh_name"}, {&K_SHARDING, "sharding"},
-        {&K_HLO, "hlo"},           {&K_SHAPE, "shape"},    {&K_LOCAL, "local_shape"},
-        {&K_SPLIT, "split_data_dims"},
-    };
-    return fs_intern(names, sizeof names / sizeof names[0]);
+    K_SPLIT = PyUnicode_InternFromString("split_data_dims");
+    return K_SPLIT == NULL ? -1 : 0;
 }
 
 /* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,
@@ -71,23 +67,23 @@ static PyObject *field(int code, PyObject *d, PyObject *splits) {
     switch (code) {
     case 0:
     case 1:
-        x = PyDict_GetItemWithError(d, code == 0 ? K_NOTATION : K_MESH);
+        x = PyDict_GetItemWithError(d, code == 0 ? FS_NOTATION : FS_MESH_NAME);
         return x == NULL ? NULL : Py_NewRef(x);
     case 2:
     case 3:
-        x = PyDict_GetItemWithError(d, code == 2 ? K_SHARDING : K_HLO);
+        x = PyDict_GetItemWithError(d, code == 2 ? FS_SHARDING : FS_HLO);
         return x == NULL ? NULL : PyLong_FromVoidPtr(x);
     case 4: {
-        x = PyDict_GetItemWithError(d, K_SHAPE);
+        x = PyDict_GetItemWithError(d, FS_SHAPE);
         if (x == Py_None)
-            x = PyDict_GetItemWithError(d, K_LOCAL);
+            x = PyDict_GetItemWithError(d, FS_LOCAL_SHAPE);
         if (x == NULL || x == Py_None)
             return x == NULL ? NULL : Py_NewRef(Py_None);
         return PyTuple_Check(x) ? PyLong_FromSsize_t(PyTuple_GET_SIZE(x)) : NULL;
     }
     case 5: {
-        PyObject *h = PyDict_GetItemWithError(d, K_HLO);
-        PyObject *shape = h == NULL ? NULL : PyDict_GetItemWithError(d, K_SHAPE);
+        PyObject *h = PyDict_GetItemWithError(d, FS_HLO);
+        PyObject *shape = h == NULL ? NULL : PyDict_GetItemWithError(d, FS_SHAPE);
         if (shape == NULL)
             return NULL;
         if (h == Py_None || shape == Py_None)

@@ -16,35 +16,39 @@
 
 #include <string.h>
 
-/* Value's field names (interned: the dict lookups compare pointers) and the roles */
-static PyObject *K_NAME, *K_LINE, *K_COLUMN, *K_SHAPE, *K_DTYPE, *K_KIND, *K_OP;
+PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE, *FS_DTYPE,
+    *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
+/* the roles of plain lines' values */
 static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *OP_CONSTRAINT, *OP_RESHARD;
 static PyObject *NO_ARGS;
 
-int fs_intern(const FsName *names, size_t n) {
-    for (size_t k = 0; k < n; k++)
-        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
-            return -1;
-    return 0;
-}
-
 int fs_values_init(void) {
-    const FsName names[] = {
-        {&K_NAME, "name"},
-        {&K_LINE, "line"},
-        {&K_COLUMN, "column"},
-        {&K_SHAPE, "shape"},
-        {&K_DTYPE, "dtype"},
-        {&K_KIND, "kind"},
-        {&K_OP, "op"},
+    struct {
+        PyObject **at;
+        const char *text;
+    } names[] = {
+        {&FS_NAME, "name"},
+        {&FS_LINE, "line"},
+        {&FS_COLUMN, "column"},
+        {&FS_KIND, "kind"},
+        {&FS_OP, "op"},
+        {&FS_SHAPE, "shape"},
+        {&FS_LOCAL_SHAPE, "local_shape"},
+        {&FS_DTYPE, "dtype"},
+        {&FS_NOTATION, "notation"},
+        {&FS_TEXT, "text"},
+        {&FS_MESH_NAME, "mesh_name"},
+        {&FS_SHARDING, "sharding"},
+        {&FS_HLO, "hlo"},
         {&ROLE_CONSTRAINT, "constraint"},
         {&ROLE_RESHARD, "reshard"},
         {&ROLE_ARG, "arg"},
         {&OP_CONSTRAINT, "sdy.sharding_constraint"},
         {&OP_RESHARD, "sdy.reshard"},
     };
-    if (fs_intern(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
     NO_ARGS = PyTuple_New(0);
     return NO_ARGS == NULL ? -1 : 0;
 }
@@ -62,10 +66,10 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
     if (d == NULL)
         return NULL;
     PyObject *v = NULL;
-    if (PyDict_SetItem(d, K_NAME, name) < 0 || PyDict_SetItem(d, K_LINE, line) < 0 ||
-        PyDict_SetItem(d, K_COLUMN, column) < 0 || PyDict_SetItem(d, K_SHAPE, shape) < 0 ||
-        PyDict_SetItem(d, K_DTYPE, dtype) < 0 || PyDict_SetItem(d, K_KIND, kind) < 0 ||
-        PyDict_SetItem(d, K_OP, op) < 0)
+    if (PyDict_SetItem(d, FS_NAME, name) < 0 || PyDict_SetItem(d, FS_LINE, line) < 0 ||
+        PyDict_SetItem(d, FS_COLUMN, column) < 0 || PyDict_SetItem(d, FS_SHAPE, shape) < 0 ||
+        PyDict_SetItem(d, FS_DTYPE, dtype) < 0 || PyDict_SetItem(d, FS_KIND, kind) < 0 ||
+        PyDict_SetItem(d, FS_OP, op) < 0)
         goto done;
     PyTypeObject *cls = Py_TYPE(proto);
     v = PyBaseObject_Type.tp_new(cls, NO_ARGS, NULL);
