@@ -83,6 +83,40 @@ def test_found_from_every_kind_of_dump_file(tmp_path):
     assert "runs them on physical devices 0→2" in ids_label(assignment_for(str(files[0])))
 
 
+def test_each_module_of_a_big_dump_root_finds_its_own(tmp_path):
+    """A root of many module directories: every file gets its own module's assignment
+    (looked up by its `module_NNNN.`, not by trying every directory's name), a module
+    number whose directory has no textproto gets none, and names sharing a number keep
+    the longest match."""
+    from meshdiag.memo import RunMemos
+
+    orders = {}
+    for k in range(120):
+        devices = [(k + i) % 4 for i in range(4)]
+        orders[k] = tuple(devices)
+        text = TEXTPROTO
+        for old, new in zip((2, 3, 0, 1), devices, strict=True):
+            text = text.replace(f"replica_device_ids: {old}\n", f"replica_device_ids: X{new}\n")
+        mod = tmp_path / f"module_{k:04d}.jit_f{k}"
+        mod.mkdir()
+        (mod / "compile_options.textproto").write_text(text.replace("X", ""))
+    (tmp_path / "module_0120.jit_g").mkdir()  # no textproto
+    memos = RunMemos()
+
+    def found(name):
+        f = tmp_path / name
+        f.write_text("HloModule m\n")
+        da = assignment_for(str(f), memos)
+        return da.devices if da else None
+
+    for k in range(0, 120, 7):
+        assert found(f"module_{k:04d}.jit_f{k}.0003.spmd-cleanup.after_dce.txt") == orders[k]
+    assert found("module_0120.jit_g.0001.pass.txt") is None
+    # a file whose module number names no directory, or names another module's
+    assert assignment_for(str(tmp_path / "module_0500.jit_f1.0001.x.txt"), memos) is None
+    assert assignment_for(str(tmp_path / "module_0001.jit_h.0001.x.txt"), memos) is None
+
+
 def test_physical_mesh_becomes_logical():
     da = parse_compile_options(TEXTPROTO)
     phys = Mesh((("x", 2), ("y", 2)), (2, 3, 0, 1))

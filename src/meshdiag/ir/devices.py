@@ -165,29 +165,36 @@ def _assignment_for(path: str, memos: RunMemos) -> DeviceAssignment | None:
         d = dirs.put(here, _directory(os.path.abspath(here), memos))
     if d.textprotos is None:  # a module directory: one assignment for all its files
         return d.assignment
-    if not _MODULE.match(name):
+    m = _MODULE.match(name)
+    if m is None:
         return None
-    for prefix, textproto in d.textprotos:
+    for prefix, textproto in d.textprotos.get(name[: m.end()], ()):
         if name.startswith(prefix):
             return _read(textproto, memos)
     return None
 
 
 class _Directory(NamedTuple):
-    """What the files of one directory share: a module directory's assignment, or the
-    (file name prefix, textproto) of each module directory in a dump root, longest name
-    first (None in a module directory)."""
+    """What the files of one directory share: a module directory's assignment, or, in a
+    dump root, the (file name prefix, textproto) of its module directories by their
+    `module_NNNN.` (longest name first; None in a module directory). By number, not one
+    list for all: a root of a thousand modules would try each name on every file."""
 
     assignment: DeviceAssignment | None
-    textprotos: list[tuple[str, str]] | None
+    textprotos: dict[str, list[tuple[str, str]]] | None
 
 
 def _directory(here: str, memos: RunMemos) -> _Directory:
     if _MODULE.match(os.path.basename(here)):
         return _Directory(_inside_module_dir(here, memos), None)
-    return _Directory(
-        None, [(d + ".", os.path.join(here, d, TEXTPROTO)) for d in _module_dirs(here)]
-    )
+    by_number: dict[str, list[tuple[str, str]]] = {}
+    for d in _module_dirs(here):  # longest first, kept in each number's list
+        number = _MODULE.match(d)
+        assert number is not None  # `_module_dirs` keeps only such names
+        by_number.setdefault(d[: number.end()], []).append(
+            (d + ".", os.path.join(here, d, TEXTPROTO))
+        )
+    return _Directory(None, by_number)
 
 
 def _inside_module_dir(here: str, memos: RunMemos) -> DeviceAssignment | None:
