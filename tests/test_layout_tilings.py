@@ -67,6 +67,36 @@ def test_layouts_sharing_a_tiling_are_the_layouts_made_alone(h, data, split, ext
     assert len(memos.table("layouts.tilings", engine.MAX_TILINGS).data) == 1
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    h=gspmd_leaves(),
+    data=st.data(),
+    split=st.sampled_from(["xla", "chunk", "array-split"]),
+)
+def test_tiles_and_dim_splits_shared_by_layouts_are_those_made_alone(h, data, split):
+    """Layouts of one tiling share its tile order (the picture's tiles come out the same
+    as from a layout made alone), and dims that repeat share their split (read-only)."""
+    from meshdiag.report.grid import TileIndex
+
+    assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
+    memos = RunMemos()
+    dims = st.sampled_from([0, 1, 2, 5, 8, 13])  # few sizes: the splits repeat
+    orders = set()
+    for _ in range(4):
+        shape = tuple(data.draw(dims) for _ in range(h.data_rank))
+        got = layout(h, shape, split=split, memos=memos, keep=False)
+        alone = layout(h, shape, split=split)
+        assert same(got, alone)
+        assert list(TileIndex(got)) == list(TileIndex(alone))
+        assert [TileIndex(got).get(t.index) for t in TileIndex(alone)] == list(TileIndex(alone))
+        orders.add(id(got.tile_order()))
+    assert len(orders) == 1
+    kept = memos.table("layouts.splits", engine.MAX_SPLITS).data
+    assert len(kept) >= (h.data_rank > 0)
+    for s in kept.values():
+        assert not any(a.flags.writeable for a in (s.starts, s.stops, s.present, s.buffers))
+
+
 def test_a_wrong_rank_fails_the_same_with_a_tiling_kept():
     from meshdiag.notation.gspmd import parse_gspmd
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
-from meshdiag.model.splits import check_rule, split_dim
+from meshdiag.model.splits import DimSplit, check_rule, split_dim
 from meshdiag.notation.detect import parse_sharding
 
 if TYPE_CHECKING:
@@ -96,10 +96,24 @@ class Layout:
     manual: bool = False
     #: human notes about the semantics (manual/unknown/unreduced), for renderers
     notes: tuple[str, ...] = ()
+    #: what the layout shares with every layout of its tiled sharding whatever the dims
+    #: (None for untiled kinds)
+    tiling: _Tiling | None = field(default=None, repr=False)
 
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+    def tile_order(self) -> TileOrder:
+        """The devices holding tiles, by tile: worked out once per tiling (it depends on
+        the tile assignment alone), once per layout without one."""
+        t = self.tiling
+        if t is None or not self.rank:  # (a scalar's members are the present devices)
+            return TileOrder.of(self)
+        order = t.derived.get("order")
+        if order is None:
+            order = t.derived["order"] = TileOrder.of(self)
+        return order
 
     @property
     def shard_shapes(self) -> np.ndarray:
@@ -237,6 +251,62 @@ class Layout:
         }
 
 
+class TileOrder:
+    """The devices of a layout that hold a tile (the sharding's devices; a scalar's present
+    ones), sorted by tile in row-major order, devices ascending within a tile: `devs`, and
+    for the k-th tile holding devices its run `devs[first[k]:end[k]]` and its row-major
+    number `lin[k]`. Read-only arrays; as lists (`lists`) and by tile number (`position`)
+    when first asked, for pictures of a few tiles."""
+
+    __slots__ = ("devs", "first", "end", "lin", "_lists", "_position")
+
+    def __init__(self, devs: np.ndarray, first: np.ndarray, end: np.ndarray, lin: np.ndarray):
+        self.devs, self.first, self.end, self.lin = devs, first, end, lin
+        self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+        self._position: dict[int, int] | None = None
+
+    @classmethod
+    def of(cls, lay: Layout) -> TileOrder:
+        import numpy as np
+
+        member = lay.tile_index[:, 0] >= 0 if lay.rank else lay.present
+        devs = np.nonzero(member)[0]
+        if lay.rank:
+            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+        else:
+            lin = np.zeros(len(devs), dtype=np.int64)
+        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+            devs, lin = devs[order], lin[order]
+        cuts = np.flatnonzero(np.diff(lin)) + 1
+        first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
+        end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
+        out = cls(devs, first, end, lin[first])
+        for a in (out.devs, out.first, out.end, out.lin):
+            a.flags.writeable = False
+        return out
+
+    def __len__(self) -> int:
+        return len(self.lin)
+
+    def lists(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """(devs, first, end, lin) as lists."""
+        if self._lists is None:
+            self._lists = (
+                self.devs.tolist(),
+                self.first.tolist(),
+                self.end.tolist(),
+                self.lin.tolist(),
+            )
+        return self._lists
+
+    def position(self) -> dict[int, int]:
+        """Tile number → k."""
+        if self._position is None:
+            self._position = {t: k for k, t in enumerate(self.lists()[3])}
+        return self._position
+
+
 # -- the engine ----------------------------------------------------------------------------
 
 
@@ -276,14 +346,13 @@ def layout(
         num_devices = check_device_count(int(num_devices), "layout")
     if memos is None:
         return _compute(sharding, shape, split, num_devices)
-    tilings = memos.table("layouts.tilings", MAX_TILINGS)
     if not keep:
-        return _compute(sharding, shape, split, num_devices, tilings)
+        return _compute(sharding, shape, split, num_devices, memos)
     known = memos.slot("layouts.engine", lambda: LayoutMemo(max_devices=1 << 20))
     key = (sharding, shape, split, num_devices)
     hit = known.get(key)
     if hit is None:
-        hit = _compute(sharding, shape, split, num_devices, tilings)
+        hit = _compute(sharding, shape, split, num_devices, memos)
         known.put(key, hit)
     return hit
 
@@ -293,6 +362,9 @@ def layout(
 #: module, mostly of a few devices)
 MAX_TILINGS = 256
 MAX_TILING_DEVICES = 1024
+#: dim splits a run keeps, of at most so many shards (4 arrays: 2 KB each, 8 MB in all)
+MAX_SPLITS = 4096
+MAX_SPLIT_SHARDS = 64
 
 
 class LayoutMemo:
@@ -353,7 +425,7 @@ def _compute(
     shape: tuple[int, ...],
     split: str,
     num_devices: int | None,
-    tilings: Table | None = None,
+    memos: RunMemos | None = None,
 ) -> Layout:
     kind = sharding.kind
     if kind == "tuple":
@@ -361,7 +433,7 @@ def _compute(
             f"a tuple sharding has {len(sharding.elements)} elements; lay out one element"
         )
     if kind == "tiled":
-        return _tiled(sharding, shape, split, num_devices, tilings)
+        return _tiled(sharding, shape, split, num_devices, memos)
     if kind == "maximal":
         dev = sharding.device if sharding.device is not None else 0
         n = num_devices if num_devices is not None else dev + 1
@@ -441,6 +513,8 @@ class _Tiling:
     partial: bool
     manual: bool
     notes: tuple[str, ...]
+    #: what renderers work out from these alone, once (`Layout.tile_order`)
+    derived: dict = field(default_factory=dict)
 
 
 def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
@@ -521,12 +595,16 @@ def _tiled(
     shape: tuple[int, ...],
     split: str,
     num_devices: int | None,
-    tilings: Table | None = None,
+    memos: RunMemos | None = None,
 ) -> Layout:
     import numpy as np
 
     rank = len(shape)
     key = (sharding, rank, num_devices)
+    tilings = splits = None
+    if memos is not None:
+        tilings = memos.table("layouts.tilings", MAX_TILINGS)
+        splits = memos.table("layouts.splits", MAX_SPLITS)
     t = tilings.get(key) if tilings is not None else None
     if t is None:
         t = _tiling(sharding, rank, num_devices)
@@ -543,7 +621,7 @@ def _tiled(
     buffers = np.zeros((n, rank), dtype=np.int64)
     dim_present = None
     for d in range(rank):  # per dim (rank ≤ 64), vectorised over devices
-        s = split_dim(shape[d], tile.dims[d], split, dim=d)
+        s = _split(shape[d], tile.dims[d], split, d, splits)
         idx = coords[d]
         starts[arr, d] = s.starts[idx]
         stops[arr, d] = s.stops[idx]
@@ -578,8 +656,24 @@ def _tiled(
             partial=t.partial,
             manual=t.manual,
             notes=t.notes,
+            tiling=t,
         )
     )
+
+
+def _split(n: int, k: int, rule: str, dim: int, splits: Table | None) -> DimSplit:
+    """`split_dim`, remembered in `splits` (a run's dims repeat across shapes that do not:
+    16 us of a 48 us layout of two dims) for splits of at most MAX_SPLIT_SHARDS shards."""
+    if splits is None or k > MAX_SPLIT_SHARDS:
+        return split_dim(n, k, rule, dim=dim)
+    key = (n, k, rule)
+    s = splits.get(key)
+    if s is None:
+        s = split_dim(n, k, rule, dim=dim)
+        for a in (s.starts, s.stops, s.present, s.buffers):
+            a.flags.writeable = False
+        splits.put(key, s)
+    return s
 
 
 def _dense_groups(key: np.ndarray) -> np.ndarray:

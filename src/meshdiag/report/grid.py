@@ -85,25 +85,8 @@ class TileIndex:
     """
 
     def __init__(self, lay: Layout):
-        import numpy as np
-
         self.layout = lay
-        rank = lay.rank
-        member = lay.tile_index[:, 0] >= 0 if rank else lay.present
-        devs = np.nonzero(member)[0]
-        if rank:
-            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
-        else:
-            lin = np.zeros(len(devs), dtype=np.int64)
-        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
-            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
-            devs, lin = devs[order], lin[order]
-        self._devs = devs
-        cuts = np.flatnonzero(np.diff(lin)) + 1
-        self._first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
-        self._end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
-        self._lin = lin[self._first]
-        self._pos: dict[int, int] | None = None  # tile → its k, for `get` on few tiles
+        self._order = lay.tile_order()
         self._rows: tuple[list, ...] | None = None  # the arrays as lists, for `nth` on few
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
@@ -111,7 +94,7 @@ class TileIndex:
         self._full = tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True))
 
     def __len__(self) -> int:
-        return len(self._lin)
+        return len(self._order)
 
     def __iter__(self):
         return (self.nth(k) for k in range(len(self)))
@@ -131,10 +114,11 @@ class TileIndex:
             held = present[d0]
             start, stop, buffer_row = starts[d0], stops[d0], buffers[d0]
         else:
-            members = self._devs[int(self._first[k]) : int(self._end[k])]
+            o = self._order
+            members = o.devs[int(o.first[k]) : int(o.end[k])]
             group = tuple(members.tolist())
             d0 = group[0]
-            lin0 = int(self._lin[k])
+            lin0 = int(o.lin[k])
             index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
             held = bool(lay.present[d0])
             start, stop = lay.starts[d0].tolist(), lay.stops[d0].tolist()
@@ -157,10 +141,7 @@ class TileIndex:
     def _as_lists(self) -> tuple[list, ...]:
         lay = self.layout
         return (
-            self._devs.tolist(),
-            self._first.tolist(),
-            self._end.tolist(),
-            self._lin.tolist(),
+            *self._order.lists(),
             lay.tile_index.tolist(),
             lay.present.tolist(),
             lay.starts.tolist(),
@@ -176,14 +157,12 @@ class TileIndex:
         lin = 0
         for i, n in zip(index, self.layout.tiles, strict=True):  # row-major
             lin = lin * n + i
-        if len(self._lin) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
-            pos = self._pos
-            if pos is None:
-                pos = self._pos = {t: k for k, t in enumerate(self._lin.tolist())}
-            k = pos.get(lin)
+        order = self._order
+        if len(order) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
+            k = order.position().get(lin)
             return None if k is None else self.nth(k)
-        k = int(np.searchsorted(self._lin, lin))
-        if k < len(self._lin) and int(self._lin[k]) == lin:
+        k = int(np.searchsorted(order.lin, lin))
+        if k < len(order) and int(order.lin[k]) == lin:
             return self.nth(k)
         return None
 
