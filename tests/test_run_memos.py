@@ -61,6 +61,33 @@ def test_repeated_modules_come_from_the_run_memos():
     assert len(memos.content("inspect.clean")) == 1
 
 
+def test_a_picture_drawn_before_in_the_run_is_not_laid_out_again(monkeypatch):
+    """A module whose pictures the run drew before asks for no layout (the text writer
+    has their renderings); with its renderings gone, its pictures lay out as they would
+    have: the same text."""
+    report = scan_file("d.mlir", io.BytesIO(dump(3)))
+    laid = []
+    real = module_summary.value_layout
+
+    def counted(*args):
+        laid.append(args[0].name)
+        return real(*args)
+
+    monkeypatch.setattr(module_summary, "value_layout", counted)
+    console, memos = _console(), RunMemos()
+    item = Inspected(report, [])
+    text = file_text.render_file(
+        item, summarise_file(report, mesh=None, split="xla", memos=memos), console, memos
+    )
+    assert laid and len(laid) < 3 * len(set(laid))  # the first module's pictures only
+    first = list(laid)
+    summary = summarise_file(report, mesh=None, split="xla", memos=memos)
+    assert laid == first  # every picture known: none laid out
+    memos.table("file_text.rendered", 4096).data.clear()
+    assert file_text.render_file(item, summary, console, memos) == text
+    assert len(laid) > len(first)  # laid out when drawn
+
+
 def test_no_module_level_caches():
     """Nothing in these modules remembers across runs: no dict, memo or lru_cache at module
     level (constants are tuples, strings and numbers)."""

@@ -18,7 +18,7 @@ from meshdiag.report.grid import LEGEND, LayoutPicture
 if TYPE_CHECKING:
     from meshdiag.ir.model import MeshDecl
     from meshdiag.pipeline.inspect import Inspected
-    from meshdiag.pipeline.module_summary import ModuleSummary
+    from meshdiag.pipeline.module_summary import ModuleSummary, Picture
 
 MAX_GRID = 64  # mesh grids larger than this are summarised in one line
 
@@ -74,15 +74,12 @@ def module_lines(s: ModuleSummary) -> Iterator:
             yield Line((f"  ×{row.count} ", "bold"), (row.text, "green"), f"  {where}{more}")
         pic = row.picture
         if pic is not None:
-            yield Cached(
-                ("picture", *pic.key),
-                LayoutPicture,
-                pic.layout,
-                pic.title,
-                max_cells=32,
-                compact=True,
-                legend=False,
-            )
+            # the layout is asked for only when the picture was not drawn before
+            yield Cached(("picture", *pic.key), _summary_picture, pic)
+
+
+def _summary_picture(pic: Picture) -> LayoutPicture:
+    return LayoutPicture(pic.layout, pic.title, max_cells=32, compact=True, legend=False)
 
 
 class Line:
