@@ -36,6 +36,7 @@ def general(monkeypatch, body: str):
 def refuse(mp) -> None:
     mp.setattr(fields, "constraint_fields", lambda *a: None)
     mp.setattr(fields, "entry_fields", lambda *a: None)
+    mp.setattr(fields, "op_fields", lambda *a: None)
     # no prototype either: no value is made from one (test_plain_values.py)
     mp.setattr(ScanCache, "keep_proto", lambda *a: None)
 
@@ -43,7 +44,7 @@ def refuse(mp) -> None:
 def used(monkeypatch, body: str) -> int:
     """How many values the field readers read themselves."""
     count = 0
-    real_c, real_s = fields.add_constraint, fields.signature_entry
+    real_c, real_s, real_o = fields.add_constraint, fields.signature_entry, fields.op_line
 
     def c(*a):  # every constraint line read by its fields ends here, whichever way it came
         nonlocal count
@@ -56,9 +57,16 @@ def used(monkeypatch, body: str) -> int:
         count += ok
         return ok
 
+    def o(*a):
+        nonlocal count
+        ok = real_o(*a)
+        count += ok
+        return ok
+
     with monkeypatch.context() as mp:
         mp.setattr(fields, "add_constraint", c)
         mp.setattr(fields, "signature_entry", s)
+        mp.setattr(fields, "op_line", o)
         scanned(body)
     return count
 
@@ -84,6 +92,29 @@ FAST = [
     '  func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
     ' loc("x"), %arg1: tensor<8xi32> {sdy.sharding = #sdy.sharding<@other, [{"x"}]>} loc(#loc)'
     ") -> tensor<8xi32> {",
+    # op lines as Shardy's propagation and XLA's export print them
+    "    %2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] {sdy.sharding = "
+    '#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>, sdy.sharding_rule = #sdy.op_sharding_rule'
+    "<([i, k], [k, j])->([i, j]) {i=16, j=8, k=4} reduction={k}>} : (tensor<16x4xf32>, "
+    "tensor<4x8xf32>) -> tensor<16x8xf32>",
+    '    %3 = stablehlo.tanh %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} '
+    ": tensor<16x8xf32>",
+    '    %3 = "stablehlo.tanh"(%2) {sdy.sharding = #sdy.sharding_per_value<[<@other, [{}, {}]>]>}'
+    " : (tensor<16x8xf32>) -> tensor<16x8xf32> loc(#loc7)",
+    "    %11 = stablehlo.reduce(%9 init: %10) applies stablehlo.maximum across dimensions = [1] "
+    '{mhlo.sharding = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"} : (tensor<16x8xf32>, '
+    "tensor<f32>) -> tensor<16xf32>",
+    "    %4 = stablehlo.transpose %3, dims = [1, 0] {result_layout = dense<[0, 1]> : tensor<2xindex>"
+    ', sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>, xla_shape = "f32[8,16]{0,1}"}'
+    " : (tensor<16x8xf32>) -> tensor<8x16xf32>",
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{replicated}"} : tensor<8x16xbf16>',
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{maximal device=3}"} : tensor<i32>  ',
+    # errors the parsers report: read by the field reader, reported the same
+    '    %3 = stablehlo.tanh %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"q"}, {}]>]>} '
+    ": tensor<16x8xf32>",
+    "    %3 = stablehlo.tanh %2 {sdy.sharding = #sdy.sharding_per_value<[<@gone, [{}, {}]>]>} "
+    ": tensor<16x8xf32>",
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{devices=[3,1]<=[8]}"} : tensor<8x16xf32>',
 ]
 GENERAL = [
     '    %5:2 = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16x24xf32>',
@@ -107,6 +138,37 @@ GENERAL = [
     ' loc("mhlo.sharding = \\"{replicated}\\"")) -> tensor<16x8xf32> {',
     '  func.func @f(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
     ' loc("a #sdy.sharding<@mesh, [{}]>")) -> tensor<16x8xf32> {',
+    # op lines of other forms: several results or shardings, a tuple sharding, escapes,
+    # more annotations, an op with a reader of its own, types that are not one static tensor
+    '    %3:2 = stablehlo.sort %2, %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>, '
+    '<@mesh, [{"x"}]>]>} : (tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)',
+    '    %3 = stablehlo.tanh %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>, '
+    "<@mesh, [{}]>]>} : tensor<8xf32>",
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{{replicated}, {maximal device=0}}"} : '
+    "tuple<tensor<8xf32>, tensor<i32>>",
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{{replicated}, {replicated}}"} : tensor<8xf32>',
+    '    %5 = stablehlo.add %4, %4 {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_'
+    'per_value<[<@mesh, [{\\22x\\22}]>]>"}, mhlo.sharding = "{devices=[2,4]<=[8] last_tile_dim_'
+    'replicate}"} : tensor<8xf32>',
+    '    %5 = stablehlo.add %4, %4 {mhlo.sharding = "{devices=[2,4]<=[8] last_tile_dim_\\72eplicate}"}'
+    " : tensor<8x4xf32>",
+    '    %5 = stablehlo.custom_call @Sharding(%4) {mhlo.sharding = "{replicated}"} : '
+    "(tensor<8xf32>) -> tensor<8xf32>",
+    '    %5 = stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} :'
+    " tensor<?xf32>",
+    '    %5 = stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} :'
+    " (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)",
+    '    %5 = stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<mesh<["a"=2]>, [{"a"}]>]>}'
+    " : tensor<8xf32>",
+    '    %5 = stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>, '
+    "a = #sdy.sharding<@mesh, [{}]>} : tensor<8xf32>",
+    '    %5 = stablehlo.add %4, %4 {s = "#sdy.sharding_per_value<[<@mesh, [{}]>]>"} : tensor<8xf32>',
+    '    %5 = stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} :'
+    ' tensor<8xf32> loc("a #sdy.sharding<@mesh, [{}]>")',
+    '    %5 = "x.reshard"(%4) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} :'
+    " tensor<8xf32>",
+    '    stablehlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} :'
+    " tensor<8xf32>",
 ]
 
 
@@ -160,12 +222,43 @@ def test_generated_constraints_read_like_the_general_reader(dims, axes, dtype, o
     assert fast == slow
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    dims=st.lists(st.integers(1, 64), min_size=0, max_size=3),
+    axes=st.lists(AXES, min_size=0, max_size=3),
+    dtype=st.sampled_from(["f32", "bf16", "i1", "index"]),
+    mesh=st.sampled_from(["mesh", "other", "gone"]),
+    gspmd=st.sampled_from(
+        [None, "{replicated}", "{devices=[2,4]<=[8] last_tile_dim_replicate}", "{devices=[3]<=[3]}"]
+    ),
+    tail=st.sampled_from(
+        ["", " loc(#loc2)", ", sdy.sharding_rule = #sdy.op_sharding_rule<([])->([])>"]
+    ),
+)
+def test_generated_op_lines_read_like_the_general_reader(dims, axes, dtype, mesh, gspmd, tail):
+    ty = "x".join([*map(str, dims), dtype])
+    spec = ", ".join("{" + a + "}" for a in axes)
+    if gspmd is None:
+        attr = f"sdy.sharding = #sdy.sharding_per_value<[<@{mesh}, [{spec}]>]>"
+    else:
+        attr = f'mhlo.sharding = "{gspmd}"'
+    loc = tail if tail.startswith(" loc") else ""
+    attrs = attr + ("" if loc else tail)
+    line = f"    %v = stablehlo.abs %w {{{attrs}}} : (tensor<{ty}>) -> tensor<{ty}>{loc}"
+    fast = scanned(line)
+    with pytest.MonkeyPatch.context() as mp:
+        refuse(mp)
+        slow = scanned(line)
+    assert fast == slow
+
+
 # --- the native fields against their Python twins ----------------------------------------
 
 native_constraint = fields.native("constraint_fields")
 native_entry = fields.native("entry_fields")
+native_op = fields.native("op_fields")
 needs_native = pytest.mark.skipif(
-    native_constraint is None or native_entry is None,
+    native_constraint is None or native_entry is None or native_op is None,
     reason="MESHDIAG_PURE_PYTHON is set: there is no native reader to compare",
 )
 
@@ -222,6 +315,33 @@ PIECES = [
     '"',
     "?x",
     "é",
+    # op lines'
+    "stablehlo.add",
+    '"stablehlo.add"',
+    "x.reshard",
+    " %4, %4 ",
+    "(%9 init: %10)",
+    " {",
+    "sdy.sharding = ",
+    "#sdy.sharding_per_value<[",
+    '#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>',
+    "]>",
+    ", ",
+    "sdy.sharding_rule = #sdy.op_sharding_rule<([i])->([i]) {i=8}>",
+    'mhlo.sharding = "',
+    '{devices=[2,4]<=[8] last_tile_dim_replicate}"',
+    "\\22",
+    "xla.sdy.sharding",
+    " : (tensor<8xf32>) -> ",
+    " -> ",
+    "(",
+    ")",
+    "tensor<8x4xf32>",
+    " attributes ",
+    "custom_call",
+    ": error:",
+    "out_sharding=<",
+    "sharding=<",
     ",",
     " loc(",
     " loc(#loc3)",
@@ -237,6 +357,17 @@ PIECES = [
 def plain_constraint(dims: list[int], dtype: str, op: str) -> str:
     ty = "".join(f"{d}x" for d in dims) + dtype
     return f'    %v.1 = sdy.{op} %w#2 <@mesh, [{{"x"}}, {{}}]> : tensor<{ty}>'
+
+
+def plain_op(dims: list[int], dtype: str, gspmd: bool = False) -> str:
+    ty = "".join(f"{d}x" for d in dims) + dtype
+    if gspmd:
+        return f'    %2 = stablehlo.add %1, %1 {{mhlo.sharding = "{{replicated}}"}} : tensor<{ty}>'
+    return (
+        "    %2 = stablehlo.dot_general %0, %1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        '[{"x"}, {}]>]>, sdy.sharding_rule = #sdy.op_sharding_rule<([i, k])->([i]) {i=8}>} : '
+        f"(tensor<8xf32>, tensor<8xf32>) -> tensor<{ty}>"
+    )
 
 
 def plain_entry(dims: list[int], dtype: str) -> str:
@@ -260,7 +391,13 @@ def edited(line: str, edits: list[tuple[float, int, str]]) -> str:
 @settings(max_examples=500, deadline=None)
 @given(
     base=st.sampled_from(
-        ["", plain_constraint([16, 24], "f32", "reshard"), plain_entry([8], "bf16")]
+        [
+            "",
+            plain_constraint([16, 24], "f32", "reshard"),
+            plain_entry([8], "bf16"),
+            plain_op([16, 8], "f32"),
+            plain_op([4], "bf16", gspmd=True),
+        ]
     ),
     parts=st.lists(st.sampled_from(PIECES), max_size=14),
     edits=EDITS,
@@ -271,6 +408,7 @@ def test_native_fields_match_their_twins_on_edited_lines(base, parts, edits, cut
     line = edited(base or "".join(parts), edits)
     if line.isascii():
         assert native_constraint(line) == fields.constraint_fields_py(line)
+        assert native_op(line) == fields.op_fields_py(line)
         n = len(line)
         for start, end in ((0, n), (max(cut, 0), n - grow), (cut, n + grow)):
             assert native_entry(line, start, end) == fields.entry_fields_py(line, start, end)
@@ -291,6 +429,12 @@ def test_native_fields_read_plain_lines_like_their_twins(dims, dtype, op, pad):
     assert got == fields.constraint_fields_py(line)
     if pad.strip() == "":
         assert got is not None and got[4] == tuple(dims) and got[5] == dtype
+    for gspmd in (False, True):
+        line = plain_op(dims, dtype, gspmd) + pad
+        got = native_op(line)
+        assert got == fields.op_fields_py(line)
+        if pad.strip() == "":
+            assert got is not None and got[4] == tuple(dims) and got[5] == dtype
     entry = f"  func.func @main({plain_entry(dims, dtype)}{pad}) -> f32"
     start = entry.index("%")
     end = entry.index(")", start)

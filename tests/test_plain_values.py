@@ -41,6 +41,14 @@ SHARDINGS = [
     '[{"a: error: b"}, {}]',
 ]
 MESHES = ['"x"=2, "y"=4', '"x"=4, "y"=2', '"x"=8']
+#: GSPMD shardings an op line may carry: one that does not parse, a tuple (two values)
+GSPMD = [
+    "{replicated}",
+    "{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+    "{devices=[4,2]<=[2,4]T(1,0)}",
+    "{devices=[3,1]<=[8]}",
+    "{{replicated}, {replicated}}",
+]
 #: what MLIR prints after an op or argument with debug info: plain, then other forms
 LOCS = [
     "",
@@ -71,13 +79,26 @@ def _module(k: int, rng: random.Random) -> str:
         )
     body = []
     for i in range(rng.randrange(1, 30)):
-        op = rng.choice(["sharding_constraint"] * 4 + ["reshard"])
+        op = rng.choice(["sharding_constraint"] * 4 + ["reshard", "op", "op", "gspmd"])
         ref = rng.choice(["mesh"] * 6 + ["other"])
         tail = rng.choice([""] * 6 + [" {x = 1}", *LOCS])
-        body.append(
-            f"    %{i + 1} = sdy.{op} %{i} <@{ref}, {rng.choice(SHARDINGS)}> "
-            f": tensor<{k + 2}x{i + 3}xbf16>{tail}\n"
-        )
+        ty = f"tensor<{k + 2}x{i + 3}xbf16>"
+        if op == "op":  # an op's sharding as Shardy's propagation prints it
+            rule = rng.choice(["", ", sdy.sharding_rule = #sdy.op_sharding_rule<([i])->([i])>"])
+            body.append(
+                f"    %{i + 1} = stablehlo.tanh %{i} {{sdy.sharding = #sdy.sharding_per_value"
+                f"<[<@{ref}, {rng.choice(SHARDINGS)}>]>{rule}}} : ({ty}) -> {ty}"
+                f"{'' if tail.startswith(' {') else tail}\n"
+            )
+        elif op == "gspmd":  # and as XLA's export prints it
+            body.append(
+                f"    %{i + 1} = stablehlo.tanh %{i} {{mhlo.sharding = "
+                f'"{rng.choice(GSPMD)}"}} : {ty}{tail if tail.startswith(" loc") else ""}\n'
+            )
+        else:
+            body.append(
+                f"    %{i + 1} = sdy.{op} %{i} <@{ref}, {rng.choice(SHARDINGS)}> : {ty}{tail}\n"
+            )
     return (
         f"module @m{k} attributes {{mhlo.num_partitions = 8 : i32}} {{\n"
         f"  sdy.mesh @mesh = <[{mesh}]>\n"
@@ -184,6 +205,10 @@ LINES = [
     "    %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32>\r",
     "    %{i} = stablehlo.add %{j}, %{j} {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, {s}>]>}}"
     " : tensor<{d}xf32>",
+    "    %{i} = stablehlo.add %{j}, %{j} {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, {s}>]>}}"
+    " : (tensor<{d}xf32>, tensor<{d}xf32>) -> tensor<{d}xf32> loc(#loc)",
+    '    %{i} = stablehlo.add %{j}, %{j} {{mhlo.sharding = "{g}"}} : tensor<{d}xf32>',
+    '    %{i}:2 = stablehlo.add %{j}, %{j} {{mhlo.sharding = "{g}"}} : tensor<{d}xf32>',
     "    %{i} = sdy.sharding_constraint %{j} <@mesh, {s}> : tensor<{d}xf32> // café",
     "    %{i} = stablehlo.tanh %{j} : tensor<{d}xf32>",
     '  sdy.mesh @mesh = <["x"=2, "y"=4]>',
@@ -197,9 +222,11 @@ def blocks(draw):
     for i in range(draw(st.integers(0, 60))):
         s = rng.choice(SHARDINGS)
         d = "x".join(str(rng.randrange(1, 40)) for _ in range(rng.randrange(0, 3)))
-        out.append(rng.choice(LINES).format(i=i, j=max(i - 1, 0), s=s, d=d or "1"))
+        g = rng.choice(GSPMD)
+        out.append(rng.choice(LINES).format(i=i, j=max(i - 1, 0), s=s, d=d or "1", g=g))
     buf = ("\n".join(out) + "\n").encode()
     texts = [f"<@mesh, {s}>" for s in SHARDINGS]
+    texts += [f"#sdy.sharding_per_value<[<@mesh, {s}>]>" for s in SHARDINGS] + GSPMD
     protos = {t: _proto(t) for t in texts if rng.random() < 0.6}
     known = {}
     for line in buf.split(b"\n")[: draw(st.integers(0, 5))]:
@@ -309,8 +336,13 @@ def test_native_readers_leak_no_references():
 
     text = '<@mesh, [{"x"}, {}]>'
     proto = _proto(text)
-    protos = {text: proto}
-    buf = (f"    %1 = sdy.sharding_constraint %0 {text} : tensor<8x8xf32>\n" * 50).encode()
+    per_value = f"#sdy.sharding_per_value<[{text}]>"
+    protos = {text: proto, per_value: proto, "{replicated}": proto}
+    buf = (
+        f"    %1 = sdy.sharding_constraint %0 {text} : tensor<8x8xf32>\n" * 30
+        + f"    %2 = stablehlo.tanh %1 {{sdy.sharding = {per_value}}} : tensor<8x8xf32>\n" * 10
+        + '    %3 = stablehlo.tanh %2 {mhlo.sharding = "{replicated}"} : tensor<8x8xf32>\n' * 10
+    ).encode()
     entry = f"%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, {SHARDINGS[0]}>}}"
     line = "  func.func @f(" + ", ".join([entry] * 20) + ") {"
     from meshdiag.ir.text import split_top
@@ -350,7 +382,9 @@ def test_native_readers_leak_no_references():
 @given(
     parts=st.lists(
         st.one_of(
-            st.sampled_from([line.format(i=1, j=0, s=SHARDINGS[0], d="4x4") for line in LINES]),
+            st.sampled_from(
+                [line.format(i=1, j=0, s=SHARDINGS[0], d="4x4", g=GSPMD[1]) for line in LINES]
+            ),
             st.sampled_from(["\n", " loc(#l)", ' loc("a":1:2)', "<@mesh, [{}]>", "é", "\0"]),
             st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
         ),
@@ -362,7 +396,12 @@ def test_the_native_walker_takes_any_bytes_like_its_twin(parts, budget):
     """Arbitrary bytes among the lines (non-ASCII, NUL, unfinished forms): the native walker
     neither crashes nor reads a line its twin would not."""
     buf = "".join(parts).encode("utf-8", "surrogateescape") + b"\n"
-    protos = {f"<@mesh, {s}>": _proto(f"<@mesh, {s}>") for s in SHARDINGS}
+    texts = (
+        [f"<@mesh, {s}>" for s in SHARDINGS]
+        + [f"#sdy.sharding_per_value<[<@mesh, {s}>]>" for s in SHARDINGS]
+        + GSPMD
+    )
+    protos = {t: _proto(t) for t in texts}
     got = _walk(_fastscan.scan_plain, buf, protos, {}, budget, 1)
     assert got == _walk(lines.scan_plain_py, buf, protos, {}, budget, 1)
 

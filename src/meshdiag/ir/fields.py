@@ -12,18 +12,22 @@ and tests/test_ir_fields.py compare them).
   (and `sdy.reshard`), the line JAX prints for every `with_sharding_constraint`.
 - `signature_entry`: `%arg3: tensor<24x32xf32> {sdy.sharding = #sdy.sharding<@mesh, ...>}`,
   one entry of a `func.func` signature (a big program's entry function has thousands).
+- `op_line`: an op whose one annotation is `sdy.sharding = #sdy.sharding_per_value<[<@mesh,
+  ...>]>` (every op after Shardy's propagation) or `mhlo.sharding = "{...}"` (XLA's export),
+  with one static result type: `%3 = stablehlo.tanh %2 {sdy.sharding = ...} : tensor<8xf32>`.
+  Not one regex: the steps `mlir._op` takes for it, each as it takes them.
 
 Once a sharding text has given a plain value this way, its Value is kept as the prototype of
 that text (`ScanCache.keep_proto`), and later plain values with it are copies of it with
 their own name, line, column, shape, element type and role (`model.from_proto`): a streamed
-file's constraint lines are made so by the candidate walker itself (`lines.scan_plain`),
-a signature's entries by `entry_values`, both in C when built (`fast/_values.c`), without a
-Python step per value.
+file's constraint and op lines are made so by the candidate walker itself
+(`lines.scan_plain`), a signature's entries by `entry_values`, both in C when built
+(`fast/_values.c`), without a Python step per value.
 
-The fields themselves come from `constraint_fields` and `entry_fields`: native
+The fields themselves come from `constraint_fields`, `entry_fields` and `op_fields`: native
 (`fast/_fields.c`, one pass in C) when the extension is built, else their Python twins
-`constraint_fields_py` and `entry_fields_py` (tests/test_ir_fields.py holds each pair to the
-same answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes,
+`constraint_fields_py`, `entry_fields_py` and `op_fields_py` (tests/test_ir_fields.py holds
+each pair to the same answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes,
 1.53 s with the native fields.
 """
 
@@ -31,10 +35,18 @@ from __future__ import annotations
 
 import re
 
+from meshdiag.ir import annot
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value, from_proto
-from meshdiag.ir.text import match_end
+from meshdiag.ir.text import (
+    OP_NAME,
+    RESULT,
+    annotations_in,
+    match_end,
+    op_result_types,
+    string_end,
+)
 
 #: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
 #: given inline goes to the general reader), the one static result type (its dims and
@@ -52,6 +64,27 @@ _ENTRY = re.compile(
     r"\s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)> "
     r"\{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}" + _LOC + r"\s*"
 )
+
+
+#: an op line holding one of these goes to the general reader: what `mlir.handle` reads
+#: before an op (a mesh op, a function, a diagnostic), ops with readers of their own
+#: (constraints, custom calls, manual and named computations), result types cut short
+#: (` attributes `)
+_NOT_PLAIN_OP = (
+    "sdy.mesh @",
+    "func.func",
+    ": error:",
+    ": warning:",
+    "computation",
+    "custom_call",
+    "sdy.sharding_constraint ",
+    "sdy.reshard ",
+    " attributes ",
+)
+#: a plain op's annotation: one sharding whose mesh is named, nothing nested in it
+_PER_VALUE = re.compile(r"#sdy\.sharding_per_value<\[<@[^<>]*>\]>")
+#: a plain op's one result type, static
+_RESULT_TYPE = re.compile(r"tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>")
 
 
 def constraint(b: Builder, line: str, lineno: int) -> bool:
@@ -72,6 +105,33 @@ def add_constraint(b: Builder, line: str, lineno: int, f: tuple) -> None:
     kind, op = _role(op)
     v = b.value(name, lineno, start + 1, text, "sdy", p, kind=kind, op=op, shape=shape, dtype=dtype)
     _keep_proto(b, text, p.error, v, shape)
+
+
+def op_line(b: Builder, line: str, lineno: int) -> bool:
+    """A plain op line (`op_fields`), read whole; False (nothing done) for any other line
+    and for one whose sharding does not parse into one value (the general reader says
+    why)."""
+    f = op_fields(line)
+    if f is None:
+        return False
+    name, opname, start, stop, shape, dtype = f
+    text = line[start:stop]
+    if text.startswith("#sdy"):
+        items, err, _ = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
+        if err is not None or len(items) != 1:
+            return False
+        notation = "sdy"
+    else:  # `mhlo.sharding = "..."`: a GSPMD sharding (one, not a tuple)
+        items = b.cache.hlo(text)
+        if len(items) != 1:
+            return False
+        notation = "gspmd"
+    p = items[0]
+    v = b.value(
+        name, lineno, start + 1, text, notation, p, kind="op", op=opname, shape=shape, dtype=dtype
+    )
+    _keep_proto(b, text, p.error, v, shape)
+    return True
 
 
 def _role(op: str) -> tuple[str, str]:
@@ -144,21 +204,27 @@ def entry_values_py(
     return k
 
 
-def constraint_value_py(line: str, lineno: int, protos: dict[str, Value]) -> Value | None:
-    """The value of a plain constraint line made from its sharding's prototype in `protos`,
-    or None: another line, no prototype, or a line `mlir.handle` must see first (one
-    naming a mesh op or a function). The reference for `_values.c`'s, which the walker
-    calls (`lines.scan_plain`)."""
+def plain_value_py(line: str, lineno: int, protos: dict[str, Value]) -> Value | None:
+    """The value of a plain constraint or op line made from its sharding's prototype in
+    `protos`, or None: another line, no prototype, or a line `mlir.handle` must see first
+    (one naming a mesh op or a function). The reference for `_values.c`'s, which the
+    walker calls (`lines.scan_plain`)."""
     if not line.isascii() or "sdy.mesh @" in line or "func.func" in line:
         return None
     f = constraint_fields_py(line)
-    if f is None:
-        return None
-    name, op, start, stop, shape, dtype = f
+    if f is not None:
+        name, op, start, stop, shape, dtype = f
+        kind, op = _role(op)
+    else:
+        f = op_fields_py(line)
+        if f is None:
+            return None
+        name, op, start, stop, shape, dtype = f
+        kind = "op"
     proto = protos.get(line[start:stop])
     if proto is None:
         return None
-    return from_proto(proto, name, lineno, start + 1, shape, dtype, *_role(op))
+    return from_proto(proto, name, lineno, start + 1, shape, dtype, kind, op)
 
 
 # -- the fields: native when built, these Python twins otherwise (and for non-ASCII lines) -
@@ -180,6 +246,14 @@ def entry_fields(
     if _native_entry is not None and line.isascii():
         return _native_entry(line, start, end)
     return entry_fields_py(line, start, end)
+
+
+def op_fields(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
+    """(name, op, sharding start, sharding stop, shape, element type) of a plain op line,
+    or None for any other line."""
+    if _native_op is not None and line.isascii():
+        return _native_op(line)
+    return op_fields_py(line)
 
 
 def constraint_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
@@ -212,11 +286,54 @@ def entry_fields_py(
     return name, a, e, _dims(dims), dtype
 
 
+def op_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
+    """`op_fields` in Python: the reference for the native one. A plain op line is what
+    `mlir._op` reads as one value through the same steps: one result, an op name, exactly
+    one annotation token in the line (`annotations_in`): a one-element per-value sharding
+    (`_PER_VALUE`) or a GSPMD string without escapes (`mhlo.sharding = "{...}"`), and one
+    static result type (`op_result_types`). The span is the sharding's text."""
+    if not line.isascii() or any(w in line for w in _NOT_PLAIN_OP):
+        return None
+    rm = RESULT.match(line)
+    if rm is None or rm.group(2) is not None:
+        return None
+    body = rm.end()
+    om = OP_NAME.match(line, body)
+    if om is None:
+        return None
+    opname = om.group(1) or om.group(2)
+    if opname.endswith(("sharding_constraint", "reshard")):
+        return None
+    tokens = annotations_in(line, body, len(line))
+    if len(tokens) != 1:
+        return None
+    start, tok_end, tok = tokens[0]
+    if tok == "#sdy.sharding_per_value<":
+        if start > body and line[start - 1] == '"':
+            return None  # inside a string attribute: the string is the annotation
+        stop = match_end(line, tok_end - 1)
+        if stop < 0 or _PER_VALUE.fullmatch(line, start, stop) is None:
+            return None
+    elif tok == 'mhlo.sharding = "':  # the string's text, with no escape in it
+        start = tok_end
+        stop = string_end(line, start)
+        if stop < 0 or "\\" in line[start:stop]:
+            return None
+    else:
+        return None
+    types = op_result_types(line, body)
+    tm = _RESULT_TYPE.fullmatch(types[0]) if len(types) == 1 else None
+    if tm is None:
+        return None
+    return rm.group(1), opname, start, stop, _dims(tm.group(1)), tm.group(2)
+
+
 def _dims(dims: str) -> tuple[int, ...]:
     """`16x24x` → (16, 24), as `text.tensor_shape` reads a static tensor type's dims."""
     return tuple(map(int, dims.split("x")[:-1])) if dims else ()
 
 
 _native_constraint = native("constraint_fields")
+_native_op = native("op_fields")
 _native_entry = native("entry_fields")
 _native_entry_values = native("entry_values")

@@ -9,8 +9,8 @@ A candidate line contains `sharding`, `reshard` or one of the words that mark st
 (`words.py`). `scan_known` walks a block's candidates in order, appending the ones a dict
 already knows and stopping at the others; it is native (`_fastscan.c`, one pass over the
 bytes) when built, else `scan_known_py`, its reference, built on `candidate_spans`.
-`scan_plain` (twin `scan_plain_py`) also appends, up to a budget, the plain constraint lines
-whose sharding has a prototype value (`fields.constraint_value_py`).
+`scan_plain` (twin `scan_plain_py`) also appends, up to a budget, the plain constraint and
+op lines whose sharding has a prototype value (`fields.plain_value_py`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import BinaryIO
 from meshdiag import limits
 from meshdiag.ir.fast import native, why_not_native
 from meshdiag.ir.fast.words import FREQUENT, RARE
-from meshdiag.ir.fields import constraint_value_py
+from meshdiag.ir.fields import plain_value_py
 
 BLOCK = 1 << 20
 
@@ -231,8 +231,8 @@ def scan_plain_py(
     protos: dict,
     budget: int,
 ) -> tuple[int, int, int, int, int]:
-    """`scan_known_py`, but a candidate that is not known and is a plain constraint line
-    whose sharding has a prototype in `protos` (`fields.constraint_value_py`) is appended
+    """`scan_known_py`, but a candidate that is not known and is a plain constraint or op
+    line whose sharding has a prototype in `protos` (`fields.plain_value_py`) is appended
     as the value made from it, up to `budget` of them, instead of stopping the walk. The
     result has a fifth item: how many were. The reference for the native `scan_plain`."""
     global _walk
@@ -253,7 +253,7 @@ def scan_plain_py(
         if item is _UNKNOWN:
             if read < budget and protos:
                 # latin-1 decodes any bytes; a line that is not ASCII is refused in there
-                v = constraint_value_py(buf[ls:end].decode("latin-1"), lineno, protos)
+                v = plain_value_py(buf[ls:end].decode("latin-1"), lineno, protos)
                 if v is not None:
                     lines_out.append(lineno)
                     items_out.append(v)

@@ -12,6 +12,9 @@ from meshdiag.ir import annot, fields, linememo
 from meshdiag.ir.builder import Builder, ManualRegion
 from meshdiag.ir.model import Diagnostic, MeshDecl
 from meshdiag.ir.text import (
+    OP_NAME,
+    RESULT,
+    annotations_in,
     match_end,
     op_operands,
     op_result_types,
@@ -29,46 +32,8 @@ SECTION = re.compile(
 MODULE = re.compile(r"^\s*(?:builtin\.)?module(?:\s+@(\"(?:[^\"\\]|\\.)*\"|[\w.$\-]+))?(?=\s|\{|$)")
 DIAG = re.compile(r"^(?:(\S+?):(\d+):(\d+): )?(error|warning|note|remark): (.*)$")
 MESH_OP = re.compile(r"sdy\.mesh @(\"(?:[^\"\\]|\\.)*\"|[\w.$\-]+) = ")
-RESULT = re.compile(r"^\s*(%[\w.$\-]+)(?::(\d+))?\s*=\s*")
 FUNC = re.compile(r"\bfunc\.func\s+(?:(?:public|private|nested)\s+)?@(\"[^\"]*\"|[\w.$\-]+)\s*\(")
 NUM_PARTITIONS = re.compile(r"mhlo\.num_partitions = (\d+)")
-OP_NAME = re.compile(r'(?:"([\w.]+)"|([a-z_][\w]*\.[\w.]+))')
-
-#: where an annotation token's `sharding` is, and what follows it (`annotations_in`)
-_SHARDING_TOKEN = re.compile(r'sharding(?:_per_value<|<| = "|=<)')
-
-
-def _word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def annotations_in(line: str, start: int, end: int) -> list[tuple[int, int, str]]:
-    """`(start, end, text)` of each annotation token in `line[start:end]`, left to right:
-    `#sdy.sharding_per_value<`, `#sdy.sharding<`, `mhlo.sharding = "`,
-    `xla.sdy.sharding = "`, `sharding=<` and `out_sharding=<` (the last four at a word
-    boundary). Found from the literal `sharding` every token contains: one regex with
-    that alternation makes the engine try every position of a long op line (the tests
-    check this against it)."""
-    out = []
-    for m in _SHARDING_TOKEN.finditer(line, start, end):
-        p, e = m.span()
-        suffix = line[p + 8 : e]
-        if suffix in ("<", "_per_value<"):
-            if p - 5 >= start and line.startswith("#sdy.", p - 5):
-                out.append((p - 5, e, line[p - 5 : e]))
-        elif suffix == ' = "':
-            for prefix in ("mhlo.", "xla.sdy."):
-                q = p - len(prefix)
-                if q >= start and line.startswith(prefix, q) and (q == 0 or not _word(line[q - 1])):
-                    out.append((q, e, line[q:e]))
-                    break
-        else:  # `=<`: `sharding=<` or `out_sharding=<`, each at a word boundary
-            q = p - 4
-            if q >= start and line.startswith("out_", q) and (q == 0 or not _word(line[q - 1])):
-                out.append((q, e, line[q:e]))
-            elif p == 0 or not _word(line[p - 1]):
-                out.append((p, e, line[p:e]))
-    return out
 
 
 #: the stripped sharding after the operand of sdy.sharding_constraint / sdy.reshard
@@ -280,6 +245,8 @@ def _op(b: Builder, line: str, lineno: int) -> None:
     if "sdy.sharding_constraint " in line or "sdy.reshard " in line:
         if fields.constraint(b, line, lineno):  # the plain form, read in one match
             return
+    elif fields.op_line(b, line, lineno):  # an op's one plain annotation, read in one pass
+        return
     rm = RESULT.match(line)
     if rm:
         base = rm.group(1)

@@ -6,7 +6,7 @@
 A small file is read whole, a big one in 1 MiB blocks (`lines.py`). In each block the
 scanner (`lines.scan_known`, native) walks the candidate lines and appends the ones already
 read in the same module state to the module's value columns itself (the run's `ScanCache`
-says which), and in a streamed file of new lines the plain constraint lines it would not
+says which), and in a streamed file of new lines the plain constraint and op lines it would not
 learn too, as values copied from their sharding's prototype (`lines.scan_plain`); it
 hands every other candidate to `_line`: module structure and new lines, which are decoded
 and read by the MLIR or HLO handlers (`linememo` learns the lines that only yield values).
@@ -315,7 +315,7 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         else:
             known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
             if sampling is not None and m.dialect == "mlir":
-                # plain constraint lines the line memo would not learn: read by the walker
+                # plain constraint and op lines the line memo would not learn: read by the walker
                 budget = sampling.unlearned()
         before = len(lines_out)
         if budget:

@@ -115,7 +115,7 @@ class ScanCache:
     def protos(self, token: int) -> dict[str, Value]:
         """The prototypes of one mesh state (`token`) outside manual regions: sharding text
         → a Value whose fields, besides name, line, column, shape, dtype, kind and op, are
-        those of every plain constraint line or signature entry with that sharding there."""
+        those of every plain constraint or op line or signature entry with that sharding there."""
         d = self._protos.get(token)
         if d is None:
             d = self._protos[token] = {}

@@ -277,6 +277,48 @@ def _types_after(body: str, colon: int, arrow: int) -> list[str]:
     return [rest[a:b].strip() for a, b in split_top(rest, 0, len(rest))]
 
 
+# -- an MLIR op line's parts ---------------------------------------------------------------
+
+#: an op's results (`%0 = `, `%0:2 = `) and its name (`stablehlo.add`, `"stablehlo.add"`)
+RESULT = re.compile(r"^\s*(%[\w.$\-]+)(?::(\d+))?\s*=\s*")
+OP_NAME = re.compile(r'(?:"([\w.]+)"|([a-z_][\w]*\.[\w.]+))')
+#: where an annotation token's `sharding` is, and what follows it (`annotations_in`)
+_SHARDING_TOKEN = re.compile(r'sharding(?:_per_value<|<| = "|=<)')
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def annotations_in(line: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """`(start, end, text)` of each annotation token in `line[start:end]`, left to right:
+    `#sdy.sharding_per_value<`, `#sdy.sharding<`, `mhlo.sharding = "`,
+    `xla.sdy.sharding = "`, `sharding=<` and `out_sharding=<` (the last four at a word
+    boundary). Found from the literal `sharding` every token contains: one regex with
+    that alternation makes the engine try every position of a long op line (the tests
+    check this against it)."""
+    out = []
+    for m in _SHARDING_TOKEN.finditer(line, start, end):
+        p, e = m.span()
+        suffix = line[p + 8 : e]
+        if suffix in ("<", "_per_value<"):
+            if p - 5 >= start and line.startswith("#sdy.", p - 5):
+                out.append((p - 5, e, line[p - 5 : e]))
+        elif suffix == ' = "':
+            for prefix in ("mhlo.", "xla.sdy."):
+                q = p - len(prefix)
+                if q >= start and line.startswith(prefix, q) and (q == 0 or not _word(line[q - 1])):
+                    out.append((q, e, line[q:e]))
+                    break
+        else:  # `=<`: `sharding=<` or `out_sharding=<`, each at a word boundary
+            q = p - 4
+            if q >= start and line.startswith("out_", q) and (q == 0 or not _word(line[q - 1])):
+                out.append((q, e, line[q:e]))
+            elif p == 0 or not _word(line[p - 1]):
+                out.append((p, e, line[p:e]))
+    return out
+
+
 def strip_loc(line: str) -> str:
     """The line without a trailing ` loc(...)`."""
     s = line.rstrip()

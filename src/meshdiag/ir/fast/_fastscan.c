@@ -189,11 +189,11 @@ PyDoc_STRVAR(scan_plain_doc,
 "    -> (start, end, lineno, next, read)\n"
 "\n"
 "Native lines.scan_plain_py: scan_known, but up to `budget` candidates that are not known\n"
-"and are plain constraint lines whose sharding has a prototype in the dict `protos` are\n"
+"and are plain constraint or op lines whose sharding has a prototype in the dict `protos` are\n"
 "appended as values made from it (_values.c) instead of stopping the walk; `read` is how\n"
 "many.");
 
-/* What scan_plain reads besides the known lines: plain constraint lines with a prototype,
+/* What scan_plain reads besides the known lines: plain constraint and op lines with a prototype,
  * at most `budget` of them */
 typedef struct {
     PyObject *protos;
@@ -271,8 +271,8 @@ static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain) {
         }
         if (item == NULL) { /* not known: a plain line with a prototype, or the caller's */
             if (plain != NULL && plain->budget > 0 && PyDict_GET_SIZE(plain->protos) > 0) {
-                int got = fs_plain_constraint((const char *)buf + ls, end - ls, lineno,
-                                              plain->protos, lines_out, items_out);
+                int got = fs_plain_line((const char *)buf + ls, end - ls, lineno,
+                                        plain->protos, lines_out, items_out);
                 if (got < 0)
                     return NULL;
                 if (got > 0) {
@@ -516,15 +516,10 @@ static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     return spans;
 }
 
-static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *s;
-    Py_ssize_t start, unused = 0;
-    if (read_str_args(args, nargs, 2, &s, &start, &unused) < 0)
-        return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    Py_ssize_t depth = 0, colon = -1, arrow = -1, p = start < 0 ? 0 : start;
+void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
+                  Py_ssize_t *arrow) {
+    Py_ssize_t depth = 0, p = start < 0 ? 0 : start;
+    *colon = *arrow = -1;
     while (p < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         if (c == '"') {
@@ -537,18 +532,28 @@ static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
             depth++;
         } else if (c == '>' || c == ']' || c == '}' || c == ')') {
             if (c == '>' && before == '-') {
-                if (depth == 0 && colon >= 0)
-                    arrow = p + 1;
+                if (depth == 0 && *colon >= 0)
+                    *arrow = p + 1;
             } else {
                 depth--;
             }
         } else if (c == ':' && depth == 0 && p > 0 && p + 1 < n && before == ' ' &&
                    PyUnicode_READ(kind, data, p + 1) == ' ') {
-            colon = p + 1;
-            arrow = -1;
+            *colon = p + 1;
+            *arrow = -1;
         }
         p++;
     }
+}
+
+static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *s;
+    Py_ssize_t start, unused = 0;
+    if (read_str_args(args, nargs, 2, &s, &start, &unused) < 0)
+        return NULL;
+    Py_ssize_t colon, arrow;
+    fs_top_colon(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), start, &colon,
+                 &arrow);
     return Py_BuildValue("(nn)", colon, arrow);
 }
 
@@ -714,6 +719,7 @@ static PyMethodDef methods[] = {
      fs_constraint_fields_doc},
     {"entry_fields", (PyCFunction)(void (*)(void))fs_entry_fields, METH_FASTCALL,
      fs_entry_fields_doc},
+    {"op_fields", (PyCFunction)(void (*)(void))fs_op_fields, METH_FASTCALL, fs_op_fields_doc},
     {"entry_values", (PyCFunction)(void (*)(void))fs_entry_values, METH_FASTCALL,
      fs_entry_values_doc},
     {"values_json", (PyCFunction)(void (*)(void))fs_values_json, METH_FASTCALL,

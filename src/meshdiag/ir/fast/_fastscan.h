@@ -9,12 +9,19 @@
  * bracket); -1 when the text ends first, -2 with a MemoryError set */
 Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos);
 
+/* _fastscan.c: where the last top-level ` : ` of an op line's text from `start` ends, and
+ * the `->` after it (-1 each when none): `text._top_colon`, the reference */
+void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
+                  Py_ssize_t *arrow);
+
 /* _fields.c: the plain-line field readers of meshdiag/ir/fields.py. The spans of a plain
- * constraint line (name, op, the sharding start..stop, the element type) and of a plain
- * signature entry (name, the sharding a..e, the element type), as offsets into the text. */
+ * constraint or op line (name, op, the sharding start..stop, the element type) and of a
+ * plain signature entry (name, the sharding a..e, the element type), as offsets into the
+ * text. */
 typedef struct {
     Py_ssize_t name_a, name_b, op_a, op_b, start, stop, dt, dt_end;
 } FsConstraint;
+typedef FsConstraint FsOp;
 typedef struct {
     Py_ssize_t name_a, name_b, a, e, dt, dt_end;
 } FsEntry;
@@ -23,6 +30,9 @@ typedef struct {
 int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **shape);
 int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
                   PyObject **shape);
+int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape);
+PyObject *fs_op_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_op_fields_doc[];
 PyObject *fs_constraint_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fs_entry_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_constraint_fields_doc[];
@@ -37,10 +47,11 @@ extern PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS
 
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
 int fs_values_init(void);
-/* The plain constraint line s[0:n] numbered `lineno` as a Value appended to the columns:
- * 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1 error set */
-int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
-                        PyObject *lines_out, PyObject *items_out);
+/* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
+ * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
+ * error set */
+int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
+                  PyObject *lines_out, PyObject *items_out);
 PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_entry_values_doc[];
 

@@ -349,3 +349,240 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     return Py_BuildValue("(NnnNN)", part(s, f.name_a, f.name_b), f.a, f.e, shape,
                          part(s, f.dt, f.dt_end));
 }
+
+/* ---- plain op lines: fields.op_fields_py ------------------------------------------------
+ * Not one regex: the steps `mlir._op` takes to read an op line's one annotation, each as
+ * the Python it stands for does it (RESULT, OP_NAME, annotations_in, match_end,
+ * op_result_types), so that a line read here is read there the same way. */
+
+/* Whether `needle` is in s[0:n] */
+static int has(const char *s, Py_ssize_t n, const char *needle) {
+    Py_ssize_t m = (Py_ssize_t)strlen(needle);
+    for (Py_ssize_t k = 0; k + m <= n;) {
+        const char *p = memchr(s + k, needle[0], (size_t)(n - m + 1 - k));
+        if (p == NULL)
+            return 0;
+        k = p - s;
+        if (memcmp(s + k, needle, (size_t)m) == 0)
+            return 1;
+        k++;
+    }
+    return 0;
+}
+
+static const char *const NOT_PLAIN_OP[] = {
+    "sdy.mesh @", "func.func", ": error:", ": warning:", "computation", "custom_call",
+    "sdy.sharding_constraint ", "sdy.reshard ", " attributes ",
+};
+
+/* s[q:] starts with `lit` (q >= 0) */
+static inline int at(const char *s, Py_ssize_t n, Py_ssize_t q, const char *lit) {
+    Py_ssize_t m = (Py_ssize_t)strlen(lit);
+    return q >= 0 && q + m <= n && memcmp(s + q, lit, (size_t)m) == 0;
+}
+
+/* text.annotations_in(s, from, n): how many tokens, and the span and kind of the first
+ * (kind 1: `#sdy.sharding_per_value<`, 3: `mhlo.sharding = "`, 2: any other) */
+static Py_ssize_t tokens_in(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t *a,
+                            Py_ssize_t *e, int *kind) {
+    static const char *const SUFFIX[] = {"_per_value<", "<", " = \"", "=<"};
+    Py_ssize_t found = 0;
+    for (Py_ssize_t p = from; p + 8 <= n;) {
+        const char *hit = memchr(s + p, 's', (size_t)(n - 8 + 1 - p));
+        if (hit == NULL)
+            break;
+        p = hit - s;
+        if (memcmp(s + p, "sharding", 8) != 0) {
+            p++;
+            continue;
+        }
+        int k = 0;
+        while (k < 4 && !at(s, n, p + 8, SUFFIX[k]))
+            k++;
+        if (k == 4) {
+            p++;
+            continue;
+        }
+        Py_ssize_t end = p + 8 + (Py_ssize_t)strlen(SUFFIX[k]), start = -1;
+        if (k <= 1) {
+            if (p - 5 >= from && at(s, n, p - 5, "#sdy."))
+                start = p - 5;
+        } else if (k == 2) {
+            const char *prefixes[] = {"mhlo.", "xla.sdy."};
+            for (int j = 0; j < 2 && start < 0; j++) {
+                Py_ssize_t q = p - (Py_ssize_t)strlen(prefixes[j]);
+                if (q >= from && at(s, n, q, prefixes[j]) && (q == 0 || !is_word(s[q - 1])))
+                    start = q;
+            }
+        } else {
+            Py_ssize_t q = p - 4;
+            if (q >= from && at(s, n, q, "out_") && (q == 0 || !is_word(s[q - 1])))
+                start = q;
+            else if (p == 0 || !is_word(s[p - 1]))
+                start = p;
+        }
+        if (start >= 0) {
+            if (found++ == 0) {
+                *a = start;
+                *e = end;
+                *kind = k == 0 ? 1 : (k == 2 && s[start] == 'm') ? 3 : 2;
+            }
+        }
+        p = end;
+    }
+    return found;
+}
+
+int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
+    *shape = NULL;
+    for (size_t k = 0; k < sizeof NOT_PLAIN_OP / sizeof NOT_PLAIN_OP[0]; k++)
+        if (has(s, n, NOT_PLAIN_OP[k]))
+            return 0;
+    /* RESULT: `^\s*(%[\w.$\-]+)(?::(\d+))?\s*=\s*`, one result */
+    Cursor c = {s, 0, n};
+    while (c.i < n && is_space(s[c.i]))
+        c.i++;
+    f->name_a = c.i;
+    f->name_b = take_name(&c, 0);
+    if (f->name_b < 0)
+        return 0;
+    while (c.i < n && is_space(s[c.i]))
+        c.i++;
+    if (!take(&c, "="))
+        return 0;
+    while (c.i < n && is_space(s[c.i]))
+        c.i++;
+    Py_ssize_t body = c.i;
+    /* OP_NAME: `"([\w.]+)"` or `([a-z_]\w*\.[\w.]+)` */
+    Py_ssize_t j = body;
+    if (j < n && s[j] == '"') {
+        f->op_a = ++j;
+        while (j < n && (is_word(s[j]) || s[j] == '.'))
+            j++;
+        if (j == f->op_a || j >= n || s[j] != '"')
+            return 0;
+        f->op_b = j;
+    } else {
+        if (j >= n || !((s[j] >= 'a' && s[j] <= 'z') || s[j] == '_'))
+            return 0;
+        f->op_a = j++;
+        while (j < n && is_word(s[j]))
+            j++;
+        if (j >= n || s[j] != '.')
+            return 0;
+        Py_ssize_t rest = ++j;
+        while (j < n && (is_word(s[j]) || s[j] == '.'))
+            j++;
+        if (j == rest)
+            return 0;
+        f->op_b = j;
+    }
+    Py_ssize_t oplen = f->op_b - f->op_a;
+    if ((oplen >= 19 && memcmp(s + f->op_b - 19, "sharding_constraint", 19) == 0) ||
+        (oplen >= 7 && memcmp(s + f->op_b - 7, "reshard", 7) == 0))
+        return 0;
+    /* the one annotation token: a per-value sharding, not inside a string attribute, or
+     * a GSPMD string without escapes */
+    Py_ssize_t tok_a = -1, tok_e = -1;
+    int kind = 0;
+    if (tokens_in(s, n, body, &tok_a, &tok_e, &kind) != 1)
+        return 0;
+    if (kind == 1) {
+        if (tok_a > body && s[tok_a - 1] == '"')
+            return 0;
+        Py_ssize_t stop = fs_match_end(PyUnicode_1BYTE_KIND, s, n, tok_e - 1);
+        if (stop == -2)
+            return -1;
+        if (stop < 0)
+            return 0;
+        /* `#sdy\.sharding_per_value<\[<@[^<>]*>\]>`, all of it */
+        Cursor v = {s, tok_e, stop};
+        if (!take(&v, "[") || take_mesh_ref(&v) < 0 || !take(&v, "]>") || v.i != stop)
+            return 0;
+        f->start = tok_a;
+        f->stop = stop;
+    } else if (kind == 3) {
+        Py_ssize_t q = tok_e;
+        while (q < n && s[q] != '"') {
+            if (s[q] == '\\')
+                return 0;
+            q++;
+        }
+        if (q >= n)
+            return 0;
+        f->start = tok_e;
+        f->stop = q;
+    } else {
+        return 0;
+    }
+    /* op_result_types: after the last top-level ` : ` (and `->`) of the line without a
+     * trailing ` loc(...)` (text.strip_loc) */
+    Py_ssize_t m = n;
+    while (m > 0 && is_space(s[m - 1]))
+        m--;
+    Py_ssize_t end = m, loc = -1;
+    for (Py_ssize_t q = m - 5; q >= 0; q--)
+        if (memcmp(s + q, " loc(", 5) == 0) {
+            loc = q;
+            break;
+        }
+    if (loc >= 0 && m > 0 && s[m - 1] == ')') {
+        Py_ssize_t close = fs_match_end(PyUnicode_1BYTE_KIND, s, m, loc + 4);
+        if (close == -2)
+            return -1;
+        if (close == m)
+            end = loc;
+    }
+    Py_ssize_t colon, arrow;
+    fs_top_colon(PyUnicode_1BYTE_KIND, s, end, body, &colon, &arrow);
+    if (colon < 0)
+        return 0;
+    Py_ssize_t a = arrow >= 0 ? arrow : colon, b = end;
+    while (a < b && is_space(s[a]))
+        a++;
+    while (b > a && is_space(s[b - 1]))
+        b--;
+    if (a < b && s[a] == '(') { /* a parenthesised list whole: its inside */
+        Py_ssize_t close = fs_match_end(PyUnicode_1BYTE_KIND, s + a, b - a, 0);
+        if (close == -2)
+            return -1;
+        if (close == b - a) {
+            a++;
+            b--;
+        }
+    }
+    while (a < b && is_space(s[a])) /* the one type, stripped (split_top's part) */
+        a++;
+    while (b > a && is_space(s[b - 1]))
+        b--;
+    Cursor t = {s, a, b};
+    if (!take(&t, "tensor<"))
+        return 0;
+    PyObject *dims = take_type(&t, &f->dt, &f->dt_end);
+    if (dims == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (t.i != b) {
+        Py_DECREF(dims);
+        return 0;
+    }
+    *shape = dims;
+    return 1;
+}
+
+const char fs_op_fields_doc[] =
+    "op_fields(line) -> (name, op, start, stop, shape, dtype) or None\n\n"
+    "A plain op line's fields (see meshdiag.ir.fields.op_fields_py); ASCII lines only.";
+
+PyObject *fs_op_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *line = line_arg(args, nargs, 1, "op_fields(line)");
+    if (line == NULL)
+        return NULL;
+    const char *s = (const char *)PyUnicode_DATA(line);
+    FsOp f;
+    PyObject *shape;
+    int got = fs_read_op(s, PyUnicode_GET_LENGTH(line), &f, &shape);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
+                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+}

@@ -1,14 +1,14 @@
 /* Values of plain annotated lines made in C, from a prototype of their sharding.
  *
  * A streamed file of new lines (one program's every op, each with its own names and
- * shapes) is mostly plain constraint lines and plain signature entries (fields.py). Two
- * such values with the same sharding text in the same mesh state differ only in their
- * name, line, column, shape, element type, kind and op; the scanner keeps one prototype
+ * shapes) is mostly plain constraint lines, plain op lines and plain signature entries
+ * (fields.py). Two such values with the same sharding text in the same mesh state differ
+ * only in their name, line, column, shape, element type, kind and op; the scanner keeps one prototype
  * Value per sharding text and state (`ScanCache.protos`, left by the general reader the
  * first time). Each value here is a copy of its prototype with those seven fields set, as
  * `model.from_proto` (the Python twin) makes it: the line never reaches Python.
  *
- * Callers: the candidate walker (`_fastscan.c` scan_plain) for constraint lines, and
+ * Callers: the candidate walker (`_fastscan.c` scan_plain) for constraint and op lines, and
  * `entry_values` for the entries of a signature line. ASCII text only; anything else,
  * and every sharding without a prototype, is left to the general reader.
  */
@@ -19,7 +19,7 @@
 PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE, *FS_DTYPE,
     *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
 /* the roles of plain lines' values */
-static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *OP_CONSTRAINT, *OP_RESHARD;
+static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *ROLE_OP, *OP_CONSTRAINT, *OP_RESHARD;
 static PyObject *NO_ARGS;
 
 int fs_values_init(void) {
@@ -43,6 +43,7 @@ int fs_values_init(void) {
         {&ROLE_CONSTRAINT, "constraint"},
         {&ROLE_RESHARD, "reshard"},
         {&ROLE_ARG, "arg"},
+        {&ROLE_OP, "op"},
         {&OP_CONSTRAINT, "sdy.sharding_constraint"},
         {&OP_RESHARD, "sdy.reshard"},
     };
@@ -108,8 +109,8 @@ static int append(PyObject *lines_out, PyObject *items_out, PyObject *line, PyOb
     return failed ? -1 : 0;
 }
 
-int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
-                        PyObject *lines_out, PyObject *items_out) {
+int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
+                  PyObject *lines_out, PyObject *items_out) {
     for (Py_ssize_t i = 0; i < n; i++)
         if ((unsigned char)s[i] >= 0x80)
             return 0;
@@ -118,26 +119,36 @@ int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject
     if (fs_count(s, 0, n, "sdy.mesh @") || fs_count(s, 0, n, "func.func"))
         return 0;
     FsConstraint f;
-    PyObject *shape;
+    PyObject *shape, *kind, *op;
     int got = fs_read_constraint(s, n, &f, &shape);
-    if (got <= 0)
-        return got;
-    PyObject *proto = proto_of(protos, s, f.start, f.stop);
+    if (got > 0) {
+        int reshard = f.op_b - f.op_a == (Py_ssize_t)strlen("reshard");
+        kind = Py_NewRef(reshard ? ROLE_RESHARD : ROLE_CONSTRAINT);
+        op = Py_NewRef(reshard ? OP_RESHARD : OP_CONSTRAINT);
+    } else if (got == 0) {
+        got = fs_read_op(s, n, &f, &shape);
+        if (got <= 0)
+            return got;
+        kind = Py_NewRef(ROLE_OP);
+        op = ascii_part(s, f.op_a, f.op_b);
+    } else {
+        return -1;
+    }
+    PyObject *proto = op == NULL ? NULL : proto_of(protos, s, f.start, f.stop);
     if (proto == NULL) {
         Py_DECREF(shape);
+        Py_DECREF(kind);
+        Py_XDECREF(op);
         return PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(proto);
-    int reshard = f.op_b - f.op_a == (Py_ssize_t)strlen("reshard");
     PyObject *name = ascii_part(s, f.name_a, f.name_b);
     PyObject *dtype = ascii_part(s, f.dt, f.dt_end);
     PyObject *line = PyLong_FromSsize_t(lineno);
     PyObject *column = PyLong_FromSsize_t(f.start + 1);
     int result = -1;
     if (name != NULL && dtype != NULL && line != NULL && column != NULL) {
-        PyObject *v = from_proto(proto, name, line, column, shape, dtype,
-                                 reshard ? ROLE_RESHARD : ROLE_CONSTRAINT,
-                                 reshard ? OP_RESHARD : OP_CONSTRAINT);
+        PyObject *v = from_proto(proto, name, line, column, shape, dtype, kind, op);
         result = append(lines_out, items_out, line, v) < 0 ? -1 : 1;
     }
     Py_XDECREF(name);
@@ -145,6 +156,8 @@ int fs_plain_constraint(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject
     Py_XDECREF(line);
     Py_XDECREF(column);
     Py_DECREF(shape);
+    Py_DECREF(kind);
+    Py_DECREF(op);
     Py_DECREF(proto);
     return result;
 }
