@@ -23,13 +23,21 @@ from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.ir.batches import task_files
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
+from meshdiag.ir.scan import (
+    partitioned_by_name,
+    read_small_file,
+    scan_bytes,
+    scan_part,
+    scan_path,
+    scan_paths,
+)
+from meshdiag.ir.scancache import ScanCache
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
 
 if TYPE_CHECKING:
     from meshdiag.ir.devices import DeviceAssignment
     from meshdiag.ir.parts import FilePart
-    from meshdiag.ir.scancache import ScanCache
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
 
@@ -136,7 +144,6 @@ def scan_checked_part(
     """`scan_checked` of one part of a big file (`ir.parts`): how many modules it has, its
     MD001s and its module checks' findings, for `joined_findings` to put together with the
     other parts'."""
-    from meshdiag.ir.scan import scan_part
 
     checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
     done = _Ended(checker, each, None)
@@ -190,8 +197,6 @@ def scan_checked(
     `data`: the file's bytes when the caller read it already (`read_small_file`).
     `replay=False`: the caller remembers the files it read itself (`lint`, whose memo holds
     the findings of both its scans): none is kept here."""
-    from meshdiag.ir.scan import partitioned_by_name, read_small_file, scan_bytes, scan_path
-
     shown = "<stdin>" if path == "-" else path
     checker = ModuleChecker(shown, mesh, target, split, checks, memos)
     # XLA's every-pass dumps write an unchanged module again under the next pass's name
@@ -249,8 +254,6 @@ class Scanned:
 def scan_cache(memos: RunMemos | None) -> ScanCache | None:
     """The scanner's memo of the run (what it learned of lines and parses), kept in the
     run's memos; None (a fresh one per scan) without them."""
-    from meshdiag.ir.scancache import ScanCache
-
     return None if memos is None else memos.slot("ir.scan", ScanCache)
 
 
@@ -312,7 +315,6 @@ def iter_inspect(
 ) -> Iterator[Inspected]:
     """One `Inspected` per file; `memos` (made here when None) serve every file."""
     from meshdiag.checks.registry import module_checks
-    from meshdiag.ir.scan import scan_paths
 
     memos = memos if memos is not None else RunMemos()
     checks = module_checks()  # once: loading the registry walks the checks package
