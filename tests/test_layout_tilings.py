@@ -97,6 +97,32 @@ def test_tiles_and_dim_splits_shared_by_layouts_are_those_made_alone(h, data, sp
         assert not any(a.flags.writeable for a in (s.starts, s.stops, s.present, s.buffers))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    h=gspmd_leaves(),
+    data=st.data(),
+    split=st.sampled_from(["xla", "chunk", "array-split"]),
+    extra=st.integers(0, 3),
+)
+def test_small_tilings_gathered_at_once_lay_out_as_dim_by_dim(h, data, split, extra):
+    """A small tiling's layout taken in one gather (`_gathered`) is the one made dim by dim
+    (what bigger tilings do), devices without data (`chunk`, devices the sharding does
+    not name) and replica groups included."""
+    assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
+    n = h.tile.num_devices + extra
+    shape = tuple(data.draw(st.integers(0, 30)) for _ in range(h.data_rank))
+    gathered = layout(h, shape, split=split, num_devices=n)
+    assert engine._tiling(h, h.data_rank, n).gather is not None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "MAX_GATHER_DEVICES", 0)
+        assert engine._tiling(h, h.data_rank, n).gather is None
+        by_dim = layout(h, shape, split=split, num_devices=n)
+    assert same(gathered, by_dim)
+    assert groups_hold(gathered)
+    for f in ARRAYS:
+        assert not getattr(gathered, f).flags.writeable
+
+
 def test_a_wrong_rank_fails_the_same_with_a_tiling_kept():
     from meshdiag.notation.gspmd import parse_gspmd
 
