@@ -99,10 +99,11 @@ class Layout:
     #: what the layout shares with every layout of its tiled sharding whatever the dims
     #: (None for untiled kinds)
     tiling: _Tiling | None = field(default=None, repr=False)
+    #: len(shape), kept: renderers ask for it hundreds of times a picture
+    rank: int = field(init=False, repr=False)
 
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rank", len(self.shape))
 
     def tile_order(self) -> TileOrder:
         """The devices holding tiles, by tile: worked out once per tiling (it depends on
@@ -114,6 +115,17 @@ class Layout:
         if order is None:
             order = t.derived["order"] = TileOrder.of(self)
         return order
+
+    def by_tiling(self, name: str) -> dict:
+        """A dict the layouts of one tiling share, for what depends on its tile assignment
+        alone (a picture's device lists as text); a new one for a layout without one."""
+        t = self.tiling
+        if t is None:
+            return {}
+        d = t.derived.get(name)
+        if d is None:
+            d = t.derived[name] = {}
+        return d
 
     @property
     def shard_shapes(self) -> np.ndarray:

@@ -88,6 +88,7 @@ class TileIndex:
         self.layout = lay
         self._order = lay.tile_order()
         self._rows: tuple[list, ...] | None = None  # the arrays as lists, for `nth` on few
+        self._made: dict[int, Tile] = {}  # tiles made (the grid and a table ask again)
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
         self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
@@ -101,6 +102,9 @@ class TileIndex:
 
     def nth(self, k: int) -> Tile:
         """The k-th tile holding devices, in row-major tile order."""
+        made = self._made.get(k)
+        if made is not None:
+            return made
         lay = self.layout
         rows = self._rows
         if rows is None and lay.num_devices <= SMALL_INDEX:
@@ -136,7 +140,8 @@ class TileIndex:
             else:
                 status = "ok"
         fill = (lin0 * self._stride) % self._n_tiles
-        return Tile(index, group, slices, buffer, status, fill)
+        tile = self._made[k] = Tile(index, group, slices, buffer, status, fill)
+        return tile
 
     def _as_lists(self) -> tuple[list, ...]:
         lay = self.layout
@@ -152,11 +157,15 @@ class TileIndex:
     def get(self, index: tuple[int, ...]) -> Tile | None:
         """The tile at `index` (each within the layout's tiles), or None when no device
         holds it."""
-        import numpy as np
-
         lin = 0
         for i, n in zip(index, self.layout.tiles, strict=True):  # row-major
             lin = lin * n + i
+        return self.at(lin)
+
+    def at(self, lin: int) -> Tile | None:
+        """The tile whose row-major number is `lin`, or None when no device holds it."""
+        import numpy as np
+
         order = self._order
         if len(order) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
             k = order.position().get(lin)
@@ -260,10 +269,17 @@ def plan_grid(
         c = -(-n // k)
         return max(0, min((i + 1) * c, n) - min(i * c, n))
 
+    stride = [math.prod(t[d + 1 :]) for d in range(lay.rank)]
+
+    def number(dims: tuple[int, ...], idx: tuple[int, ...]) -> int:
+        return sum(i * stride[d] for d, i in zip(dims, idx, strict=True))
+
     total_rows = math.prod(t[d] for d in rows_d)
     total_cols = math.prod(t[d] for d in cols_d)
     row_idx = ranges(rows_d, max_rows)
     col_idx = ranges(cols_d, max_cols)
+    row_lin = [number(rows_d, r) for r in row_idx]
+    col_lin = [number(cols_d, c) for c in col_idx]
     facets = []
     for fidx in ranges(facet_d, None):
         title = None
@@ -273,15 +289,9 @@ def plan_grid(
                 f"{min((i + 1) * -(-lay.shape[d] // t[d]), lay.shape[d])}]"
                 for d, i in zip(facet_d, fidx, strict=True)
             )
-        grid = []
-        for r in row_idx:
-            row = []
-            for c in col_idx:
-                index_ = [0] * lay.rank
-                for d, i in zip(facet_d + rows_d + cols_d, fidx + r + c, strict=True):
-                    index_[d] = i
-                row.append(tiles.get(tuple(index_)))
-            grid.append(tuple(row))
+        # a cell's tile number (row-major): the facet's, its row's and its column's parts
+        base = number(facet_d, fidx)
+        grid = [tuple(tiles.at(base + r + c) for c in col_lin) for r in row_lin]
         facets.append(
             Facet(
                 title,
@@ -342,7 +352,12 @@ def cell_lines(
     """Text lines of one cell: devices, ranges (over `dims`), marker."""
     if tile is None:
         return ["—"]
-    lines = [compress_devices(tile.devices, max_chars=width)]
+    texts = lay.by_tiling("grid.devices")  # the same groups in every layout of a sharding
+    key = (tile.devices, width)
+    devices = texts.get(key)
+    if devices is None:
+        devices = texts[key] = compress_devices(tile.devices, max_chars=width)
+    lines = [devices]
     if tile.status != "absent":
         lines.append(slice_text(lay, tile, dims))
     mark = mark_text(lay, tile)
