@@ -89,6 +89,23 @@ def test_native_keys_are_the_twins_on_every_fixture_value(fields):
     assert native(mixed, d, {}) == want
 
 
+@pytest.mark.parametrize("fields", SPECS, ids=lambda f: "+".join(f))
+@pytest.mark.parametrize("twin", [False, True], ids=["native", "twin"])
+def test_keys_picked_from_the_distinct_full_keys_are_the_keys(monkeypatch, fields, twin):
+    """A rule's first values by key, picked from the list's distinct full keys (worked out
+    once for all its rules), are the ones keyed value by value, with some keys clean."""
+    if twin:
+        monkeypatch.setattr(keys, "_native_new_keys", None)
+    d = Decides(*fields)
+    mixed = [LineValues(tuple(VALUES[:3])), *VALUES, *VALUES[:50], None]
+    among = keys.distinct(mixed)
+    assert len(among) < len(VALUES) and all(full == keys.ALL(v) for full, v in among)
+    want = new_keys_py(mixed, d, {})
+    assert keys.new_keys(mixed, d, {}, among) == want
+    clean = {k: v for k, v in want[1::3]}
+    assert keys.new_keys(mixed, d, clean, among) == new_keys_py(mixed, d, clean)
+
+
 _SHAPES = st.one_of(
     st.none(),
     st.lists(st.one_of(st.integers(0, 40), st.integers(2**62, 2**70)), max_size=5).map(tuple),
@@ -144,3 +161,19 @@ def test_native_keys_leak_nothing():
         tracemalloc.stop()
     assert sys.getrefcount(h) == before
     assert grown < 20_000, grown
+
+
+def test_a_lists_full_keys_are_worked_out_once_for_its_rules(monkeypatch):
+    from meshdiag.checks import values
+
+    calls = []
+    real = values.distinct
+    monkeypatch.setattr(values, "distinct", lambda items: calls.append(len(items)) or real(items))
+    book = values._Book()
+    items = list(VALUES[:40])
+    assert book.distinct(items) is book.distinct(items)
+    assert calls == [40]
+    items.append(VALUES[41])  # grown: keyed again
+    book.distinct(items)
+    book.distinct(list(items))  # another list, equal: keyed again
+    assert calls == [40, 41, 41]

@@ -87,15 +87,44 @@ class Decides:
     def __call__(self, v: Value) -> Hashable:
         return tuple([g(v) for g in self._getters])
 
+    def of_full(self, full: tuple) -> Hashable:
+        """This key of a value whose key of every field (`ALL`) is `full`."""
+        assert self.codes is not None
+        return tuple([full[c] for c in self.codes])
+
     def __repr__(self) -> str:
         return f"Decides{self.fields!r}"
 
 
+#: every field: a value's full key, from which each rule's key is picked (`distinct`)
+ALL = Decides(*FIELDS)
+
+
+def distinct(items: Sequence) -> list[tuple[tuple, Value]]:
+    """The first `Value` of each distinct full key (`ALL`) in `items`, with it, in order:
+    worked out once for all the rules that judge one list (five per-value rules keyed a
+    big file's values five times over, most of the checks' time), each rule's first value
+    of a key is then the first of these with that key (`new_keys`' `among`)."""
+    return new_keys(items, ALL, {})  # type: ignore[return-value]
+
+
 def new_keys(
-    items: Sequence, decides: Decides, clean: dict[Hashable, Value]
+    items: Sequence,
+    decides: Decides,
+    clean: dict[Hashable, Value],
+    among: list[tuple[tuple, Value]] | None = None,
 ) -> list[tuple[Hashable, Value]]:
     """Of the `Value`s in `items` (column entries of other kinds are left out), the first of
-    each key that is not in `clean`, with its key, in order."""
+    each key that is not in `clean`, with its key, in order. `among`: `distinct(items)`,
+    when the caller has it: the keys are then picked from those few."""
+    if among is not None and decides.codes is not None:
+        firsts: dict[Hashable, Value] = {}
+        of_full = decides.of_full
+        for full, v in among:
+            k = of_full(full)
+            if k not in clean and k not in firsts:
+                firsts[k] = v
+        return list(firsts.items())
     if _native_new_keys is not None and decides.codes is not None:
         got = _native_new_keys(items, Value, decides.codes, clean)
         if got is not None:  # None: a value the native fields do not know

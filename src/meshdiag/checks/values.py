@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
-from meshdiag.checks.keys import Decides, new_keys
+from meshdiag.checks.keys import Decides, distinct, new_keys
 from meshdiag.ir.model import LineValues, Value
 from meshdiag.memo import IdentityTable
 
@@ -47,11 +47,22 @@ class _Book:
     entries they judged in all (kept as they grow: summing the tables at every module cost
     a tenth of the checks on the cold bench)."""
 
-    __slots__ = ("by_facts", "judged")
+    __slots__ = ("by_facts", "judged", "_keyed", "_distinct")
 
     def __init__(self) -> None:
         self.by_facts: dict[tuple, _Verdicts] = {}
         self.judged = 0
+        self._keyed: tuple[list, int] | None = None  # the list `_distinct` is of, its length
+        self._distinct: list[tuple[tuple, Value]] = []
+
+    def distinct(self, items: list) -> list[tuple[tuple, Value]]:
+        """`keys.distinct(items)`, once for the rules that judge one module's own values
+        one after another (the last list asked about is kept, and so alive)."""
+        keyed = self._keyed
+        if keyed is None or keyed[0] is not items or keyed[1] != len(items):
+            self._distinct = distinct(items)
+            self._keyed = (items, len(items))
+        return self._distinct
 
 
 class _Verdicts:
@@ -75,11 +86,13 @@ def _judged(
     judge: Judge,
     facts: Hashable,
     memos: RunMemos,
+    among: list[tuple[tuple, Value]] | None = None,
 ) -> list[tuple[Value, list[tuple[str, str | None]]]]:
     """Judge the first `Value` of each key in `values` that is not known clean, keeping the
     keys found clean; of a key with findings every value is judged (the messages name
-    them). The values with findings and their verdicts, in order."""
-    firsts = new_keys(values, decides, clean)
+    them). The values with findings and their verdicts, in order. `among`:
+    `keys.distinct(values)`, when the caller has it."""
+    firsts = new_keys(values, decides, clean, among)
     if not firsts:
         return []
     bad: dict[Hashable, tuple[Value, list]] = {}
@@ -141,7 +154,8 @@ def value_findings(
         shared = module.shared_entries()
         if len(shared) < len(items):
             # the values of this module's own lines (never seen again), keyed all at once
-            for v, res in _judged(items, decides, clean, judge, facts, memos):
+            among = book.distinct(items)
+            for v, res in _judged(items, decides, clean, judge, facts, memos, among):
                 found.put(v, [(v, res)])
                 one_off.append(v)
         # the shared lines not judged under these facts, each once, keyed all at once too
