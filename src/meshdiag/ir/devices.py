@@ -168,31 +168,35 @@ def _assignment_for(path: str, memos: RunMemos) -> DeviceAssignment | None:
     m = _MODULE.match(name)
     if m is None:
         return None
-    for prefix, textproto in d.textprotos.get(name[: m.end()], ()):
+    for module_dir in d.textprotos.get(name[: m.end()], ()):
+        prefix, textproto, read = module_dir
         if name.startswith(prefix):
-            return _read(textproto, memos)
+            if read is _UNKNOWN:  # read when its first file asks, kept for the others
+                read = module_dir[2] = _read(textproto, memos)
+            return read
     return None
 
 
 class _Directory(NamedTuple):
     """What the files of one directory share: a module directory's assignment, or, in a
-    dump root, the (file name prefix, textproto) of its module directories by their
-    `module_NNNN.` (longest name first; None in a module directory). By number, not one
-    list for all: a root of a thousand modules would try each name on every file."""
+    dump root, its module directories by their `module_NNNN.` as [file name prefix,
+    textproto, its assignment once read] (longest name first; None in a module
+    directory). By number, not one list for all: a root of a thousand modules would try
+    each name on every file."""
 
     assignment: DeviceAssignment | None
-    textprotos: dict[str, list[tuple[str, str]]] | None
+    textprotos: dict[str, list[list]] | None
 
 
 def _directory(here: str, memos: RunMemos) -> _Directory:
     if _MODULE.match(os.path.basename(here)):
         return _Directory(_inside_module_dir(here, memos), None)
-    by_number: dict[str, list[tuple[str, str]]] = {}
+    by_number: dict[str, list[list]] = {}
     for d in _module_dirs(here):  # longest first, kept in each number's list
         number = _MODULE.match(d)
         assert number is not None  # `_module_dirs` keeps only such names
         by_number.setdefault(d[: number.end()], []).append(
-            (d + ".", os.path.join(here, d, TEXTPROTO))
+            [d + ".", os.path.join(here, d, TEXTPROTO), _UNKNOWN]
         )
     return _Directory(None, by_number)
 

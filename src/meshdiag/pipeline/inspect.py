@@ -32,6 +32,7 @@ from meshdiag.ir.scan import (
     scan_paths,
 )
 from meshdiag.ir.scancache import ScanCache
+from meshdiag.ir.text import match_end, split_top
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
 
@@ -840,17 +841,21 @@ def own_text(v: Value, memos: RunMemos | None = None) -> str:
         if text.startswith("{{") or text.replace(" ", "").startswith("{{"):
             return gspmd_text(v, memos) or text
         return text
-    if text.startswith("#sdy.sharding_per_value") and _per_value_count(text) > 1:
-        # rare (258 in the 929 every-pass fixture files): not memoised
-        from meshdiag.notation.shardy import print_sdy_sharding
+    if text.startswith("#sdy.sharding_per_value"):
+        # every op's sharding after Shardy's propagation; one of several is rare (258 in
+        # the 929 every-pass fixture files): printed each time
+        if memos is None:
+            count = _per_value_count(text)
+        else:
+            count = memos.table("inspect.per_value_count").call(_per_value_count, text)
+        if count > 1:
+            from meshdiag.notation.shardy import print_sdy_sharding
 
-        return print_sdy_sharding(s)
+            return print_sdy_sharding(s)
     return text
 
 
 def _per_value_count(text: str) -> int:
-    from meshdiag.ir.text import match_end, split_top
-
     lb = text.find("[")
     end = match_end(text, lb) if lb >= 0 else -1
     return len(split_top(text, lb + 1, end - 1)) if end > 0 else 1
