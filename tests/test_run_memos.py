@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from meshdiag.inputs.mesh_input import parse_mesh
+from meshdiag.ir.model import FileReport
 from meshdiag.ir.scan import scan_file
 from meshdiag.memo import ContentTable, RunMemos, Table
 from meshdiag.pipeline import dump_summary, inspect, module_summary
@@ -429,3 +430,14 @@ def test_one_off_values_group_under_the_texts_shared_lines_do(monkeypatch):
     assert sum(map(len, want)) > 100
     # distinct values: one per value when each is its own, one per line's when shared
     assert [[g[:3] for g in m] for m in got] == [[g[:3] for g in m] for m in want]
+
+
+def test_a_replayed_report_copies_every_field_of_the_report():
+    """`Scanned.replay` makes the report field by field: a field added to FileReport must
+    be copied there too."""
+    assert [f.name for f in dataclasses.fields(FileReport)] == [
+        "path",
+        "modules",
+        "findings",
+        "skipped",
+    ]
