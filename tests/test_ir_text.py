@@ -140,7 +140,7 @@ def ref_op_result_types(line: str, start: int) -> list[str]:
 
 
 FRAGMENTS = list('<>[]{}()",:-\\ ab=#@%') + [" : ", "->", '\\"', "\n", "tensor<8x8xf32>", " loc(x)"]
-FRAGMENTS += ["é", "😀", "<" * 300, ">" * 300]  # wide characters; deeper than a small stack
+FRAGMENTS += ["é", "非", "😀", "<" * 300, ">" * 300]  # wide characters; deeper than a small stack
 lines = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 
 

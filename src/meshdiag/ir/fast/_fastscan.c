@@ -340,7 +340,11 @@ static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t 
 /* Index after the bracket closing data[pos] (see match_end below); -1 when the text ends
  * first, -2 with a MemoryError set when the bracket stack cannot grow. Shared with the
  * field readers (_fields.c) through _fastscan.h. */
-Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+/* The body, for a constant `kind` each (fs_match_end): the compiler then reads each
+ * character directly instead of switching on the kind at every one (annotated lines are
+ * ASCII: most calls are 1-byte) */
+static inline __attribute__((always_inline)) Py_ssize_t
+match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos < 0)
         pos = 0;
     char small[256];
@@ -405,6 +409,17 @@ done:
     return result;
 }
 
+Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return match_end_of(PyUnicode_1BYTE_KIND, data, n, pos);
+    case PyUnicode_2BYTE_KIND:
+        return match_end_of(PyUnicode_2BYTE_KIND, data, n, pos);
+    default:
+        return match_end_of(PyUnicode_4BYTE_KIND, data, n, pos);
+    }
+}
+
 static PyObject *match_end(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "match_end(s, pos) takes 2 arguments");
@@ -455,7 +470,7 @@ static int read_str_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wan
 
 /* index of the quote closing a string whose content starts at q (a backslash escapes the
  * next character); `end` or more when it is not closed before `end` */
-static Py_ssize_t closing_quote(int kind, const void *data, Py_ssize_t q, Py_ssize_t end) {
+static inline __attribute__((always_inline)) Py_ssize_t closing_quote(int kind, const void *data, Py_ssize_t q, Py_ssize_t end) {
     while (q < end) {
         Py_UCS4 d = PyUnicode_READ(kind, data, q);
         if (d == '"')
@@ -463,6 +478,54 @@ static Py_ssize_t closing_quote(int kind, const void *data, Py_ssize_t q, Py_ssi
         q += d == '\\' ? 2 : 1;
     }
     return q;
+}
+
+/* Where the next comma at bracket depth 0 is in data[p:end] (depth carried between calls),
+ * or `end`: split_top's loop, for a constant `kind` each (see match_end_of) */
+static inline __attribute__((always_inline)) Py_ssize_t
+top_comma_of(int kind, const void *data, Py_ssize_t p, Py_ssize_t end, Py_ssize_t *depth) {
+    Py_ssize_t d = *depth;
+    while (p < end) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c == '"') {
+            p = closing_quote(kind, data, p + 1, end) + 1;
+            continue;
+        }
+        if (c == '<' || c == '[' || c == '{' || c == '(') {
+            d++;
+        } else if (c == '>' || c == ']' || c == '}' || c == ')') {
+            if (!(c == '>' && p > 0 && PyUnicode_READ(kind, data, p - 1) == '-'))
+                d--;
+        } else if (c == ',' && d == 0) {
+            break;
+        }
+        p++;
+    }
+    *depth = d;
+    return p < end ? p : end;
+}
+
+static Py_ssize_t top_comma(int kind, const void *data, Py_ssize_t p, Py_ssize_t end,
+                            Py_ssize_t *depth) {
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return top_comma_of(PyUnicode_1BYTE_KIND, data, p, end, depth);
+    case PyUnicode_2BYTE_KIND:
+        return top_comma_of(PyUnicode_2BYTE_KIND, data, p, end, depth);
+    default:
+        return top_comma_of(PyUnicode_4BYTE_KIND, data, p, end, depth);
+    }
+}
+
+/* Append (a, b) to `spans`: 0, or -1 with an error set */
+static int append_span(PyObject *spans, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *x = PyLong_FromSsize_t(a), *y = PyLong_FromSsize_t(b);
+    PyObject *span = x != NULL && y != NULL ? PyTuple_Pack(2, x, y) : NULL;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    int failed = span == NULL || PyList_Append(spans, span) < 0;
+    Py_XDECREF(span);
+    return failed ? -1 : 0;
 }
 
 static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -480,44 +543,28 @@ static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     PyObject *spans = PyList_New(0);
     if (spans == NULL)
         return NULL;
-    Py_ssize_t depth = 0, item = start, p = start;
-    while (p < end) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        if (c == '"') {
-            p = closing_quote(kind, data, p + 1, end) + 1;
-            continue;
-        }
-        if (c == '<' || c == '[' || c == '{' || c == '(') {
-            depth++;
-        } else if (c == '>' || c == ']' || c == '}' || c == ')') {
-            if (!(c == '>' && p > 0 && PyUnicode_READ(kind, data, p - 1) == '-'))
-                depth--;
-        } else if (c == ',' && depth == 0) {
-            PyObject *span = Py_BuildValue("(nn)", item, p);
-            if (span == NULL || PyList_Append(spans, span) < 0) {
-                Py_XDECREF(span);
-                Py_DECREF(spans);
-                return NULL;
-            }
-            Py_DECREF(span);
-            item = p + 1;
-        }
-        p++;
-    }
-    if (item < end || PyList_GET_SIZE(spans) > 0) {
-        PyObject *span = Py_BuildValue("(nn)", item, end);
-        if (span == NULL || PyList_Append(spans, span) < 0) {
-            Py_XDECREF(span);
+    Py_ssize_t depth = 0, item = start;
+    for (;;) {
+        Py_ssize_t comma = top_comma(kind, data, item, end, &depth);
+        if (comma >= end)
+            break;
+        if (append_span(spans, item, comma) < 0) {
             Py_DECREF(spans);
             return NULL;
         }
-        Py_DECREF(span);
+        item = comma + 1;
+    }
+    if ((item < end || PyList_GET_SIZE(spans) > 0) && append_span(spans, item, end) < 0) {
+        Py_DECREF(spans);
+        return NULL;
     }
     return spans;
 }
 
-void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
-                  Py_ssize_t *arrow) {
+/* fs_top_colon's body, for a constant `kind` each (see match_end_of) */
+static inline __attribute__((always_inline)) void
+top_colon_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
+             Py_ssize_t *arrow) {
     Py_ssize_t depth = 0, p = start < 0 ? 0 : start;
     *colon = *arrow = -1;
     while (p < n) {
@@ -543,6 +590,20 @@ void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py
             *arrow = -1;
         }
         p++;
+    }
+}
+
+void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
+                  Py_ssize_t *arrow) {
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        top_colon_of(PyUnicode_1BYTE_KIND, data, n, start, colon, arrow);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        top_colon_of(PyUnicode_2BYTE_KIND, data, n, start, colon, arrow);
+        break;
+    default:
+        top_colon_of(PyUnicode_4BYTE_KIND, data, n, start, colon, arrow);
     }
 }
 
