@@ -18,7 +18,8 @@ the files from the page cache (a first, unmeasured grep warms it). With --repeat
 is run N times, the best shown with the worst.
 
 With --against REV, every command runs N rounds alternating between REV's src/ (exported
-with `git archive`, with this tree's native scanner) and this tree's: this machine's speed
+with `git archive`, with this tree's native scanner, or its own built there when its C
+sources differ: `compare_outputs.export_base`) and this tree's: this machine's speed
 drifts by up to a third between minutes, so a change is judged by sides measured side by
 side. Per side: the best and the median time, each a ratio to the best grep of the run,
 the median CPU (user + system of the whole process tree) and the peak RSS.

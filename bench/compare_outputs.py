@@ -4,7 +4,8 @@ with this tree's meshdiag and with another revision's, and compare stdout and ex
     .venv/bin/python bench/compare_outputs.py [--base-rev HEAD] [PATH ...]
 
 The base revision's `src/` is exported with `git archive` into a temporary directory (the
-native scanner is copied from this tree) and run with that on PYTHONPATH. Each side runs
+native scanner is copied from this tree, or built there when the base's C sources differ)
+and run with that on PYTHONPATH. Each side runs
 every command in one process through click's test runner (fast: one start-up per side).
 PATHs default to every fixture file and dump directory; pass a cold dump or a big file too.
 Exit 1 and the differing commands when any output differs.
@@ -88,11 +89,39 @@ def run_side(pythonpath: str, argv: list[list[str]]) -> list:
 
 
 def export_base(rev: str, into: str) -> str:
-    """`rev`'s src/ under `into`, with this tree's built native scanner."""
+    """`rev`'s src/ under `into`, with its native scanner: this tree's built one when the C
+    sources are the same, else its own, built there (the two sides' Python and C must
+    agree: a C change would make the base fail or differ for nothing)."""
+    same_c = (
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "diff",
+                "--quiet",
+                rev,
+                "--",
+                "src/meshdiag/ir/fast",
+                "setup.py",
+            ]
+        ).returncode
+        == 0
+    )
+    # (building needs the packaging files setup.py reads its metadata from)
+    what = ["src"] if same_c else ["src", "setup.py", "pyproject.toml", "PYPI.md", "LICENSE"]
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
+        ["git", "-C", str(ROOT), "archive", rev, *what], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    if not same_c:
+        subprocess.run(
+            [sys.executable, "setup.py", "build_ext", "--inplace"],
+            cwd=into,
+            check=True,
+            capture_output=True,
+        )
+        return str(Path(into) / "src")
     # the native scanner where the base revision looks for it (ir/fast/ since the layered
     # tree, ir/ before); without it the base runs its Python twin (same output, slower)
     ir = Path(into) / "src" / "meshdiag" / "ir"

@@ -30,9 +30,10 @@ class MeshDecl:
     source: Literal["sdy.mesh", "xla.sdy.meshes", "inline"] = "sdy.mesh"
 
 
-@dataclass
+@dataclass(slots=True)
 class Value:
-    """One sharded value: a function argument or result, an op result, a constraint, ..."""
+    """One sharded value: a function argument or result, an op result, a constraint, ...
+    (slots, not a dict: a big file makes a million, and copies them from prototypes)"""
 
     name: str  # %arg0, %0, %0#1, result#0, %param.1
     line: int
@@ -99,18 +100,26 @@ class ValueGroup:
         return self._lines
 
 
-_new_value = object.__new__
-
-
-def _at(proto: Value, line: int, partitioned: bool) -> Value:
-    """A copy of `proto` at `line`; in a partitioned module its shape is per device."""
-    v = _new_value(Value)
-    d = proto.__dict__.copy()  # faster than copying field by field
-    d["line"] = line
-    if partitioned and d["shape"] is not None and d["local_shape"] is None:
-        d["local_shape"], d["shape"] = d["shape"], None
-    v.__dict__ = d
-    return v
+def _at(p: Value, line: int, partitioned: bool) -> Value:
+    """A copy of `p` at `line`; in a partitioned module its shape is per device."""
+    shape, local = p.shape, p.local_shape
+    if partitioned and shape is not None and local is None:
+        shape, local = None, shape
+    return Value(
+        p.name,
+        line,
+        p.column,
+        p.text,
+        p.notation,
+        p.kind,
+        p.op,
+        shape,
+        local,
+        p.dtype,
+        p.mesh_name,
+        p.sharding,
+        p.hlo,
+    )
 
 
 def from_proto(
@@ -125,17 +134,22 @@ def from_proto(
 ) -> Value:
     """A copy of `proto` with these seven fields set: the value of a plain line whose
     sharding text is `proto`'s (`ScanCache.protos`); the Python twin of `_values.c`."""
-    v = _new_value(Value)
-    d = proto.__dict__.copy()
-    d["name"] = name
-    d["line"] = line
-    d["column"] = column
-    d["shape"] = shape
-    d["dtype"] = dtype
-    d["kind"] = kind
-    d["op"] = op
-    v.__dict__ = d
-    return v
+    p = proto
+    return Value(
+        name,
+        line,
+        column,
+        p.text,
+        p.notation,
+        kind,
+        op,
+        shape,
+        p.local_shape,
+        dtype,
+        p.mesh_name,
+        p.sharding,
+        p.hlo,
+    )
 
 
 class ModuleReport:

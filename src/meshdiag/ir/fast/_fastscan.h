@@ -45,6 +45,15 @@ Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needl
 extern PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE,
     *FS_DTYPE, *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
 
+/* _values.c: a Value's fields in its class's order (model.Value, a dataclass with slots) */
+enum {
+    FV_NAME, FV_LINE, FV_COLUMN, FV_TEXT, FV_NOTATION, FV_KIND, FV_OP, FV_SHAPE,
+    FV_LOCAL_SHAPE, FV_DTYPE, FV_MESH_NAME, FV_SHARDING, FV_HLO, FV_N
+};
+/* The fields of `v` (FV_N, borrowed) read from its slots: 0; 1 when its class does not
+ * have the Value's slots or one is unset; -1 with an error set */
+int fs_fields(PyObject *v, PyObject **out);
+
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
 int fs_values_init(void);
 /* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the

@@ -132,21 +132,15 @@ static PyObject *memo_call(PyObject *memo, PyObject *key, PyObject *fn) {
 static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
                      PyObject *tail_of, PyObject *quote, PyObject *gspmds, PyObject *heads,
                      PyObject *tails) {
-    PyObject *d = PyObject_GenericGetDict(v, NULL);
-    if (d == NULL)
-        return -1;
-    PyObject *f[12];
-    PyObject *keys[12] = {FS_NAME,  FS_LINE,  FS_COLUMN,   FS_KIND, FS_OP,        FS_SHAPE,
-                          FS_LOCAL_SHAPE, FS_DTYPE, FS_NOTATION, FS_TEXT, FS_MESH_NAME, FS_HLO};
-    int r = 1;
-    for (int i = 0; i < 12; i++) {
-        f[i] = PyDict_GetItemWithError(d, keys[i]); /* borrowed; d keeps them */
-        if (f[i] == NULL) {
-            r = PyErr_Occurred() ? -1 : 1;
-            Py_DECREF(d);
-            return r;
-        }
-    }
+    PyObject *all[FV_N];
+    int r = fs_fields(v, all); /* borrowed; v keeps them */
+    if (r != 0)
+        return r;
+    PyObject *const f[12] = {all[FV_NAME],  all[FV_LINE],       all[FV_COLUMN], all[FV_KIND],
+                             all[FV_OP],    all[FV_SHAPE],      all[FV_LOCAL_SHAPE],
+                             all[FV_DTYPE], all[FV_NOTATION],   all[FV_TEXT],
+                             all[FV_MESH_NAME], all[FV_HLO]};
+    r = 1;
     PyObject *g = NULL, *head = NULL, *tail = NULL, *key = NULL;
     PyObject *id = PyLong_FromVoidPtr(f[11]);
     if (id == NULL) {
@@ -189,7 +183,6 @@ done:
     Py_XDECREF(g);
     Py_XDECREF(head);
     Py_XDECREF(tail);
-    Py_DECREF(d);
     return r;
 }
 

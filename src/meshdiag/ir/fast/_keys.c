@@ -60,32 +60,27 @@ static int divides(PyObject *split, PyObject *shape) {
     return 1;
 }
 
-/* One field of a value whose attributes are `d`: a new reference; NULL with an error set,
- * or NULL without one when the value is not what the field expects */
-static PyObject *field(int code, PyObject *d, PyObject *splits) {
+/* One field of a value whose fields are `f` (fs_fields): a new reference; NULL with an
+ * error set, or NULL without one when the value is not what the field expects */
+static PyObject *field(int code, PyObject *const *f, PyObject *splits) {
     PyObject *x;
     switch (code) {
     case 0:
+        return Py_NewRef(f[FV_NOTATION]);
     case 1:
-        x = PyDict_GetItemWithError(d, code == 0 ? FS_NOTATION : FS_MESH_NAME);
-        return x == NULL ? NULL : Py_NewRef(x);
+        return Py_NewRef(f[FV_MESH_NAME]);
     case 2:
+        return PyLong_FromVoidPtr(f[FV_SHARDING]);
     case 3:
-        x = PyDict_GetItemWithError(d, code == 2 ? FS_SHARDING : FS_HLO);
-        return x == NULL ? NULL : PyLong_FromVoidPtr(x);
+        return PyLong_FromVoidPtr(f[FV_HLO]);
     case 4: {
-        x = PyDict_GetItemWithError(d, FS_SHAPE);
+        x = f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
         if (x == Py_None)
-            x = PyDict_GetItemWithError(d, FS_LOCAL_SHAPE);
-        if (x == NULL || x == Py_None)
-            return x == NULL ? NULL : Py_NewRef(Py_None);
+            return Py_NewRef(Py_None);
         return PyTuple_Check(x) ? PyLong_FromSsize_t(PyTuple_GET_SIZE(x)) : NULL;
     }
     case 5: {
-        PyObject *h = PyDict_GetItemWithError(d, FS_HLO);
-        PyObject *shape = h == NULL ? NULL : PyDict_GetItemWithError(d, FS_SHAPE);
-        if (shape == NULL)
-            return NULL;
+        PyObject *h = f[FV_HLO], *shape = f[FV_SHAPE];
         if (h == Py_None || shape == Py_None)
             return Py_NewRef(Py_None);
         /* the split of each distinct tiled form, asked once per call */
@@ -154,19 +149,19 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         PyObject *v = PySequence_Fast_GET_ITEM(items, i);
         if (Py_TYPE(v) != type)
             continue;
-        PyObject *d = PyObject_GenericGetDict(v, NULL);
-        if (d == NULL)
+        PyObject *fields[FV_N];
+        int got = fs_fields(v, fields);
+        if (got < 0)
             goto fail;
-        PyObject *key = PyTuple_New(nf);
+        PyObject *key = got == 0 ? PyTuple_New(nf) : NULL;
         for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
-            PyObject *x = field(codes[f], d, splits);
+            PyObject *x = field(codes[f], fields, splits);
             if (x == NULL) {
                 Py_CLEAR(key);
                 break;
             }
             PyTuple_SET_ITEM(key, f, x);
         }
-        Py_DECREF(d);
         if (key == NULL) {
             if (PyErr_Occurred())
                 goto fail;

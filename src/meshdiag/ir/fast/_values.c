@@ -15,12 +15,12 @@
 #include "_fastscan.h"
 
 #include <string.h>
+#include <structmember.h>
 
 PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE, *FS_DTYPE,
     *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
 /* the roles of plain lines' values */
 static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *ROLE_OP, *OP_CONSTRAINT, *OP_RESHARD;
-static PyObject *NO_ARGS;
 
 int fs_values_init(void) {
     struct {
@@ -50,34 +50,78 @@ int fs_values_init(void) {
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].at = PyUnicode_InternFromString(names[k].text)) == NULL)
             return -1;
-    NO_ARGS = PyTuple_New(0);
-    return NO_ARGS == NULL ? -1 : 0;
+    return 0;
 }
 
-/* A new object of the prototype's class whose attributes are a copy of the prototype's
- * with the seven given (borrowed) fields set; NULL with an error set. Made as
- * `object.__new__(cls)` and `obj.__dict__ = d` make it in Python. */
+/* Where each field's slot is in the Value class last asked about (its member
+ * descriptors' offsets), found once per class: FV_N offsets, and the class (kept) */
+static PyTypeObject *slots_of;
+static Py_ssize_t slot_at[FV_N];
+
+/* Learn the slots of `t`: 0, 1 when it does not have them all, -1 with an error set */
+static int learn_slots(PyTypeObject *t) {
+    PyObject *const names[FV_N] = {FS_NAME,      FS_LINE,  FS_COLUMN, FS_TEXT,     FS_NOTATION,
+                                   FS_KIND,      FS_OP,    FS_SHAPE,  FS_LOCAL_SHAPE, FS_DTYPE,
+                                   FS_MESH_NAME, FS_SHARDING, FS_HLO};
+    Py_ssize_t at[FV_N];
+    for (int i = 0; i < FV_N; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int slot = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                   ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        at[i] = slot ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
+        Py_DECREF(d);
+        if (!slot)
+            return 1;
+    }
+    Py_XSETREF(slots_of, (PyTypeObject *)Py_NewRef(t));
+    memcpy(slot_at, at, sizeof at);
+    return 0;
+}
+
+#define SLOT(v, i) (*(PyObject **)((char *)(v) + slot_at[i]))
+
+int fs_fields(PyObject *v, PyObject **out) {
+    if (Py_TYPE(v) != slots_of) {
+        int got = learn_slots(Py_TYPE(v));
+        if (got != 0)
+            return got;
+    }
+    for (int i = 0; i < FV_N; i++)
+        if ((out[i] = SLOT(v, i)) == NULL)
+            return 1;
+    return 0;
+}
+
+/* A new object of the prototype's class whose fields are the prototype's with the seven
+ * given (borrowed) ones set, as `model.from_proto` makes it; NULL with an error set. */
 static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyObject *column,
                             PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
-    PyObject *own = PyObject_GenericGetDict(proto, NULL);
-    if (own == NULL)
+    PyObject *f[FV_N];
+    int got = fs_fields(proto, f);
+    if (got != 0) {
+        if (got > 0)
+            PyErr_SetString(PyExc_TypeError, "a prototype must be a Value");
         return NULL;
-    PyObject *d = PyDict_Copy(own);
-    Py_DECREF(own);
-    if (d == NULL)
-        return NULL;
-    PyObject *v = NULL;
-    if (PyDict_SetItem(d, FS_NAME, name) < 0 || PyDict_SetItem(d, FS_LINE, line) < 0 ||
-        PyDict_SetItem(d, FS_COLUMN, column) < 0 || PyDict_SetItem(d, FS_SHAPE, shape) < 0 ||
-        PyDict_SetItem(d, FS_DTYPE, dtype) < 0 || PyDict_SetItem(d, FS_KIND, kind) < 0 ||
-        PyDict_SetItem(d, FS_OP, op) < 0)
-        goto done;
+    }
+    f[FV_NAME] = name;
+    f[FV_LINE] = line;
+    f[FV_COLUMN] = column;
+    f[FV_SHAPE] = shape;
+    f[FV_DTYPE] = dtype;
+    f[FV_KIND] = kind;
+    f[FV_OP] = op;
     PyTypeObject *cls = Py_TYPE(proto);
-    v = PyBaseObject_Type.tp_new(cls, NO_ARGS, NULL);
-    if (v != NULL && PyObject_GenericSetDict(v, d, NULL) < 0)
-        Py_CLEAR(v);
-done:
-    Py_DECREF(d);
+    PyObject *v = cls->tp_alloc(cls, 0);
+    if (v == NULL)
+        return NULL;
+    for (int i = 0; i < FV_N; i++)
+        SLOT(v, i) = Py_NewRef(f[i]);
     return v;
 }
 
