@@ -373,6 +373,30 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, 
     assert calls["judged"] > 2 * with_keys  # the keys answer most values
 
 
+def test_findings_are_the_same_whether_a_modules_lines_are_its_own_or_shared(monkeypatch):
+    """A module of lines of its own (no line learned: a big file's) is judged by a path of
+    its own (`value_findings` keeps no identities for it); its findings, at every line and
+    column, are those of the same modules with their lines learned and shared."""
+    from meshdiag.ir import linememo
+
+    mesh = parse_mesh("batch=2,model=4")
+
+    def findings():
+        memos = RunMemos()
+        reports = _fixture_reports()
+        return [
+            inspect.run_checks(r, m, "tt-mlir", "xla", memos=memos)
+            for m in (None, mesh)
+            for r in reports
+        ]
+
+    shared = findings()
+    monkeypatch.setattr(linememo, "learnable", lambda b: False)
+    own = findings()
+    assert own == shared
+    assert sum(len(fs) for fs in own) > 50
+
+
 def test_a_replayed_module_writes_its_json_once_per_setting(monkeypatch):
     """The same module object again (a replayed file) gets its JSON from its identity,
     whatever its values (one-off ones too); another setting writes it afresh, and every

@@ -144,6 +144,17 @@ def value_findings(
     verdicts = book.by_facts.get(key)
     if verdicts is None:
         verdicts = book.by_facts[key] = _Verdicts()
+    if not module.shared_entries():  # only lines of its own (a big file's): no bookkeeping
+        clean = verdicts.clean
+        before = len(clean)
+        judged_here = _judged(items, decides, clean, judge, facts, memos, book.distinct(items))
+        book.judged += len(clean) - before
+        where = {"path": ctx.path, "module": module.name}
+        return [
+            rule.finding(message, fix, line=v.line, column=v.column, **where)
+            for v, res in judged_here  # in module order
+            for message, fix in res
+        ]
     judged, found = verdicts.judged, verdicts.found
     ids = module.item_ids()
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
