@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text, value_layout
@@ -177,6 +178,24 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
         hit = memo.get(key)
         if hit is not None:
             return hit
+    if _native_text_groups is not None:
+        by_text = _native_text_groups(
+            items,
+            Value,
+            lambda v: own_text(v, memos),
+            lambda item: _rows(item, part, memos),
+            FIRST_LOCATIONS,
+        )
+    else:
+        by_text = text_groups_py(items, part, memos)
+    if key is not None:
+        memo.put(key, len(items), by_text)  # the key holds the entries
+    return by_text
+
+
+def text_groups_py(items: tuple, part: bool, memos: RunMemos) -> dict[str, list]:
+    """`text_groups` of the column entries `items`, in Python: the reference for the native
+    one (`ir/fast/_groups.c`, about a third of a microsecond less a value)."""
     by_text: dict[str, list] = {}
     get = by_text.get
     for i, item in enumerate(items):
@@ -203,8 +222,6 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
                 if e[0] <= FIRST_LOCATIONS:
                     e[1].append((name, i, col))
                 e[2][id(v)] = v
-    if key is not None:
-        memo.put(key, len(items), by_text)  # the key holds the entries
     return by_text
 
 
@@ -232,3 +249,6 @@ def summarise_file(
     """`summarise_module` of each module of `report`, in order."""
     memos = memos if memos is not None else RunMemos()
     return [summarise_module(m, mesh=mesh, split=split, memos=memos) for m in report.modules]
+
+
+_native_text_groups = native("text_groups")

@@ -8,8 +8,10 @@ line and word finders `word_lines` and `find_any` (twins: `comms.scan.word_lines
 `_fields.c`; twins `ir.fields.constraint_fields_py`, `entry_fields_py`, `op_fields_py`), the values of plain
 lines copied from their sharding's prototype `scan_plain`, `entry_values` (`_values.c`;
 twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`), a module's values as JSON
-`values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`) and the checks' keys
-of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`). Each is
+`values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`), the checks' keys
+of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`) and a module's
+values grouped by their sharding text `text_groups` (`_groups.c`; twin
+`pipeline.module_summary.text_groups_py`). Each is
 tested against its twin. `words.py` is the one list of candidate words both walkers use (setup.py hands it
 to the compiler). `native(name)` is how the rest of the scanner asks for one: None when the
 extension is not built or `MESHDIAG_PURE_PYTHON` is set, and the caller uses the twin.

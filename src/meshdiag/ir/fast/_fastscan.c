@@ -785,6 +785,8 @@ static PyMethodDef methods[] = {
      fs_entry_values_doc},
     {"values_json", (PyCFunction)(void (*)(void))fs_values_json, METH_FASTCALL,
      fs_values_json_doc},
+    {"text_groups", (PyCFunction)(void (*)(void))fs_text_groups, METH_FASTCALL,
+     fs_text_groups_doc},
     {"new_keys", (PyCFunction)(void (*)(void))fs_new_keys, METH_FASTCALL, fs_new_keys_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -802,7 +804,7 @@ static struct PyModuleDef fastscan_module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
-    if (build_tables() < 0 || fs_values_init() < 0 || fs_keys_init() < 0)
+    if (build_tables() < 0 || fs_values_init() < 0 || fs_keys_init() < 0 || fs_groups_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fastscan_module);
     if (m == NULL)

@@ -68,6 +68,12 @@ extern const char fs_entry_values_doc[];
 PyObject *fs_values_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_values_json_doc[];
 
+/* _groups.c: a module's values by their own sharding text
+ * (pipeline.module_summary.text_groups_py) */
+int fs_groups_init(void);
+PyObject *fs_text_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_text_groups_doc[];
+
 /* _keys.c: the checks' keys of a module's values (checks.keys.new_keys_py) */
 int fs_keys_init(void);
 PyObject *fs_new_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

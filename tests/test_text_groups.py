@@ -1,0 +1,140 @@
+"""A module's values grouped by their own sharding text (`module_summary.text_groups`):
+the native grouping (`ir/fast/_groups.c`) gives what its twin `text_groups_py` gives, on
+every fixture module read with its lines shared and with every value its module's own, and
+on generated entries; it keeps no reference it should not."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.ir import linememo
+from meshdiag.ir.model import LineValues, Value
+from meshdiag.ir.scan import scan_file
+from meshdiag.ir.scancache import ScanCache
+from meshdiag.memo import RunMemos
+from meshdiag.pipeline import module_summary
+from meshdiag.pipeline.inspect import own_text
+from meshdiag.pipeline.module_summary import FIRST_LOCATIONS, _rows, text_groups_py
+
+native = module_summary._native_text_groups
+needs_native = pytest.mark.skipif(native is None, reason="no native extension to compare")
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _modules():
+    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
+    cache = ScanCache()
+    return [
+        m for p in files for m in scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache).modules
+    ]
+
+
+def _native(items, part, memos, keep=FIRST_LOCATIONS):
+    return native(
+        items, Value, lambda v: own_text(v, memos), lambda it: _rows(it, part, memos), keep
+    )
+
+
+def _plain(groups):
+    """Groups as comparable data: the values by identity."""
+    return [(t, n, firsts, list(d)) for t, (n, firsts, d) in groups.items()]
+
+
+@needs_native
+@pytest.mark.parametrize("learned", [True, False], ids=["shared", "own"])
+def test_native_groups_are_the_twins_on_every_fixture_module(monkeypatch, learned):
+    if not learned:
+        monkeypatch.setattr(linememo, "learnable", lambda b: False)
+    modules = _modules()
+    kinds = {it.__class__ for m in modules for it in m.items}
+    assert kinds == ({LineValues, Value} if learned else {Value})
+    memos = RunMemos()
+    for m in modules:
+        items = m.entries()[0]
+        for part in (False, True):
+            want = text_groups_py(items, part, memos)
+            got = _native(items, part, memos)
+            assert list(got) == list(want) and _plain(got) == _plain(want)
+
+
+SHARDINGS = [
+    ("sdy", '#sdy.sharding<@mesh, [{"x"}]>'),
+    ("sdy", '<@mesh, [{"x"}, {}]>'),
+    ("sdy", '#sdy.sharding_per_value<[<@mesh, [{"x"}]>, <@mesh, [{}]>]>'),
+    ("gspmd", "{devices=[2,4]<=[8]}"),
+    ("gspmd", "{{replicated}, {maximal device=0}}"),
+]
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 3)), max_size=30),
+    keep=st.integers(0, 4),
+)
+def test_native_groups_are_the_twins_on_generated_entries(picks, keep):
+    """Values of their own and shared lines, in any mix, under a few texts; the twin keeps
+    `FIRST_LOCATIONS`, so the native one is asked for that many too."""
+    memos = RunMemos()
+    shared = [
+        LineValues(
+            (Value(f"%s{k}", 0, 3, t, n, "op", None, (8,), None, "f32", "mesh", None, None),)
+        )
+        for k, (n, t) in enumerate(SHARDINGS)
+    ]
+    items = []
+    for k, (s, own, col) in enumerate(picks):
+        n, t = SHARDINGS[s]
+        if own:
+            items.append(
+                Value(f"%v{k}", k + 1, col, t, n, "op", None, None, None, None, None, None, None)
+            )
+        else:
+            items.append(shared[s])
+    for part in (False, True):
+        want = text_groups_py(tuple(items), part, memos)
+        assert _plain(_native(items, part, memos)) == _plain(want)
+    got = _native(items, False, memos, keep)
+    assert all(len(firsts) == min(n, max(keep, 1)) for n, firsts, _ in got.values())
+
+
+@needs_native
+def test_native_groups_refuse_what_they_cannot_read_and_leak_nothing():
+    import sys
+    import tracemalloc
+
+    memos = RunMemos()
+    v = Value("%a", 1, 2, '<@mesh, [{"x"}]>', "sdy", "op", None, (8,), None, "f32", "m", None, None)
+    with pytest.raises(TypeError):
+        native([v], Value, None, None, 3)
+    with pytest.raises(TypeError):
+        native([object()], Value, lambda v: "", lambda it: [("t", "n")], 3)
+    with pytest.raises(ZeroDivisionError):
+        native([object()], Value, lambda v: "", lambda it: 1 / 0, 3)
+    items = [v] * 50 + [
+        Value(
+            f"%g{k}", k, 1, "{replicated}", "gspmd", "op", None, None, None, None, None, None, None
+        )
+        for k in range(50)
+    ]
+
+    def run(times):
+        for _ in range(times):
+            _native(items, False, memos)
+
+    run(5)
+    before = sys.getrefcount(v)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        run(200)
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert sys.getrefcount(v) == before
+    assert grown < 20_000
