@@ -92,6 +92,11 @@ FAST = [
     '  func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
     ' loc("x"), %arg1: tensor<8xi32> {sdy.sharding = #sdy.sharding<@other, [{"x"}]>} loc(#loc)'
     ") -> tensor<8xi32> {",
+    # signature entries as XLA's export prints them: a GSPMD string
+    '  func.func @main(%arg0: tensor<16x8xf32> {mhlo.sharding = "{devices=[2,1,4]<=[8] '
+    'last_tile_dim_replicate}"}, %arg1: tensor<8xi32> {mhlo.sharding = "{replicated}"} '
+    'loc("x")) -> tensor<8xi32> {',
+    '  func.func @main(%arg0: tensor<16x8xf32> {mhlo.sharding = "{devices=[3,1]<=[8]}"}) {',
     # op lines as Shardy's propagation and XLA's export print them
     "    %2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] {sdy.sharding = "
     '#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>, sdy.sharding_rule = #sdy.op_sharding_rule'
@@ -138,6 +143,14 @@ GENERAL = [
     ' loc("mhlo.sharding = \\"{replicated}\\"")) -> tensor<16x8xf32> {',
     '  func.func @f(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}'
     ' loc("a #sdy.sharding<@mesh, [{}]>")) -> tensor<16x8xf32> {',
+    # GSPMD signature entries of other forms: a tuple, escapes, more attributes
+    '  func.func @f(%arg0: tuple<tensor<4xf32>> {mhlo.sharding = "{{replicated}}"}) {',
+    '  func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = "{{replicated}, {replicated}}"}) {',
+    '  func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[2]<=[2] \\22}"}) {',
+    '  func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = "{replicated}", jax.result_info = "r"})'
+    " {",
+    "  func.func @f(%arg0: tensor<4xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+    '"#sdy.sharding<@mesh, [{}]>"}, mhlo.sharding = "{replicated}"}) {',
     # op lines of other forms: several results or shardings, a tuple sharding, escapes,
     # more annotations, an op with a reader of its own, types that are not one static tensor
     '    %3:2 = stablehlo.sort %2, %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>, '
@@ -329,6 +342,8 @@ PIECES = [
     ", ",
     "sdy.sharding_rule = #sdy.op_sharding_rule<([i])->([i]) {i=8}>",
     'mhlo.sharding = "',
+    ' {mhlo.sharding = "',
+    '"}',
     '{devices=[2,4]<=[8] last_tile_dim_replicate}"',
     "\\22",
     "xla.sdy.sharding",
@@ -370,8 +385,10 @@ def plain_op(dims: list[int], dtype: str, gspmd: bool = False) -> str:
     )
 
 
-def plain_entry(dims: list[int], dtype: str) -> str:
+def plain_entry(dims: list[int], dtype: str, gspmd: bool = False) -> str:
     ty = "".join(f"{d}x" for d in dims) + dtype
+    if gspmd:
+        return f'%arg3: tensor<{ty}> {{mhlo.sharding = "{{devices=[2,4]<=[8]}}"}}'
     return f'%arg3: tensor<{ty}> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}'
 
 
@@ -395,6 +412,7 @@ def edited(line: str, edits: list[tuple[float, int, str]]) -> str:
             "",
             plain_constraint([16, 24], "f32", "reshard"),
             plain_entry([8], "bf16"),
+            plain_entry([8, 4], "f32", gspmd=True),
             plain_op([16, 8], "f32"),
             plain_op([4], "bf16", gspmd=True),
         ]
@@ -435,13 +453,15 @@ def test_native_fields_read_plain_lines_like_their_twins(dims, dtype, op, pad):
         assert got == fields.op_fields_py(line)
         if pad.strip() == "":
             assert got is not None and got[4] == tuple(dims) and got[5] == dtype
-    entry = f"  func.func @main({plain_entry(dims, dtype)}{pad}) -> f32"
-    start = entry.index("%")
-    end = entry.index(")", start)
-    got = native_entry(entry, start, end)
-    assert got == fields.entry_fields_py(entry, start, end)
-    if pad.strip() == "":
-        assert got is not None and entry[got[1] : got[2]].startswith("#sdy.sharding<@")
+    for gspmd in (False, True):
+        entry = f"  func.func @main({plain_entry(dims, dtype, gspmd)}{pad}) -> f32"
+        start = entry.index("%")
+        end = entry.index(")", start)
+        got = native_entry(entry, start, end)
+        assert got == fields.entry_fields_py(entry, start, end)
+        if pad.strip() == "":
+            text = entry[got[1] : got[2]]
+            assert text.startswith("{devices" if gspmd else "#sdy.sharding<@")
 
 
 def test_non_ascii_lines_are_read_by_the_twins():

@@ -73,10 +73,11 @@ def _module(k: int, rng: random.Random) -> str:
         ref = rng.choice(["mesh", "mesh", "mesh", "other"])
         tail = rng.choice(["", "", "", ', jax.result_info = "r"'])
         loc = rng.choice(LOCS)
-        args.append(
-            f"%arg{i}: tensor<{8 + i}x{k + 1}xf32> "
-            f"{{sdy.sharding = #sdy.sharding<@{ref}, {rng.choice(SHARDINGS)}>{tail}}}{loc}"
-        )
+        if rng.random() < 0.25:  # as XLA's export prints it
+            attr = f'mhlo.sharding = "{rng.choice(GSPMD)}"'
+        else:
+            attr = f"sdy.sharding = #sdy.sharding<@{ref}, {rng.choice(SHARDINGS)}>"
+        args.append(f"%arg{i}: tensor<{8 + i}x{k + 1}xf32> {{{attr}{tail}}}{loc}")
     body = []
     for i in range(rng.randrange(1, 30)):
         op = rng.choice(["sharding_constraint"] * 4 + ["reshard", "op", "op", "gspmd"])
@@ -287,6 +288,7 @@ def _walk_known(buf, known, lineno):
 
 ENTRIES = [
     "%arg{i}: tensor<{d}xf32> {{sdy.sharding = #sdy.sharding<@mesh, {s}>}}",
+    '%arg{i}: tensor<{d}xf32> {{mhlo.sharding = "{g}"}}',
     " %arg{i}: tensor<{d}xbf16> {{sdy.sharding = #sdy.sharding<@mesh, {s}>}} ",
     '%arg{i}: tensor<{d}xf32> {{sdy.sharding = #sdy.sharding<@mesh, {s}>, jax.result_info = "r"}}',
     "%arg{i}: tensor<{d}xf32>",
@@ -300,7 +302,10 @@ def test_native_entry_values_read_like_their_twin(seed, k, lineno):
     rng = random.Random(seed)
     parts = [
         rng.choice(ENTRIES).format(
-            i=i, s=rng.choice(SHARDINGS), d="x".join(str(rng.randrange(1, 9)) for _ in "ab")
+            i=i,
+            s=rng.choice(SHARDINGS),
+            d="x".join(str(rng.randrange(1, 9)) for _ in "ab"),
+            g=rng.choice(GSPMD),
         )
         for i in range(rng.randrange(0, 12))
     ]
@@ -309,7 +314,7 @@ def test_native_entry_values_read_like_their_twin(seed, k, lineno):
     from meshdiag.ir.text import match_end, split_top
 
     spans = split_top(line, start, match_end(line, start - 1) - 1) if parts else []
-    texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS]
+    texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS] + GSPMD
     protos = {t: _proto(t) for t in texts if rng.random() < 0.7}
     outs = []
     for fn in (_fastscan.entry_values, fields.entry_values_py):
@@ -414,8 +419,8 @@ _ASCII = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=12)
     parts=st.lists(
         st.one_of(
             st.sampled_from(
-                [e.format(i=1, s=SHARDINGS[0], d="4x4") for e in ENTRIES]
-                + [e.format(i=2, s=SHARDINGS[1], d="8") + ' loc("x")' for e in ENTRIES]
+                [e.format(i=1, s=SHARDINGS[0], d="4x4", g=GSPMD[1]) for e in ENTRIES]
+                + [e.format(i=2, s=SHARDINGS[1], d="8", g=GSPMD[0]) + ' loc("x")' for e in ENTRIES]
             ),
             _ASCII,
         ),

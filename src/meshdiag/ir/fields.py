@@ -10,8 +10,9 @@ and tests/test_ir_fields.py compare them).
 
 - `constraint`: `%5 = sdy.sharding_constraint %4 <@mesh, [{}, {"y"}]> : tensor<16x24xf32>`
   (and `sdy.reshard`), the line JAX prints for every `with_sharding_constraint`.
-- `signature_entry`: `%arg3: tensor<24x32xf32> {sdy.sharding = #sdy.sharding<@mesh, ...>}`,
-  one entry of a `func.func` signature (a big program's entry function has thousands).
+- `signature_entry`: `%arg3: tensor<24x32xf32> {sdy.sharding = #sdy.sharding<@mesh, ...>}`
+  (or `{mhlo.sharding = "{...}"}`, XLA's export, its text without escapes), one entry of a
+  `func.func` signature (a big program's entry function has thousands).
 - `op_line`: an op whose one annotation is `sdy.sharding = #sdy.sharding_per_value<[<@mesh,
   ...>]>` (every op after Shardy's propagation) or `mhlo.sharding = "{...}"` (XLA's export),
   with one static result type: `%3 = stablehlo.tanh %2 {sdy.sharding = ...} : tensor<8xf32>`.
@@ -63,6 +64,11 @@ _CONSTRAINT = re.compile(
 _ENTRY = re.compile(
     r"\s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)> "
     r"\{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}" + _LOC + r"\s*"
+)
+#: the same with a GSPMD sharding (XLA's export): the string's text, without escapes
+_GSPMD_ENTRY = re.compile(
+    r"\s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)> "
+    r'\{mhlo\.sharding = "([^"\\]*)"\}' + _LOC + r"\s*"
 )
 
 
@@ -148,8 +154,16 @@ def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) ->
         return False
     name, a, e, shape, dtype = f
     text = line[a:e]
-    p = b.named(text)
-    v = b.value(name, lineno, a + 1, text, "sdy", p, kind="arg", shape=shape, dtype=dtype)
+    if text.startswith("#sdy"):
+        p = b.named(text)
+        notation = "sdy"
+    else:  # `mhlo.sharding = "..."`: one GSPMD sharding, not a tuple
+        parsed = b.cache.hlo(text)
+        if len(parsed) != 1:
+            return False
+        p = parsed[0]
+        notation = "gspmd"
+    v = b.value(name, lineno, a + 1, text, notation, p, kind="arg", shape=shape, dtype=dtype)
     _keep_proto(b, text, p.error, v, shape)
     return True
 
@@ -275,13 +289,17 @@ def entry_fields_py(
 ) -> tuple[str, int, int, tuple[int, ...], str] | None:
     """`entry_fields` in Python: the reference for the native one."""
     m = _ENTRY.fullmatch(line, start, end)
+    tokens = 1  # the annotation tokens its sharding holds: `#sdy.sharding<`
     if m is None:
-        return None
+        m = _GSPMD_ENTRY.fullmatch(line, start, end)
+        tokens = 0  # (the string's text; its token is before it)
+        if m is None:
+            return None
     a, e = m.span(4)
-    if match_end(line, a + 13) != e:  # `#sdy.sharding` is 13 characters: its `<`
+    if tokens and match_end(line, a + 13) != e:  # `#sdy.sharding` is 13 characters: its `<`
         return None
     name, dims, dtype, text, loc = m.group(1, 2, 3, 4, 5)
-    if text.count("sharding") != 1 or "sharding" in dtype or loc and "sharding" in loc:
+    if text.count("sharding") != tokens or "sharding" in dtype or loc and "sharding" in loc:
         return None  # more annotation tokens in it: general
     return name, a, e, _dims(dims), dtype
 

@@ -12,6 +12,7 @@
  *               (<@[^<>]*>) : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>(LOC)?[ \t]*
  *   entry:      \s*(%[\w.$\-]+): tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>
  *               \{sdy\.sharding = (#sdy\.sharding<@[^<>]*>)\}(LOC)?\s*
+ *               or the same with \{mhlo\.sharding = "([^"\\]*)"\} (a GSPMD string)
  * Neither needs backtracking: each part ends at the first character it cannot take (the
  * dims' digits must be followed by `x`; an element type cannot start with a digit).
  */
@@ -299,22 +300,30 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
     PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
     if (dims == NULL)
         return PyErr_Occurred() ? -1 : 0;
-    Py_ssize_t a = -1, e = -1;
+    Py_ssize_t a = -1, e = -1, tokens = 1; /* the annotation tokens its sharding holds */
     if (take(&c, " {sdy.sharding = ")) {
         a = c.i;
         if (take(&c, "#sdy.sharding"))
             e = take_mesh_ref(&c);
+    } else if (take(&c, " {mhlo.sharding = \"")) { /* a GSPMD string, without escapes */
+        a = c.i;
+        tokens = 0;
+        while (c.i < c.n && s[c.i] != '"' && s[c.i] != '\\')
+            c.i++;
+        if (c.i < c.n && s[c.i] == '"')
+            e = c.i++;
     }
     Py_ssize_t loc_a = 0, loc_b = 0;
     int plain = e >= 0 && take(&c, "}") && take_loc(&c, &loc_a, &loc_b);
     if (plain) {
         while (c.i < c.n && is_space(s[c.i]))
             c.i++;
-        plain = c.i == c.n && fs_count(s, a, e, "sharding") == 1 &&
+        plain = c.i == c.n && fs_count(s, a, e, "sharding") == tokens &&
                 !fs_count(s, f->dt, f->dt_end, "sharding") &&
                 !fs_count(s, loc_a, loc_b, "sharding");
     }
-    int closed = closed_at(plain, s, n, a + 13, e); /* from the `<` of `#sdy.sharding<` */
+    /* from the `<` of `#sdy.sharding<` */
+    int closed = tokens ? closed_at(plain, s, n, a + 13, e) : plain;
     if (closed <= 0) {
         Py_DECREF(dims);
         return closed;
