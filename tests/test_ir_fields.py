@@ -473,3 +473,71 @@ def test_non_ascii_lines_are_read_by_the_twins():
     if native_constraint is not None:
         with pytest.raises(TypeError):
             native_constraint(line)
+
+
+# --- plain HLO instructions ----------------------------------------------------------------
+
+HLO_HEAD = "HloModule m, num_partitions=8\n\nENTRY %main {\n"
+HLO_FAST = [
+    "  %x.0 = f32[4,16,32]{2,1,0} parameter(0), sharding={devices=[2,1,1,4]<=[8] "
+    'last_tile_dim_replicate}, metadata={op_name="x"}',
+    "  %d = f32[4,16]{1,0} dot(%x.0, %w), lhs_contracting_dims={2}, sharding={devices=[2,4]<=[8]}",
+    "  ROOT %t = bf16[8]{0} tanh(%d), sharding={replicated}",
+    "  %s = s32[] constant(0), sharding={maximal device=1}",
+    "  %u = f32[6]{0} copy(%d), sharding={devices=[4]<=[4]}",  # uneven: MD105's, same
+    "  %e = f32[6]{0} copy(%d), sharding={devices=[3]<=[8]}",  # a parse error, same
+]
+HLO_GENERAL = [
+    "  %t = (f32[8]{0}, s32[]) tuple(%a, %b), sharding={{replicated}, {maximal device=0}}",
+    '  %c = f32[8]{0} custom-call(%a), custom_call_target="Sharding", sharding={replicated}',
+    "  %a = f32[8]{0} copy(%b), sharding={replicated}, frontend_attributes={xla.sdy.sharding="
+    '"#sdy.sharding<@mesh, [{}]>"}',
+    '  %a = f32[8]{0} copy(%b), sharding={devices=[2]<=[2] metadata={op_name="}"}}',
+    "  %a = f32[8]{0} copy(%b), sharding={replicated}, x_sharding={replicated}, sharding={manual}",
+    "  %a = f32[?,8]{1,0} copy(%b), sharding={replicated}",
+    "  %a = f32[8]{0}copy(%b), sharding={replicated}",
+]
+
+
+def hlo_scanned(body: str):
+    text = HLO_HEAD + body + "\n}\n"
+    r = scan_file("m.txt", io.BytesIO(text.encode()))
+    values = [value_fields(v) for m in r.modules for v in m.values]
+    return values, [f.to_json() for f in r.findings]
+
+
+@pytest.mark.parametrize("line", HLO_FAST + HLO_GENERAL)
+def test_hlo_instructions_read_like_the_general_reader(monkeypatch, line):
+    read = []
+    real = fields.hlo_line
+    monkeypatch.setattr(fields, "hlo_line", lambda *a: read.append(1) or real(*a))
+    fast = hlo_scanned(line)
+    assert (sum(read) > 0 and fields.hlo_fields(line) is not None) == (line in HLO_FAST)
+    with monkeypatch.context() as mp:
+        mp.setattr(fields, "hlo_fields", lambda *a: None)
+        assert fast == hlo_scanned(line)
+
+
+native_hlo = fields.native("hlo_fields")
+HLO_PIECES = [
+    " ", "  ", "ROOT", "ROOT ", "%a.1", "%x-y", "t", " = ", "=", "f32", "bf16", "s32", "pred",
+    "[", "]", "4", "4,8", ",", "{1,0}", "{0}", "(", ")", "(%a, %b)", " copy(%a)", "dot",
+    "custom-call", ", ", "sharding={", "sharding={replicated}", "{devices=[2,4]<=[8]}", "}",
+    "{", '"', "x_sharding={", ".sharding={", "xla.sdy.", "metadata={op_name=\"a\"}", "é", "\t",
+]  # fmt: skip
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(
+    base=st.sampled_from(["", *HLO_FAST, *HLO_GENERAL]),
+    parts=st.lists(st.sampled_from(HLO_PIECES), max_size=16),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1), st.integers(0, 3), st.sampled_from(HLO_PIECES)), max_size=3
+    ),
+)
+def test_native_hlo_fields_match_their_twin_on_edited_lines(base, parts, edits):
+    line = edited(base or "".join(parts), edits)
+    if line.isascii():
+        assert native_hlo(line) == fields.hlo_fields_py(line)
+    assert fields.hlo_fields(line) == fields.hlo_fields_py(line)

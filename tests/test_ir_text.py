@@ -191,7 +191,7 @@ ANNOT = re.compile(
     r'|\bxla\.sdy\.sharding = "'
     r"|\b(?:out_)?sharding=<"
 )
-#: the `sharding={` that `sharding_braces` finds, as one regex (its reference)
+#: the `sharding={` that `hlo_sharding_braces` finds, as one regex (its reference)
 SHARDING = re.compile(r"(?<![\w.])sharding=\{")
 
 TOKEN_FRAGMENTS = [
@@ -267,7 +267,7 @@ def test_native_match_end_matches_python():
     st.data(),
 )
 def test_hlo_sharding_braces_match_the_regex(s, data):
-    from meshdiag.ir.hlo import sharding_braces
+    from meshdiag.ir.text import hlo_sharding_braces as sharding_braces
 
     after = data.draw(st.integers(0, len(s)))
     assert sharding_braces(s, after) == [m.end() - 1 for m in SHARDING.finditer(s, after)]

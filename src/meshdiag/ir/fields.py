@@ -17,6 +17,9 @@ and tests/test_ir_fields.py compare them).
   ...>]>` (every op after Shardy's propagation) or `mhlo.sharding = "{...}"` (XLA's export),
   with one static result type: `%3 = stablehlo.tanh %2 {sdy.sharding = ...} : tensor<8xf32>`.
   Not one regex: the steps `mlir._op` takes for it, each as it takes them.
+- `hlo_line`: an HLO instruction with one static array shape and one `sharding={...}`
+  (`%d = f32[4,16]{1,0} dot(%x, %w), ..., sharding={devices=[2,4]<=[8]}`): the steps
+  `hlo._instruction` takes for it. Every pass file of an XLA dump is mostly these.
 
 Once a sharding text has given a plain value this way, its Value is kept as the prototype of
 that text (`ScanCache.keep_proto`), and later plain values with it are copies of it with
@@ -25,10 +28,9 @@ file's constraint and op lines are made so by the candidate walker itself
 (`lines.scan_plain`), a signature's entries by `entry_values`, both in C when built
 (`fast/_values.c`), without a Python step per value.
 
-The fields themselves come from `constraint_fields`, `entry_fields` and `op_fields`: native
-(`fast/_fields.c`, one pass in C) when the extension is built, else their Python twins
-`constraint_fields_py`, `entry_fields_py` and `op_fields_py` (tests/test_ir_fields.py holds
-each pair to the same answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes,
+The fields themselves come from `constraint_fields`, `entry_fields`, `op_fields` and
+`hlo_fields`: native (`fast/_fields.c`, one pass in C) when the extension is built, else
+their Python twins (`..._py`; tests/test_ir_fields.py holds each pair to the same answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes,
 1.53 s with the native fields.
 """
 
@@ -41,9 +43,13 @@ from meshdiag.ir.builder import Builder
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value, from_proto
 from meshdiag.ir.text import (
+    HLO_INSTR,
+    HLO_OPCODE,
     OP_NAME,
     RESULT,
     annotations_in,
+    hlo_shapes,
+    hlo_sharding_braces,
     match_end,
     op_result_types,
     string_end,
@@ -137,6 +143,33 @@ def op_line(b: Builder, line: str, lineno: int) -> bool:
         name, lineno, start + 1, text, notation, p, kind="op", op=opname, shape=shape, dtype=dtype
     )
     _keep_proto(b, text, p.error, v, shape)
+    return True
+
+
+def hlo_line(b: Builder, line: str, lineno: int) -> bool:
+    """A plain HLO instruction (`hlo_fields`), read whole; False (nothing done) for any
+    other line and for one whose sharding is not one GSPMD sharding."""
+    f = hlo_fields(line)
+    if f is None:
+        return False
+    name, opcode, start, stop, shape, dtype = f
+    text = line[start:stop]
+    parsed = b.cache.hlo(text)
+    if len(parsed) != 1:
+        return False
+    kind = "arg" if opcode == "parameter" else "op"
+    b.value(
+        name,
+        lineno,
+        start + 1,
+        text,
+        "gspmd",
+        parsed[0],
+        kind=kind,
+        op=opcode,
+        shape=shape,
+        dtype=dtype,
+    )
     return True
 
 
@@ -270,6 +303,14 @@ def op_fields(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | No
     return op_fields_py(line)
 
 
+def hlo_fields(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
+    """(name, opcode, sharding start, sharding stop, shape, element type) of a plain HLO
+    instruction, or None for any other line."""
+    if _native_hlo is not None and line.isascii():
+        return _native_hlo(line)
+    return hlo_fields_py(line)
+
+
 def constraint_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
     """`constraint_fields` in Python: the reference for the native one."""
     m = _CONSTRAINT.fullmatch(line)
@@ -346,6 +387,38 @@ def op_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] |
     return rm.group(1), opname, start, stop, _dims(tm.group(1)), tm.group(2)
 
 
+def hlo_fields_py(line: str) -> tuple[str, str, int, int, tuple[int, ...], str] | None:
+    """`hlo_fields` in Python: the reference for the native one. A plain HLO instruction is
+    what `hlo._instruction` reads as one value through the same steps: its name, an array
+    shape (one `dtype[dims]`, static) up to the first space, an opcode (not a custom call),
+    exactly one `sharding={...}` with nothing nested or quoted in it, and no Shardy
+    attribute (`xla.sdy.`)."""
+    if not line.isascii() or "xla.sdy." in line:
+        return None
+    im = HLO_INSTR.match(line)
+    if im is None or line.startswith("(", im.end()):
+        return None  # (a tuple shape)
+    rest = im.end()
+    sp = line.find(" ", rest)
+    shape_text = line[rest:sp] if sp > 0 else ""
+    if shape_text.count("[") != 1:
+        return None
+    shapes = hlo_shapes(shape_text)
+    if len(shapes) != 1 or shapes[0][0] is None:
+        return None
+    om = HLO_OPCODE.match(line, sp)
+    if om is None or om.group(1) == "custom-call":
+        return None
+    braces = hlo_sharding_braces(line, sp)
+    if len(braces) != 1:
+        return None
+    start = braces[0]
+    close = line.find("}", start)
+    if close < 0 or line.find("{", start + 1, close) >= 0 or line.find('"', start, close) >= 0:
+        return None
+    return im.group(1), om.group(1), start, close + 1, shapes[0][0], shapes[0][1]
+
+
 def _dims(dims: str) -> tuple[int, ...]:
     """`16x24x` → (16, 24), as `text.tensor_shape` reads a static tensor type's dims."""
     return tuple(map(int, dims.split("x")[:-1])) if dims else ()
@@ -353,5 +426,6 @@ def _dims(dims: str) -> tuple[int, ...]:
 
 _native_constraint = native("constraint_fields")
 _native_op = native("op_fields")
+_native_hlo = native("hlo_fields")
 _native_entry = native("entry_fields")
 _native_entry_values = native("entry_values")

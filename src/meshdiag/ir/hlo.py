@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import re
 
-from meshdiag.ir import annot, linememo
+from meshdiag.ir import annot, fields, linememo
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.mlir import declare_mesh, diagnostic
-from meshdiag.ir.text import brace_end, keyed, match_end, split_top, string_end, unescape
+from meshdiag.ir.text import HLO_INSTR as INSTR
+from meshdiag.ir.text import HLO_OPCODE as OPCODE
+from meshdiag.ir.text import (
+    brace_end,
+    hlo_sharding_braces,
+    keyed,
+    match_end,
+    split_top,
+    string_end,
+    unescape,
+)
 
 HLO_MODULE = re.compile(r"^HloModule\s+([^\s,]+)")
 DIGITS = re.compile(r"\d+")
 ENTRY = re.compile(r"^ENTRY\s+%?([^\s(]+)")
-INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
 SDY_ATTR = re.compile(r'\bxla\.sdy\.(sharding|in_shardings|out_shardings)="')
 SDY_MESHES = re.compile(r'([\w.$\-]+|"[^"]*") = #sdy\.mesh<')
-OPCODE = re.compile(r"\s*([\w\-]+)\(")
 
 
 def handle(b: Builder, line: str, lineno: int) -> None:
@@ -92,6 +100,8 @@ def _header(line: str) -> tuple[str | None, int | None, tuple[tuple[str, str | N
 
 
 def _instruction(b: Builder, line: str, lineno: int) -> None:
+    if fields.hlo_line(b, line, lineno):  # the plain form, read in one pass
+        return
     im = INSTR.match(line)
     if im is None:
         return  # `sharding=` in something that is not an instruction (metadata, comments)
@@ -116,7 +126,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         if t:
             op = f"custom-call {t.group(1)}"
             kind = "custom_call"
-    for start in sharding_braces(line, after):
+    for start in hlo_sharding_braces(line, after):
         end = brace_end(line, start)
         if end < 0:
             b.value(
@@ -166,19 +176,6 @@ def _operands(line: str, paren: int) -> list[str]:
     if end < 0:
         return []
     return [line[a:e].strip() for a, e in split_top(line, paren + 1, end - 1)]
-
-
-def sharding_braces(line: str, after: int) -> list[int]:
-    """Where the `{` of each `sharding={` at or after `after` is (not preceded by a word
-    character or `.`), by `str.find`: a regex that starts with a lookbehind tries every
-    position of the line (the tests check this against one)."""
-    out = []
-    p = line.find("sharding={", after)
-    while p >= 0:
-        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] in "_."):
-            out.append(p + len("sharding="))
-        p = line.find("sharding={", p + 1)
-    return out
 
 
 def _emit(b, name, parsed, shapes, lineno, col, text, notation, kind, op) -> None:

@@ -319,6 +319,26 @@ def annotations_in(line: str, start: int, end: int) -> list[tuple[int, int, str]
     return out
 
 
+# -- an HLO instruction's parts -------------------------------------------------------------
+
+#: an instruction's name (`%dot.3 = `, `ROOT %t = `) and its opcode with the `(` after it
+HLO_INSTR = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*")
+HLO_OPCODE = re.compile(r"\s*([\w\-]+)\(")
+
+
+def hlo_sharding_braces(line: str, after: int) -> list[int]:
+    """Where the `{` of each `sharding={` at or after `after` is (not preceded by a word
+    character or `.`), by `str.find`: a regex that starts with a lookbehind tries every
+    position of the line (the tests check this against one)."""
+    out = []
+    p = line.find("sharding={", after)
+    while p >= 0:
+        if p == 0 or not (line[p - 1].isalnum() or line[p - 1] in "_."):
+            out.append(p + len("sharding="))
+        p = line.find("sharding={", p + 1)
+    return out
+
+
 def strip_loc(line: str) -> str:
     """The line without a trailing ` loc(...)`."""
     s = line.rstrip()

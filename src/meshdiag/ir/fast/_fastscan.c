@@ -781,6 +781,7 @@ static PyMethodDef methods[] = {
     {"entry_fields", (PyCFunction)(void (*)(void))fs_entry_fields, METH_FASTCALL,
      fs_entry_fields_doc},
     {"op_fields", (PyCFunction)(void (*)(void))fs_op_fields, METH_FASTCALL, fs_op_fields_doc},
+    {"hlo_fields", (PyCFunction)(void (*)(void))fs_hlo_fields, METH_FASTCALL, fs_hlo_fields_doc},
     {"entry_values", (PyCFunction)(void (*)(void))fs_entry_values, METH_FASTCALL,
      fs_entry_values_doc},
     {"values_json", (PyCFunction)(void (*)(void))fs_values_json, METH_FASTCALL,

@@ -31,6 +31,9 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
 int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
                   PyObject **shape);
 int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape);
+int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape);
+PyObject *fs_hlo_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_hlo_fields_doc[];
 PyObject *fs_op_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_op_fields_doc[];
 PyObject *fs_constraint_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

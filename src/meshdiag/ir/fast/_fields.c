@@ -595,3 +595,175 @@ PyObject *fs_op_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
     return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
                          f.start, f.stop, shape, part(s, f.dt, f.dt_end));
 }
+
+/* ---- plain HLO instructions: fields.hlo_fields_py ----------------------------------------
+ * The steps `hlo._instruction` takes to read an instruction's one sharding, each as the
+ * Python it stands for does it (HLO_INSTR, the shape up to the first space, hlo_shapes,
+ * HLO_OPCODE, hlo_sharding_braces). */
+
+static inline int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+
+/* `%?[\w.\-]+\s*=\s*` from the cursor: the name's span, the cursor after the spaces; 0 when
+ * the text has another form */
+static int take_instr_name(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
+    Py_ssize_t j = c->i;
+    *a = j;
+    if (j < c->n && c->s[j] == '%')
+        j++;
+    Py_ssize_t first = j;
+    while (j < c->n && (is_word(c->s[j]) || c->s[j] == '.' || c->s[j] == '-'))
+        j++;
+    if (j == first)
+        return 0;
+    *b = j;
+    while (j < c->n && is_space(c->s[j]))
+        j++;
+    if (j >= c->n || c->s[j] != '=')
+        return 0;
+    j++;
+    while (j < c->n && is_space(c->s[j]))
+        j++;
+    c->i = j;
+    return 1;
+}
+
+int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
+    *shape = NULL;
+    if (has(s, n, "xla.sdy."))
+        return 0;
+    /* HLO_INSTR: `^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*`, the ROOT group first */
+    Cursor c = {s, 0, n};
+    while (c.i < n && is_space(s[c.i]))
+        c.i++;
+    Py_ssize_t lead = c.i;
+    int named = 0;
+    if (take(&c, "ROOT") && c.i < n && is_space(s[c.i])) {
+        while (c.i < n && is_space(s[c.i]))
+            c.i++;
+        named = take_instr_name(&c, &f->name_a, &f->name_b);
+    }
+    if (!named) { /* (`ROOT = ...`: the name is ROOT) */
+        c.i = lead;
+        if (!take_instr_name(&c, &f->name_a, &f->name_b))
+            return 0;
+    }
+    Py_ssize_t rest = c.i;
+    if (rest < n && s[rest] == '(')
+        return 0; /* a tuple shape */
+    Py_ssize_t sp = rest;
+    while (sp < n && s[sp] != ' ')
+        sp++;
+    if (sp >= n || sp == 0)
+        return 0;
+    /* the shape s[rest:sp]: one `[`, and hlo_shapes' one array `([a-z][a-z0-9]*)\[([^\]]*)\]`
+     * (its leftmost start) with static dims */
+    Py_ssize_t q = -1;
+    for (Py_ssize_t k = rest; k < sp; k++)
+        if (s[k] == '[') {
+            if (q >= 0)
+                return 0;
+            q = k;
+        }
+    if (q < 0)
+        return 0;
+    Py_ssize_t j = q;
+    while (j > rest && (is_lower(s[j - 1]) || is_digit(s[j - 1])))
+        j--;
+    while (j < q && !is_lower(s[j]))
+        j++;
+    if (j == q)
+        return 0;
+    f->dt = j;
+    f->dt_end = q;
+    Py_ssize_t close = q + 1;
+    while (close < sp && s[close] != ']')
+        close++;
+    if (close >= sp)
+        return 0;
+    PyObject *dims = PyList_New(0);
+    if (dims == NULL)
+        return -1;
+    for (Py_ssize_t k = q + 1; k < close;) { /* `d,d,...`: digits each, none empty */
+        Py_ssize_t a = k;
+        while (k < close && is_digit(s[k]))
+            k++;
+        if (k == a || (k < close && s[k] != ',') || (k < close && k + 1 == close)) {
+            Py_DECREF(dims);
+            return 0;
+        }
+        PyObject *digits = PyUnicode_FromStringAndSize(s + a, k - a);
+        PyObject *d = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
+        Py_XDECREF(digits);
+        if (d == NULL || PyList_Append(dims, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(dims);
+            return -1;
+        }
+        Py_DECREF(d);
+        if (k < close)
+            k++; /* the comma */
+    }
+    /* HLO_OPCODE at the space: `\s*([\w\-]+)\(`, not a custom call */
+    Py_ssize_t o = sp;
+    while (o < n && is_space(s[o]))
+        o++;
+    f->op_a = o;
+    while (o < n && (is_word(s[o]) || s[o] == '-'))
+        o++;
+    f->op_b = o;
+    int plain = o > f->op_a && o < n && s[o] == '(' &&
+                !(o - f->op_a == 11 && memcmp(s + f->op_a, "custom-call", 11) == 0);
+    /* hlo_sharding_braces from the space: exactly one `sharding={`, not preceded by a word
+     * character or `.` */
+    Py_ssize_t brace = -1, found = 0;
+    for (Py_ssize_t p = sp; plain && p + 10 <= n; p++) {
+        const char *hit = memchr(s + p, 's', (size_t)(n - 10 + 1 - p));
+        if (hit == NULL)
+            break;
+        p = hit - s;
+        if (memcmp(s + p, "sharding={", 10) != 0)
+            continue;
+        char before = p > 0 ? s[p - 1] : ' ';
+        if (p == 0 || !(is_word(before) || before == '.')) {
+            found++;
+            brace = p + 9;
+        }
+    }
+    plain = plain && found == 1;
+    /* its text: up to the first `}`, nothing nested or quoted before it */
+    Py_ssize_t end = brace;
+    if (plain) {
+        end = brace + 1;
+        while (end < n && s[end] != '}' && s[end] != '{' && s[end] != '"')
+            end++;
+        plain = end < n && s[end] == '}';
+    }
+    if (!plain) {
+        Py_DECREF(dims);
+        return 0;
+    }
+    f->start = brace;
+    f->stop = end + 1;
+    *shape = PyList_AsTuple(dims);
+    Py_DECREF(dims);
+    return *shape == NULL ? -1 : 1;
+}
+
+const char fs_hlo_fields_doc[] =
+    "hlo_fields(line) -> (name, opcode, start, stop, shape, dtype) or None\n\n"
+    "A plain HLO instruction's fields (see meshdiag.ir.fields.hlo_fields_py); ASCII lines\n"
+    "only.";
+
+PyObject *fs_hlo_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *line = line_arg(args, nargs, 1, "hlo_fields(line)");
+    if (line == NULL)
+        return NULL;
+    const char *s = (const char *)PyUnicode_DATA(line);
+    FsOp f;
+    PyObject *shape;
+    int got = fs_read_hlo(s, PyUnicode_GET_LENGTH(line), &f, &shape);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
+                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+}
