@@ -227,12 +227,16 @@ AXES = st.sampled_from(['"x"', '"y"', '"x", "y"', '"y":(1)2', "?", '"x", ?', '"q
 def test_generated_constraints_read_like_the_general_reader(dims, axes, dtype, op, mesh):
     ty = "x".join([*map(str, dims), dtype])
     spec = ", ".join("{" + a + "}" for a in axes)
-    line = f"    %v = sdy.{op} %w <@{mesh}, [{spec}]> : tensor<{ty}>"
+    assert read_alike(f"    %v = sdy.{op} %w <@{mesh}, [{spec}]> : tensor<{ty}>")
+
+
+def read_alike(line: str) -> bool:
+    """Whether `line` scans the same with the field readers and with the general reader
+    alone (for hypothesis, which cannot take the monkeypatch fixture)."""
     fast = scanned(line)
     with pytest.MonkeyPatch.context() as mp:
         refuse(mp)
-        slow = scanned(line)
-    assert fast == slow
+        return fast == scanned(line)
 
 
 @settings(max_examples=60, deadline=None)
@@ -257,12 +261,9 @@ def test_generated_op_lines_read_like_the_general_reader(dims, axes, dtype, mesh
         attr = f'mhlo.sharding = "{gspmd}"'
     loc = tail if tail.startswith(" loc") else ""
     attrs = attr + ("" if loc else tail)
-    line = f"    %v = stablehlo.abs %w {{{attrs}}} : (tensor<{ty}>) -> tensor<{ty}>{loc}"
-    fast = scanned(line)
-    with pytest.MonkeyPatch.context() as mp:
-        refuse(mp)
-        slow = scanned(line)
-    assert fast == slow
+    assert read_alike(
+        f"    %v = stablehlo.abs %w {{{attrs}}} : (tensor<{ty}>) -> tensor<{ty}>{loc}"
+    )
 
 
 # --- the native fields against their Python twins ----------------------------------------

@@ -46,13 +46,18 @@ def same(a, b) -> bool:
     )
 
 
+#: a GSPMD sharding, shapes drawn for it, a split rule (`chunk` leaves devices without
+#: data) and devices beyond the sharding's (they hold nothing)
+TILED = {
+    "h": gspmd_leaves(),
+    "data": st.data(),
+    "split": st.sampled_from(["xla", "chunk", "array-split"]),
+    "extra": st.integers(0, 3),
+}
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    h=gspmd_leaves(),
-    data=st.data(),
-    split=st.sampled_from(["xla", "chunk", "array-split"]),
-    extra=st.integers(0, 3),
-)
+@given(**TILED)
 def test_layouts_sharing_a_tiling_are_the_layouts_made_alone(h, data, split, extra):
     assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
     n = h.tile.num_devices + extra  # devices the sharding does not name hold nothing
@@ -98,12 +103,7 @@ def test_tiles_and_dim_splits_shared_by_layouts_are_those_made_alone(h, data, sp
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    h=gspmd_leaves(),
-    data=st.data(),
-    split=st.sampled_from(["xla", "chunk", "array-split"]),
-    extra=st.integers(0, 3),
-)
+@given(**TILED)
 def test_small_tilings_gathered_at_once_lay_out_as_dim_by_dim(h, data, split, extra):
     """A small tiling's layout taken in one gather (`_gathered`) is the one made dim by dim
     (what bigger tilings do), devices without data (`chunk`, devices the sharding does

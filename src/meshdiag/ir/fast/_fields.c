@@ -218,6 +218,24 @@ static inline PyObject *part(const char *s, Py_ssize_t a, Py_ssize_t b) {
     return PyUnicode_FromStringAndSize(s + a, b - a);
 }
 
+/* A whole-line reader called from Python (`usage` names it): (name, op, start, stop,
+ * shape, dtype) of the line args[0] when `read` finds its plain form, else None */
+static PyObject *line_fields(PyObject *const *args, Py_ssize_t nargs, const char *usage,
+                             int (*read)(const char *, Py_ssize_t, FsConstraint *,
+                                         PyObject **)) {
+    PyObject *line = line_arg(args, nargs, 1, usage);
+    if (line == NULL)
+        return NULL;
+    const char *s = (const char *)PyUnicode_DATA(line);
+    FsConstraint f;
+    PyObject *shape;
+    int got = read(s, PyUnicode_GET_LENGTH(line), &f, &shape);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
+                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+}
+
 const char fs_constraint_fields_doc[] =
     "constraint_fields(line) -> (name, op, start, stop, shape, dtype) or None\n\n"
     "A plain `sdy.sharding_constraint` / `sdy.reshard` line's fields (see\n"
@@ -266,17 +284,7 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
 
 PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
                                Py_ssize_t nargs) {
-    PyObject *line = line_arg(args, nargs, 1, "constraint_fields(line)");
-    if (line == NULL)
-        return NULL;
-    const char *s = (const char *)PyUnicode_DATA(line);
-    FsConstraint f;
-    PyObject *shape;
-    int got = fs_read_constraint(s, PyUnicode_GET_LENGTH(line), &f, &shape);
-    if (got <= 0)
-        return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
-                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+    return line_fields(args, nargs, "constraint_fields(line)", fs_read_constraint);
 }
 
 const char fs_entry_fields_doc[] =
@@ -583,17 +591,7 @@ const char fs_op_fields_doc[] =
     "A plain op line's fields (see meshdiag.ir.fields.op_fields_py); ASCII lines only.";
 
 PyObject *fs_op_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *line = line_arg(args, nargs, 1, "op_fields(line)");
-    if (line == NULL)
-        return NULL;
-    const char *s = (const char *)PyUnicode_DATA(line);
-    FsOp f;
-    PyObject *shape;
-    int got = fs_read_op(s, PyUnicode_GET_LENGTH(line), &f, &shape);
-    if (got <= 0)
-        return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
-                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+    return line_fields(args, nargs, "op_fields(line)", fs_read_op);
 }
 
 /* ---- plain HLO instructions: fields.hlo_fields_py ----------------------------------------
@@ -755,15 +753,5 @@ const char fs_hlo_fields_doc[] =
     "only.";
 
 PyObject *fs_hlo_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *line = line_arg(args, nargs, 1, "hlo_fields(line)");
-    if (line == NULL)
-        return NULL;
-    const char *s = (const char *)PyUnicode_DATA(line);
-    FsOp f;
-    PyObject *shape;
-    int got = fs_read_hlo(s, PyUnicode_GET_LENGTH(line), &f, &shape);
-    if (got <= 0)
-        return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
-                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+    return line_fields(args, nargs, "hlo_fields(line)", fs_read_hlo);
 }
