@@ -374,9 +374,11 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, 
 
 
 def test_findings_are_the_same_whether_a_modules_lines_are_its_own_or_shared(monkeypatch):
-    """A module of lines of its own (no line learned: a big file's) is judged by a path of
-    its own (`value_findings` keeps no identities for it); its findings, at every line and
-    column, are those of the same modules with their lines learned and shared."""
+    """A module of lines of its own (no line learned) is judged by a path of its own
+    (`value_findings` keeps no identities for it), and one of both kinds (a big file's:
+    some lines learned) asks for its entries' identities only when something has findings;
+    their findings, at every line and column, are those of the same modules with their
+    lines learned and shared."""
     from meshdiag.ir import linememo
 
     mesh = parse_mesh("batch=2,model=4")
@@ -395,6 +397,10 @@ def test_findings_are_the_same_whether_a_modules_lines_are_its_own_or_shared(mon
     own = findings()
     assert own == shared
     assert sum(len(fs) for fs in own) > 50
+    # mixed: every other new line learned (as a big file's sampled lines are)
+    turn = iter(range(10**9))
+    monkeypatch.setattr(linememo, "learnable", lambda b: next(turn) % 2 == 0)
+    assert findings() == shared
 
 
 def test_a_replayed_module_writes_its_json_once_per_setting(monkeypatch):

@@ -144,7 +144,8 @@ def value_findings(
     verdicts = book.by_facts.get(key)
     if verdicts is None:
         verdicts = book.by_facts[key] = _Verdicts()
-    if not module.shared_entries():  # only lines of its own (a big file's): no bookkeeping
+    shared = module.shared_entries()
+    if not shared:  # only lines of its own: no bookkeeping
         clean = verdicts.clean
         before = len(clean)
         judged_here = _judged(items, decides, clean, judge, facts, memos, book.distinct(items))
@@ -156,14 +157,15 @@ def value_findings(
             for message, fix in res
         ]
     judged, found = verdicts.judged, verdicts.found
-    ids = module.item_ids()
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
-    if not ids <= judged.ids():  # lines not seen before under these facts
+    own = len(shared) < len(items)  # values of its own lines: never judged before
+    ids = None  # the entries' identities, asked only when needed (a big file's modules
+    # hold hundreds of values of their own and a few shared lines)
+    if own or not (ids := module.item_ids()) <= judged.ids():  # lines not judged yet
         seen = judged.data  # the table's own dict (id -> (item, _)), read inline: hot loop
         clean = verdicts.clean
         before = len(seen) + len(clean)
-        shared = module.shared_entries()
-        if len(shared) < len(items):
+        if own:
             # the values of this module's own lines (never seen again), keyed all at once
             among = book.distinct(items)
             for v, res in _judged(items, decides, clean, judge, facts, memos, among):
@@ -193,7 +195,7 @@ def value_findings(
     out: list[Finding] = []
     if not found:  # nothing under these facts ever had a finding
         return out
-    dirty = ids & found.ids()
+    dirty = (module.item_ids() if ids is None else ids) & found.ids()
     for item in items if dirty else ():  # module order: equal-keyed findings keep it
         i = id(item)
         if i not in dirty:
