@@ -49,7 +49,20 @@ static int divides(PyObject *split, PyObject *shape) {
             return -1;
         if (d < 0 || d >= rank)
             return 2;
-        PyObject *rem = PyNumber_Remainder(PyTuple_GET_ITEM(shape, d), PyTuple_GET_ITEM(dk, 1));
+        PyObject *size = PyTuple_GET_ITEM(shape, d), *tiles = PyTuple_GET_ITEM(dk, 1);
+        int o1 = 1, o2 = 1;
+        long long a = PyLong_Check(size) ? PyLong_AsLongLongAndOverflow(size, &o1) : 0;
+        long long k = PyLong_Check(tiles) ? PyLong_AsLongLongAndOverflow(tiles, &o2) : 0;
+        if (!PyLong_Check(size) || !PyLong_Check(tiles))
+            o1 = 1; /* (not ints: Python's `%` says) */
+        if (o1 == 0 && o2 == 0 && k > 0 && a >= 0) { /* the common case, in C */
+            if (a % k)
+                return 0;
+            continue;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *rem = PyNumber_Remainder(size, tiles);
         if (rem == NULL)
             return -1;
         int nonzero = PyObject_IsTrue(rem);
