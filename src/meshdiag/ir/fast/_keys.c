@@ -75,7 +75,25 @@ static int divides(PyObject *split, PyObject *shape) {
 
 /* One field of a value whose fields are `f` (fs_fields): a new reference; NULL with an
  * error set, or NULL without one when the value is not what the field expects */
-static PyObject *field(int code, PyObject *const *f, PyObject *splits) {
+/* The identity (id()) of the objects fields 2 and 3 name, the last one of each kept: the
+ * values of a module mostly share their parsed shardings, one int for all of them */
+typedef struct {
+    void *at[2];
+    PyObject *id[2];
+} Ids;
+
+static PyObject *id_of(Ids *ids, int which, void *p) {
+    if (ids->id[which] == NULL || ids->at[which] != p) {
+        PyObject *id = PyLong_FromVoidPtr(p);
+        if (id == NULL)
+            return NULL;
+        Py_XSETREF(ids->id[which], id);
+        ids->at[which] = p;
+    }
+    return Py_NewRef(ids->id[which]);
+}
+
+static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids) {
     PyObject *x;
     switch (code) {
     case 0:
@@ -83,9 +101,9 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits) {
     case 1:
         return Py_NewRef(f[FV_MESH_NAME]);
     case 2:
-        return PyLong_FromVoidPtr(f[FV_SHARDING]);
+        return id_of(ids, 0, f[FV_SHARDING]);
     case 3:
-        return PyLong_FromVoidPtr(f[FV_HLO]);
+        return id_of(ids, 1, f[FV_HLO]);
     case 4: {
         x = f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
         if (x == Py_None)
@@ -155,6 +173,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         }
         codes[f] = (int)c;
     }
+    Ids ids = {{NULL, NULL}, {NULL, NULL}};
     PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
     if (seen == NULL || splits == NULL || out == NULL)
         goto fail;
@@ -168,7 +187,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
             goto fail;
         PyObject *key = got == 0 ? PyTuple_New(nf) : NULL;
         for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
-            PyObject *x = field(codes[f], fields, splits);
+            PyObject *x = field(codes[f], fields, splits, &ids);
             if (x == NULL) {
                 Py_CLEAR(key);
                 break;
@@ -182,6 +201,8 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
             Py_DECREF(splits);
             Py_DECREF(out);
             Py_DECREF(items);
+            Py_XDECREF(ids.id[0]);
+            Py_XDECREF(ids.id[1]);
             Py_RETURN_NONE; /* not the form the fields expect: the twin decides */
         }
         int known = PyDict_Contains(clean, key);
@@ -201,11 +222,15 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     Py_DECREF(seen);
     Py_DECREF(splits);
     Py_DECREF(items);
+    Py_XDECREF(ids.id[0]);
+    Py_XDECREF(ids.id[1]);
     return out;
 fail:
     Py_XDECREF(seen);
     Py_XDECREF(splits);
     Py_XDECREF(out);
     Py_DECREF(items);
+    Py_XDECREF(ids.id[0]);
+    Py_XDECREF(ids.id[1]);
     return NULL;
 }
