@@ -128,10 +128,39 @@ static PyObject *memo_call(PyObject *memo, PyObject *key, PyObject *fn) {
     return hit;
 }
 
+/* The last answer of a memo and the objects it was asked with (strong references): a
+ * module's values mostly come in runs of the same sharding, kind and type, and the same
+ * objects give the same answer without a key tuple or a lookup */
+#define LAST_KEYS 5
+typedef struct {
+    PyObject *k[LAST_KEYS], *val;
+} Last;
+
+static PyObject *last_hit(const Last *m, PyObject *const *k, int n) {
+    if (m->val == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (m->k[i] != k[i])
+            return NULL;
+    return Py_NewRef(m->val);
+}
+
+static void last_keep(Last *m, PyObject *const *k, int n, PyObject *val) {
+    for (int i = 0; i < n; i++)
+        Py_XSETREF(m->k[i], Py_NewRef(k[i]));
+    Py_XSETREF(m->val, Py_NewRef(val));
+}
+
+static void last_drop(Last *m) {
+    for (int i = 0; i < LAST_KEYS; i++)
+        Py_CLEAR(m->k[i]);
+    Py_CLEAR(m->val);
+}
+
 /* One value's JSON object; 1 when it is not what the twin expects (the caller falls back) */
 static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
                      PyObject *tail_of, PyObject *quote, PyObject *gspmds, PyObject *heads,
-                     PyObject *tails) {
+                     PyObject *tails, Last *last) {
     PyObject *all[FV_N];
     int r = fs_fields(v, all); /* borrowed; v keeps them */
     if (r != 0)
@@ -141,30 +170,46 @@ static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
                              all[FV_DTYPE], all[FV_NOTATION],   all[FV_TEXT],
                              all[FV_MESH_NAME], all[FV_HLO]};
     r = 1;
-    PyObject *g = NULL, *head = NULL, *tail = NULL, *key = NULL;
-    PyObject *id = PyLong_FromVoidPtr(f[11]);
-    if (id == NULL) {
-        r = -1;
-        goto done;
-    }
-    g = PyDict_GetItemWithError(gspmds, id);
-    if (g != NULL) {
-        Py_INCREF(g);
-    } else if (!PyErr_Occurred()) {
-        g = PyObject_CallOneArg(gspmd_of, v);
-        if (g != NULL && PyDict_SetItem(gspmds, id, g) < 0)
-            Py_CLEAR(g);
-    }
+    PyObject *g = last_hit(&last[0], &f[11], 1), *head = NULL, *tail = NULL, *key = NULL;
+    PyObject *id = NULL;
     if (g == NULL) {
-        r = -1;
-        goto done;
+        id = PyLong_FromVoidPtr(f[11]);
+        if (id == NULL) {
+            r = -1;
+            goto done;
+        }
+        g = PyDict_GetItemWithError(gspmds, id);
+        if (g != NULL) {
+            Py_INCREF(g);
+        } else if (!PyErr_Occurred()) {
+            g = PyObject_CallOneArg(gspmd_of, v);
+            if (g != NULL && PyDict_SetItem(gspmds, id, g) < 0)
+                Py_CLEAR(g);
+        }
+        if (g == NULL) {
+            r = -1;
+            goto done;
+        }
+        last_keep(&last[0], &f[11], 1, g);
     }
-    key = PyTuple_Pack(2, f[3], f[4]);
-    head = key == NULL ? NULL : memo_call(heads, key, head_of);
-    Py_XDECREF(key);
-    key = head == NULL ? NULL : PyTuple_Pack(5, f[7], f[8], f[9], f[10], g);
-    tail = key == NULL ? NULL : memo_call(tails, key, tail_of);
-    Py_XDECREF(key);
+    PyObject *const head_key[2] = {f[3], f[4]};
+    head = last_hit(&last[1], head_key, 2);
+    if (head == NULL) {
+        key = PyTuple_Pack(2, f[3], f[4]);
+        head = key == NULL ? NULL : memo_call(heads, key, head_of);
+        Py_XDECREF(key);
+        if (head != NULL)
+            last_keep(&last[1], head_key, 2, head);
+    }
+    PyObject *const tail_key[5] = {f[7], f[8], f[9], f[10], g};
+    tail = head == NULL ? NULL : last_hit(&last[2], tail_key, 5);
+    if (head != NULL && tail == NULL) {
+        key = PyTuple_Pack(5, f[7], f[8], f[9], f[10], g);
+        tail = key == NULL ? NULL : memo_call(tails, key, tail_of);
+        Py_XDECREF(key);
+        if (tail != NULL)
+            last_keep(&last[2], tail_key, 5, tail);
+    }
     if (tail == NULL) {
         r = -1;
         goto done;
@@ -205,15 +250,18 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     PyObject *gspmds = PyDict_New();
     Buf b = {NULL, 0, 0};
     PyObject *out = NULL;
+    Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
     int r = gspmds == NULL ? -1 : PUT(&b, "[");
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(values); i++) {
         if (i > 0 && (r = PUT(&b, ", ")) != 0)
             break;
         PyObject *v = PyList_GET_ITEM(values, i);
         Py_INCREF(v); /* kept whatever the callbacks do to the list */
-        r = put_value(&b, v, args[1], args[2], args[3], args[4], gspmds, heads, tails);
+        r = put_value(&b, v, args[1], args[2], args[3], args[4], gspmds, heads, tails, last);
         Py_DECREF(v);
     }
+    for (int k = 0; k < 3; k++)
+        last_drop(&last[k]);
     if (r == 0)
         r = PUT(&b, "]");
     if (r == 0) {
