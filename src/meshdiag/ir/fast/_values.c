@@ -133,6 +133,20 @@ static inline PyObject *ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b) {
     return o;
 }
 
+/* s[a:b], an element type, as a str: the last one made when it is the same text (a
+ * file's values are mostly of one or two types: one str for all of them) */
+static PyObject *last_dtype;
+
+static PyObject *dtype_of(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    if (last_dtype != NULL && PyUnicode_GET_LENGTH(last_dtype) == b - a &&
+        memcmp(PyUnicode_DATA(last_dtype), s + a, (size_t)(b - a)) == 0)
+        return Py_NewRef(last_dtype);
+    PyObject *t = ascii_part(s, a, b);
+    if (t != NULL)
+        Py_XSETREF(last_dtype, Py_NewRef(t));
+    return t;
+}
+
 /* The prototype (borrowed) of the sharding s[a:b] in `protos`; NULL without an error
  * when there is none */
 static PyObject *proto_of(PyObject *protos, const char *s, Py_ssize_t a, Py_ssize_t b) {
@@ -187,7 +201,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     }
     Py_INCREF(proto);
     PyObject *name = ascii_part(s, f.name_a, f.name_b);
-    PyObject *dtype = ascii_part(s, f.dt, f.dt_end);
+    PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
     PyObject *line = PyLong_FromSsize_t(lineno);
     PyObject *column = PyLong_FromSsize_t(f.start + 1);
     int result = -1;
@@ -273,7 +287,7 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         }
         Py_INCREF(proto);
         PyObject *name = ascii_part(s, f.name_a, f.name_b);
-        PyObject *dtype = ascii_part(s, f.dt, f.dt_end);
+        PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
         PyObject *column = PyLong_FromSsize_t(f.a + 1);
         int failed = 1;
         if (name != NULL && dtype != NULL && column != NULL) {
