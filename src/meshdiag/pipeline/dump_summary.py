@@ -215,9 +215,9 @@ def module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str
 
     Memoised by the module's content: an every-pass dump repeats most modules' annotated
     lines exactly."""
-    items = m.entries()[0]
-    if any(it.__class__ is Value for it in items):  # one-off values: nothing to key by
+    if any(it.__class__ is Value for it in m.items):  # one-off values: nothing to key by
         return _module_rows(m, mesh, memos)
+    items = m.entries()[0]
     key = (
         items,
         m.partitioned,

@@ -294,9 +294,9 @@ def _clean_key(module: ModuleReport, setting: tuple) -> tuple | None:
     say where a finding goes): its values (by their shared column entries), its meshes and
     diagnostics, how it is partitioned, and the global settings. None for a module holding
     one-off values (they are not shared: nothing to remember it by)."""
-    items = module.entries()[0]
-    if any(it.__class__ is Value for it in items):
+    if any(it.__class__ is Value for it in module.items):  # (before making the entries)
         return None
+    items = module.entries()[0]
     return (
         items,
         module.partitioned,
@@ -706,11 +706,11 @@ def module_json_text(
     kept = same.get(m)
     if kept is not None and kept[0] == setting:
         return kept[1]
-    items, ids = m.entries()
     head = json.dumps(module_json(m, values=False))
-    if any(it.__class__ is Value for it in items):  # one-off values: no content key
+    if any(it.__class__ is Value for it in m.items):  # one-off values: no content key
         text = _with_values(head, m, mesh, split, layouts, memos)
     else:
+        items, ids = m.entries()
         key = (head, ids, tuple(m.lines), m.partitioned, mesh, split, layouts)
         written = memos.content("inspect.module_json")
         hit = written.get(key)

@@ -11,7 +11,7 @@ this; nothing here renders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -169,11 +169,12 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     them (by identity)]. Memoised by the module's column entries: a real pass dump repeats
     most modules' annotated lines exactly (27 of 36 modules of one every-pass XLA dump of a
     sharded MLP)."""
-    items = m.entries()[0]
+    items = m.items
     part = m.partitioned
     memo = memos.content("module_summary.groups")
     key = None
     if not any(it.__class__ is Value for it in items):  # one-off Values are not hashable
+        items = m.entries()[0]
         key = (items, part)
         hit = memo.get(key)
         if hit is not None:
@@ -193,7 +194,7 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     return by_text
 
 
-def text_groups_py(items: tuple, part: bool, memos: RunMemos) -> dict[str, list]:
+def text_groups_py(items: Sequence, part: bool, memos: RunMemos) -> dict[str, list]:
     """`text_groups` of the column entries `items`, in Python: the reference for the native
     one (`ir/fast/_groups.c`, about a third of a microsecond less a value)."""
     by_text: dict[str, list] = {}
