@@ -40,7 +40,9 @@ PyObject *fs_constraint_fields(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *fs_entry_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_constraint_fields_doc[];
 extern const char fs_entry_fields_doc[];
-/* how many times `needle` is in s[a:b], not overlapping (str.count) */
+/* where `needle` first is in s[a:b] (-1: nowhere), and how many times, not overlapping
+ * (str.find, str.count) */
+Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
 /* _values.c: a Value's attribute names, interned once at module init (fs_values_init: the

@@ -168,22 +168,27 @@ other:
     return NULL;
 }
 
-/* How many times `needle` (not empty) is in s[a:b], not overlapping (str.count): each
- * candidate found by its first byte (memchr), not tried at every offset */
-Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
-    Py_ssize_t m = (Py_ssize_t)strlen(needle), found = 0;
+/* Where `needle` (not empty) first is in s[a:b], or -1: each candidate found by its first
+ * byte (memchr), not tried at every offset */
+Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
+    Py_ssize_t m = (Py_ssize_t)strlen(needle);
     for (Py_ssize_t k = a; k + m <= b;) {
         const char *p = memchr(s + k, needle[0], (size_t)(b - m + 1 - k));
         if (p == NULL)
             break;
         k = p - s;
-        if (memcmp(s + k, needle, (size_t)m) == 0) {
-            found++;
-            k += m;
-        } else {
-            k++;
-        }
+        if (memcmp(s + k, needle, (size_t)m) == 0)
+            return k;
+        k++;
     }
+    return -1;
+}
+
+/* How many times `needle` (not empty) is in s[a:b], not overlapping (str.count) */
+Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
+    Py_ssize_t found = 0, m = (Py_ssize_t)strlen(needle);
+    for (Py_ssize_t k = fs_find(s, a, b, needle); k >= 0; k = fs_find(s, k + m, b, needle))
+        found++;
     return found;
 }
 
@@ -270,9 +275,9 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
         c.i++;
     /* an annotation token after the sharding (in the type or the location): general */
-    plain = plain && c.i == c.n && !fs_count(c.s, 0, c.n, "computation") &&
-            !fs_count(c.s, f->dt, f->dt_end, "sharding") &&
-            !fs_count(c.s, loc_a, loc_b, "sharding");
+    plain = plain && c.i == c.n && fs_find(c.s, 0, c.n, "computation") < 0 &&
+            fs_find(c.s, f->dt, f->dt_end, "sharding") < 0 &&
+            fs_find(c.s, loc_a, loc_b, "sharding") < 0;
     int closed = closed_at(plain, c.s, c.n, f->start, f->stop);
     if (closed <= 0) {
         Py_DECREF(dims);
@@ -327,8 +332,8 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
         while (c.i < c.n && is_space(s[c.i]))
             c.i++;
         plain = c.i == c.n && fs_count(s, a, e, "sharding") == tokens &&
-                !fs_count(s, f->dt, f->dt_end, "sharding") &&
-                !fs_count(s, loc_a, loc_b, "sharding");
+                fs_find(s, f->dt, f->dt_end, "sharding") < 0 &&
+                fs_find(s, loc_a, loc_b, "sharding") < 0;
     }
     /* from the `<` of `#sdy.sharding<` */
     int closed = tokens ? closed_at(plain, s, n, a + 13, e) : plain;
@@ -371,21 +376,6 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
  * Not one regex: the steps `mlir._op` takes to read an op line's one annotation, each as
  * the Python it stands for does it (RESULT, OP_NAME, annotations_in, match_end,
  * op_result_types), so that a line read here is read there the same way. */
-
-/* Whether `needle` is in s[0:n] */
-static int has(const char *s, Py_ssize_t n, const char *needle) {
-    Py_ssize_t m = (Py_ssize_t)strlen(needle);
-    for (Py_ssize_t k = 0; k + m <= n;) {
-        const char *p = memchr(s + k, needle[0], (size_t)(n - m + 1 - k));
-        if (p == NULL)
-            return 0;
-        k = p - s;
-        if (memcmp(s + k, needle, (size_t)m) == 0)
-            return 1;
-        k++;
-    }
-    return 0;
-}
 
 static const char *const NOT_PLAIN_OP[] = {
     "sdy.mesh @", "func.func", ": error:", ": warning:", "computation", "custom_call",
@@ -453,7 +443,7 @@ static Py_ssize_t tokens_in(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssi
 int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
     *shape = NULL;
     for (size_t k = 0; k < sizeof NOT_PLAIN_OP / sizeof NOT_PLAIN_OP[0]; k++)
-        if (has(s, n, NOT_PLAIN_OP[k]))
+        if (fs_find(s, 0, n, NOT_PLAIN_OP[k]) >= 0)
             return 0;
     /* RESULT: `^\s*(%[\w.$\-]+)(?::(\d+))?\s*=\s*`, one result */
     Cursor c = {s, 0, n};
@@ -627,7 +617,7 @@ static int take_instr_name(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
 
 int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
     *shape = NULL;
-    if (has(s, n, "xla.sdy."))
+    if (fs_find(s, 0, n, "xla.sdy.") >= 0)
         return 0;
     /* HLO_INSTR: `^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*`, the ROOT group first */
     Cursor c = {s, 0, n};

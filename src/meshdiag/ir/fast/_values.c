@@ -3,9 +3,9 @@
  * A streamed file of new lines (one program's every op, each with its own names and
  * shapes) is mostly plain constraint lines, plain op lines and plain signature entries
  * (fields.py). Two such values with the same sharding text in the same mesh state differ
- * only in their name, line, column, shape, element type, kind and op; the scanner keeps one prototype
- * Value per sharding text and state (`ScanCache.protos`, left by the general reader the
- * first time). Each value here is a copy of its prototype with those seven fields set, as
+ * only in their name, line, column, shape, element type, kind and op; the scanner keeps
+ * one prototype Value per sharding text and state (`ScanCache.protos`, left by the general
+ * reader the first time). Each value here is a copy of its prototype with those seven fields set, as
  * `model.from_proto` (the Python twin) makes it: the line never reaches Python.
  *
  * Callers: the candidate walker (`_fastscan.c` scan_plain) for constraint and op lines, and
@@ -174,7 +174,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
             return 0;
     /* a line `mlir.handle` reads as a mesh op or a function first (a quoted axis name may
      * say one) */
-    if (fs_count(s, 0, n, "sdy.mesh @") || fs_count(s, 0, n, "func.func"))
+    if (fs_find(s, 0, n, "sdy.mesh @") >= 0 || fs_find(s, 0, n, "func.func") >= 0)
         return 0;
     FsConstraint f;
     PyObject *shape, *kind, *op;
