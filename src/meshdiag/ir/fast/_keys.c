@@ -174,9 +174,10 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         codes[f] = (int)c;
     }
     Ids ids = {{NULL, NULL}, {NULL, NULL}};
+    PyObject *result = NULL; /* the list, None (the twin decides) or NULL with an error */
     PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
     if (seen == NULL || splits == NULL || out == NULL)
-        goto fail;
+        goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
         PyObject *v = PySequence_Fast_GET_ITEM(items, i);
         if (Py_TYPE(v) != type)
@@ -184,7 +185,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         PyObject *fields[FV_N];
         int got = fs_fields(v, fields);
         if (got < 0)
-            goto fail;
+            goto done;
         PyObject *key = got == 0 ? PyTuple_New(nf) : NULL;
         for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
             PyObject *x = field(codes[f], fields, splits, &ids);
@@ -195,15 +196,9 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
             PyTuple_SET_ITEM(key, f, x);
         }
         if (key == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            Py_DECREF(seen);
-            Py_DECREF(splits);
-            Py_DECREF(out);
-            Py_DECREF(items);
-            Py_XDECREF(ids.id[0]);
-            Py_XDECREF(ids.id[1]);
-            Py_RETURN_NONE; /* not the form the fields expect: the twin decides */
+            if (!PyErr_Occurred()) /* not the form the fields expect: the twin decides */
+                result = Py_NewRef(Py_None);
+            goto done;
         }
         int known = PyDict_Contains(clean, key);
         if (known == 0)
@@ -217,20 +212,15 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         }
         Py_DECREF(key);
         if (failed)
-            goto fail;
+            goto done;
     }
-    Py_DECREF(seen);
-    Py_DECREF(splits);
-    Py_DECREF(items);
-    Py_XDECREF(ids.id[0]);
-    Py_XDECREF(ids.id[1]);
-    return out;
-fail:
+    result = Py_NewRef(out);
+done:
     Py_XDECREF(seen);
     Py_XDECREF(splits);
     Py_XDECREF(out);
     Py_DECREF(items);
     Py_XDECREF(ids.id[0]);
     Py_XDECREF(ids.id[1]);
-    return NULL;
+    return result;
 }
