@@ -374,11 +374,10 @@ def test_values_found_clean_are_not_judged_again_and_findings_stay(monkeypatch, 
 
 
 def test_findings_are_the_same_whether_a_modules_lines_are_its_own_or_shared(monkeypatch):
-    """A module of lines of its own (no line learned) is judged by a path of its own
-    (`value_findings` keeps no identities for it), and one of both kinds (a big file's:
-    some lines learned) asks for its entries' identities only when something has findings;
-    their findings, at every line and column, are those of the same modules with their
-    lines learned and shared."""
+    """A module holding values of its own lines (none learned, or some: a big file's) is
+    judged without first asking whether all its entries were judged, and asks for their
+    identities only when something has findings; its findings, at every line and column,
+    are those of the same modules with their lines learned and shared."""
     from meshdiag.ir import linememo
 
     mesh = parse_mesh("batch=2,model=4")

@@ -145,17 +145,6 @@ def value_findings(
     if verdicts is None:
         verdicts = book.by_facts[key] = _Verdicts()
     shared = module.shared_entries()
-    if not shared:  # only lines of its own: no bookkeeping
-        clean = verdicts.clean
-        before = len(clean)
-        judged_here = _judged(items, decides, clean, judge, facts, memos, book.distinct(items))
-        book.judged += len(clean) - before
-        where = {"path": ctx.path, "module": module.name}
-        return [
-            rule.finding(message, fix, line=v.line, column=v.column, **where)
-            for v, res in judged_here  # in module order
-            for message, fix in res
-        ]
     judged, found = verdicts.judged, verdicts.found
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
     own = len(shared) < len(items)  # values of its own lines: never judged before
