@@ -27,9 +27,11 @@ from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_gro
 from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule, Problem
 from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.ir.fast import native
-from meshdiag.ir.hlo import INSTR, OPCODE, _header
+from meshdiag.ir.hlo import _header
 from meshdiag.ir.mlir import MODULE
 from meshdiag.ir.text import (
+    HLO_INSTR,
+    HLO_OPCODE,
     brace_end,
     hlo_shapes,
     key_end,
@@ -786,7 +788,7 @@ class _Scan:
 def _learn_hlo(memo: ScanMemo, raw: bytes) -> tuple:
     """What the HLO line `raw` is (`_read_hlo`), remembered in `memo.hlo` by its bytes."""
     # no collective's opcode: an operand named after one (`fusion(%all-gather.3)`)
-    no_op = _HLO_OPCODE.search(raw) is None
+    no_op = _COLLECTIVE_OPCODE.search(raw) is None
     hit = _FOLLOW if no_op else _read_hlo(_decode(raw), memo.calls)
     known = memo.hlo
     if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
@@ -827,7 +829,7 @@ def reads_clean(
 #: a collective's opcode as an HLO instruction prints it (`... all-gather(`), which every line
 #: `_read_hlo` reads as a collective has; half the lines naming a collective only name one
 #: (`%fusion = ... fusion(%all-gather.3)`) and need not be parsed
-_HLO_OPCODE = re.compile(
+_COLLECTIVE_OPCODE = re.compile(
     rb"(?<![\w\-])(?:"
     + b"|".join(k.encode() for k in sorted(HLO_KINDS, key=len, reverse=True))
     + rb")\("
@@ -918,7 +920,7 @@ _FIELDS = {
 
 def _instruction(line: str) -> tuple[str, str, re.Match] | None:
     """(name, shape text, opcode match) of an HLO instruction line; None if it is not one."""
-    im = INSTR.match(line)
+    im = HLO_INSTR.match(line)
     if im is None:
         return None
     rest = im.end()
@@ -932,7 +934,7 @@ def _instruction(line: str) -> tuple[str, str, re.Match] | None:
         if sp < 0:
             return None
         shape_text, after = line[rest:sp], sp
-    om = OPCODE.match(line, after)
+    om = HLO_OPCODE.match(line, after)
     if om is None:
         return None
     return im.group(1), shape_text, om

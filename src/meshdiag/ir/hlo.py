@@ -8,9 +8,9 @@ import re
 from meshdiag.ir import annot, fields, linememo
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.mlir import declare_mesh, diagnostic
-from meshdiag.ir.text import HLO_INSTR as INSTR
-from meshdiag.ir.text import HLO_OPCODE as OPCODE
 from meshdiag.ir.text import (
+    HLO_INSTR,
+    HLO_OPCODE,
     brace_end,
     hlo_sharding_braces,
     keyed,
@@ -102,7 +102,7 @@ def _header(line: str) -> tuple[str | None, int | None, tuple[tuple[str, str | N
 def _instruction(b: Builder, line: str, lineno: int) -> None:
     if fields.hlo_line(b, line, lineno):  # the plain form, read in one pass
         return
-    im = INSTR.match(line)
+    im = HLO_INSTR.match(line)
     if im is None:
         return  # `sharding=` in something that is not an instruction (metadata, comments)
     name = im.group(1)
@@ -117,7 +117,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
         shape_text = line[rest:sp] if sp > 0 else ""
         after = sp if sp > 0 else rest
     shapes = b.cache.hlo_shapes(shape_text)
-    om = OPCODE.match(line, after)
+    om = HLO_OPCODE.match(line, after)
     opcode = om.group(1) if om else None
     kind = "arg" if opcode == "parameter" else "op"
     op = opcode
