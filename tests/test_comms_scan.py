@@ -394,9 +394,9 @@ def test_text_without_a_collective_word_scans_to_no_collective_and_no_own_proble
 
 
 def test_a_line_without_a_collective_opcode_is_never_read_as_a_collective():
-    """The scan parses only lines where `_HLO_OPCODE` finds an opcode: every line the
+    """The scan parses only lines where `_COLLECTIVE_OPCODE` finds an opcode: every line the
     parser reads as a collective (or as a broken one) has it."""
-    from meshdiag.comms.scan import _HLO_OPCODE, HLO_KINDS, _read_hlo
+    from meshdiag.comms.scan import _COLLECTIVE_OPCODE, HLO_KINDS, _read_hlo
     from meshdiag.memo import Table
 
     lines = [x for t in _texts() for x in t.split(b"\n") if b"all-" in x or b"-scatter" in x]
@@ -413,7 +413,7 @@ def test_a_line_without_a_collective_opcode_is_never_read_as_a_collective():
         what = _read_hlo(raw.decode("utf-8", "replace"), calls)[0]
         if what in ("op", "problem"):
             read += 1
-            assert _HLO_OPCODE.search(raw), raw
+            assert _COLLECTIVE_OPCODE.search(raw), raw
     assert read > 50
 
 
