@@ -30,8 +30,9 @@ file's constraint and op lines are made so by the candidate walker itself
 
 The fields themselves come from `constraint_fields`, `entry_fields`, `op_fields` and
 `hlo_fields`: native (`fast/_fields.c`, one pass in C) when the extension is built, else
-their Python twins (`..._py`; tests/test_ir_fields.py holds each pair to the same answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes,
-1.53 s with the native fields.
+their Python twins (`..._py`; tests/test_ir_fields.py holds each pair to the same
+answers). The scan of a 60 MB file of distinct lines took 1.86 s with the regexes, 1.53 s
+with the native fields.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from __future__ import annotations
 import re
 
 from meshdiag.ir import annot
+from meshdiag.ir.annot import Parsed
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.fast import native
-from meshdiag.ir.model import Value, from_proto
+from meshdiag.ir.model import Notation, Value, from_proto
 from meshdiag.ir.text import (
     HLO_INSTR,
     HLO_OPCODE,
@@ -55,12 +57,12 @@ from meshdiag.ir.text import (
     string_end,
 )
 
-#: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
-#: given inline goes to the general reader), the one static result type (its dims and
-#: element type) and nothing after it
 #: the location MLIR prints after an op or an argument with debug info (`loc(#loc3)`,
 #: `loc("x")`, `loc("a.py":3:1)`), which the values do not show
 _LOC = r'(?: loc\((#[\w.$\-]+|"[^"\\]*"(?::\d+:\d+)?)\))?'
+#: the whole line: indent, result, op, operand, the sharding (no nested `<`/`>`: a mesh
+#: given inline goes to the general reader), the one static result type (its dims and
+#: element type), its location and nothing after it
 _CONSTRAINT = re.compile(
     r"[ \t]*(%[\w.$\-]+) = sdy\.(sharding_constraint|reshard) %[\w.$#\-]+ (<@[^<>]*>)"
     r" : tensor<((?:\d+x)*)([a-zA-Z!][\w.]*)>" + _LOC + r"[ \t]*"
@@ -119,6 +121,20 @@ def add_constraint(b: Builder, line: str, lineno: int, f: tuple) -> None:
     _keep_proto(b, text, p.error, v, shape)
 
 
+def _parsed(b: Builder, text: str) -> tuple[Parsed, Notation] | None:
+    """The one sharding of a plain line's text, parsed as the general reader parses it, with
+    its notation: a Shardy per-value list (`#sdy.sharding_per_value<...>`), a Shardy
+    sharding, or a GSPMD string's text; None when it is not exactly one (a list that does
+    not parse, a tuple): the general reader then reads the line."""
+    if text.startswith("#sdy.sharding_per_value"):
+        items, err, _ = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
+        return (items[0], "sdy") if err is None and len(items) == 1 else None
+    if text.startswith("#sdy"):
+        return b.named(text), "sdy"
+    parsed = b.cache.hlo(text)
+    return (parsed[0], "gspmd") if len(parsed) == 1 else None
+
+
 def op_line(b: Builder, line: str, lineno: int) -> bool:
     """A plain op line (`op_fields`), read whole; False (nothing done) for any other line
     and for one whose sharding does not parse into one value (the general reader says
@@ -128,17 +144,10 @@ def op_line(b: Builder, line: str, lineno: int) -> bool:
         return False
     name, opname, start, stop, shape, dtype = f
     text = line[start:stop]
-    if text.startswith("#sdy"):
-        items, err, _ = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
-        if err is not None or len(items) != 1:
-            return False
-        notation = "sdy"
-    else:  # `mhlo.sharding = "..."`: a GSPMD sharding (one, not a tuple)
-        items = b.cache.hlo(text)
-        if len(items) != 1:
-            return False
-        notation = "gspmd"
-    p = items[0]
+    got = _parsed(b, text)
+    if got is None:
+        return False
+    p, notation = got
     v = b.value(
         name, lineno, start + 1, text, notation, p, kind="op", op=opname, shape=shape, dtype=dtype
     )
@@ -154,8 +163,8 @@ def hlo_line(b: Builder, line: str, lineno: int) -> bool:
         return False
     name, opcode, start, stop, shape, dtype = f
     text = line[start:stop]
-    parsed = b.cache.hlo(text)
-    if len(parsed) != 1:
+    got = _parsed(b, text)
+    if got is None:
         return False
     kind = "arg" if opcode == "parameter" else "op"
     b.value(
@@ -163,8 +172,8 @@ def hlo_line(b: Builder, line: str, lineno: int) -> bool:
         lineno,
         start + 1,
         text,
-        "gspmd",
-        parsed[0],
+        got[1],
+        got[0],
         kind=kind,
         op=opcode,
         shape=shape,
@@ -187,15 +196,10 @@ def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) ->
         return False
     name, a, e, shape, dtype = f
     text = line[a:e]
-    if text.startswith("#sdy"):
-        p = b.named(text)
-        notation = "sdy"
-    else:  # `mhlo.sharding = "..."`: one GSPMD sharding, not a tuple
-        parsed = b.cache.hlo(text)
-        if len(parsed) != 1:
-            return False
-        p = parsed[0]
-        notation = "gspmd"
+    got = _parsed(b, text)
+    if got is None:
+        return False
+    p, notation = got
     v = b.value(name, lineno, a + 1, text, notation, p, kind="arg", shape=shape, dtype=dtype)
     _keep_proto(b, text, p.error, v, shape)
     return True
