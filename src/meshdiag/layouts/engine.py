@@ -585,7 +585,7 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         notes.append("manual subgroups: devices in a tile hold their own local data")
     gather = member = None
     if n <= MAX_GATHER_DEVICES:
-        member = tile_index[:, 0] >= 0 if rank else np.zeros(n, dtype=bool)
+        member = np.zeros(n, dtype=bool)  # the devices the sharding names
         member[arr] = True
         offsets = np.cumsum((0, *tile.dims[: rank - 1]), dtype=np.int64) if rank else 0
         end = sum(tile.dims[:rank])

@@ -196,25 +196,18 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
 
 def text_groups_py(items: Sequence, part: bool, memos: RunMemos) -> dict[str, list]:
     """`text_groups` of the column entries `items`, in Python: the reference for the native
-    one (`ir/fast/_groups.c`, about a third of a microsecond less a value)."""
+    one (`ir/fast/_groups.c`, which takes a big file's million values of their own)."""
     by_text: dict[str, list] = {}
     get = by_text.get
     for i, item in enumerate(items):
-        if item.__class__ is Value:  # a one-off value: `_rows`, without the calls (a file of
-            # new lines has only these, a million of them)
+        if item.__class__ is Value:  # a value of its own line: its row, as `_rows` makes it
             text = item.text
             if item.notation != "sdy" or text.startswith("#sdy.sharding_per_value"):
                 text = own_text(item, memos)  # else a Shardy value's own text is its text
-            e = get(text)
-            if e is None:
-                by_text[text] = [1, [(item.name, i, item.column)], {id(item): item}]
-            else:
-                e[0] += 1
-                if e[0] <= FIRST_LOCATIONS:
-                    e[1].append((item.name, i, item.column))
-                e[2][id(item)] = item
-            continue
-        for text, name, col, v in _rows(item, part, memos):
+            rows: tuple = ((text, item.name, item.column, item),)
+        else:
+            rows = _rows(item, part, memos)
+        for text, name, col, v in rows:
             e = get(text)
             if e is None:
                 by_text[text] = [1, [(name, i, col)], {id(v): v}]
