@@ -227,7 +227,9 @@ AXES = st.sampled_from(['"x"', '"y"', '"x", "y"', '"y":(1)2', "?", '"x", ?', '"q
 def test_generated_constraints_read_like_the_general_reader(dims, axes, dtype, op, mesh):
     ty = "x".join([*map(str, dims), dtype])
     spec = ", ".join("{" + a + "}" for a in axes)
-    assert read_alike(f"    %v = sdy.{op} %w <@{mesh}, [{spec}]> : tensor<{ty}>")
+    line = f"    %v = sdy.{op} %w <@{mesh}, [{spec}]> : tensor<{ty}>"
+    assert fields.constraint_fields(line) is not None  # the fast reader's form, every one
+    assert read_alike(line)
 
 
 def read_alike(line: str) -> bool:
@@ -261,9 +263,9 @@ def test_generated_op_lines_read_like_the_general_reader(dims, axes, dtype, mesh
         attr = f'mhlo.sharding = "{gspmd}"'
     loc = tail if tail.startswith(" loc") else ""
     attrs = attr + ("" if loc else tail)
-    assert read_alike(
-        f"    %v = stablehlo.abs %w {{{attrs}}} : (tensor<{ty}>) -> tensor<{ty}>{loc}"
-    )
+    line = f"    %v = stablehlo.abs %w {{{attrs}}} : (tensor<{ty}>) -> tensor<{ty}>{loc}"
+    assert fields.op_fields(line) is not None  # the fast reader's form, every one
+    assert read_alike(line)
 
 
 # --- the native fields against their Python twins ----------------------------------------

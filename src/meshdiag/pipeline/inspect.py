@@ -145,7 +145,6 @@ def scan_checked_part(
     """`scan_checked` of one part of a big file (`ir.parts`): how many modules it has, its
     MD001s and its module checks' findings, for `joined_findings` to put together with the
     other parts'."""
-
     checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
     done = _Ended(checker, each, None)
     report = scan_part(
