@@ -5,8 +5,8 @@ with this tree's meshdiag and with another revision's, and compare stdout and ex
 
 The base revision's `src/` is exported with `git archive` into a temporary directory (the
 native scanner is copied from this tree, or built there when the base's C sources differ)
-and run with that on PYTHONPATH. Each side runs
-every command in one process through click's test runner (fast: one start-up per side).
+and run with that on PYTHONPATH. Each side runs every command in one process through
+click's test runner (fast: one start-up per side).
 PATHs default to every fixture file and dump directory; pass a cold dump or a big file too.
 Exit 1 and the differing commands when any output differs.
 """
