@@ -161,6 +161,11 @@ def test_cuts_do_not_depend_on_the_chunk_size(tmp_path, small_parts, monkeypatch
         assert part.start == 0 or data[part.start - 1 : part.start + 8] == b"\n// -----"
     monkeypatch.setattr(P, "_CHUNK", chunk)
     assert P.split_file(str(path), len(data), 8) == want
+    # the same with the twin's count, and without os.preadv
+    monkeypatch.setattr(P, "count_lines", P.count_lines_py)
+    assert P.split_file(str(path), len(data), 8) == want
+    monkeypatch.delattr(os, "preadv", raising=False)
+    assert P.split_file(str(path), len(data), 8) == want
 
 
 def test_small_compressed_and_stdin_are_read_whole(tmp_path):

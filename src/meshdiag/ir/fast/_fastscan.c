@@ -766,6 +766,22 @@ static PyObject *find_any(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     return PyLong_FromSsize_t(best);
 }
 
+static const char count_lines_doc[] =
+    "count_lines(buffer) -> the number of newline bytes in `buffer` (any object with the "
+    "buffer interface: bytes, a bytearray, a memoryview): see meshdiag.ir.parts.count_lines_py";
+
+static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = count_newlines((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(n);
+}
+
 static PyMethodDef methods[] = {
     {"split_top", (PyCFunction)(void (*)(void))split_top, METH_FASTCALL,
      "split_top(s, start, end): see meshdiag.ir.text.split_top_py"},
@@ -776,6 +792,7 @@ static PyMethodDef methods[] = {
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
+    {"count_lines", (PyCFunction)count_lines, METH_O, count_lines_doc},
     {"constraint_fields", (PyCFunction)(void (*)(void))fs_constraint_fields, METH_FASTCALL,
      fs_constraint_fields_doc},
     {"entry_fields", (PyCFunction)(void (*)(void))fs_entry_fields, METH_FASTCALL,
