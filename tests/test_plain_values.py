@@ -18,7 +18,7 @@ from scan_reference import value_fields
 
 from meshdiag.ir import fields, linememo, lines, scan
 from meshdiag.ir.fast import _fastscan
-from meshdiag.ir.model import Value
+from meshdiag.ir.model import LineValues, Value
 from meshdiag.ir.scan import scan_bytes, scan_file
 from meshdiag.ir.scancache import ScanCache
 
@@ -137,10 +137,19 @@ def test_values_made_from_prototypes_are_the_general_readers(monkeypatch, twin):
     if twin:
         monkeypatch.setattr(scan, "scan_plain", lines.scan_plain_py)
         monkeypatch.setattr(fields, "_native_entry_values", None)
+        monkeypatch.setattr(linememo, "plain_line", lines.plain_line_py)
     monkeypatch.setattr(linememo, "WINDOW", 8)
     monkeypatch.setattr(linememo, "PROBE", 5)
-    walked = entries = 0
-    real_walk, real_entries = scan.scan_plain, fields.entry_values
+    walked = entries = stopped = 0
+    real_walk, real_entries, real_line = scan.scan_plain, fields.entry_values, linememo.plain_line
+
+    def plain_line(*a):  # a plain line the walker stopped at: read without its handler
+        nonlocal stopped
+        got = real_line(*a)
+        stopped += got
+        return got
+
+    monkeypatch.setattr(linememo, "plain_line", plain_line)
 
     def walk(*a):
         nonlocal walked
@@ -160,7 +169,17 @@ def test_values_made_from_prototypes_are_the_general_readers(monkeypatch, twin):
         want = _general(text)
         assert _report(scan_file("d.mlir", io.BytesIO(text.encode()))) == want
         assert _report(scan_bytes("d.mlir", text.encode())) == want
-    assert walked > 400 and entries > 50  # both ways were taken
+    assert walked > 400 and entries > 50 and stopped > 400  # every way was taken
+
+
+def test_learned_lines_hold_prototypes_at_line_0():
+    """A plain line the walker stopped at and the scanner learned without its handler is a
+    `LineValues` like the ones the handlers' lines make: values without a line number."""
+    text = _texts()[-1]
+    report = scan_bytes("d.mlir", text.encode())
+    entries = [e for m in report.modules for e in m.items if isinstance(e, LineValues)]
+    assert len(entries) > 1000
+    assert {p.line for e in entries for p in e.protos} == {0}
 
 
 def test_a_prototype_is_kept_only_for_a_clean_value_outside_manual_regions():
@@ -265,6 +284,14 @@ def test_the_native_walker_reads_plain_lines_like_its_twin(case):
     got = _walk(_fastscan.scan_plain, buf, protos, dict(known), budget, lineno)
     want = _walk(lines.scan_plain_py, buf, protos, dict(known), budget, lineno)
     assert got == want
+    # each line alone, as the scanner reads one the walker stopped at
+    for k, raw in enumerate(buf.split(b"\n")):
+        native_cols: tuple[list, list] = ([], [])
+        twin_cols: tuple[list, list] = ([], [])
+        took = _fastscan.plain_line(raw, lineno + k, protos, *native_cols)
+        assert took == lines.plain_line_py(raw, lineno + k, protos, *twin_cols)
+        assert native_cols[0] == twin_cols[0] == ([lineno + k] if took else [])
+        assert [value_fields(v) for v in native_cols[1]] == [value_fields(v) for v in twin_cols[1]]
     # with no budget, it is scan_known
     assert _walk(_fastscan.scan_plain, buf, protos, dict(known), 0, lineno)[0] == [
         (*r, 0) for r in _walk_known(buf, dict(known), lineno)
@@ -334,6 +361,12 @@ def test_native_readers_refuse_bad_arguments():
         _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], [], 3)
     with pytest.raises(TypeError):
         _fastscan.scan_plain(b"x\n", 0, 1, {}, [], [], {}, "3")
+    with pytest.raises(TypeError):
+        _fastscan.plain_line("x", 1, {}, [], [])
+    with pytest.raises(TypeError):
+        _fastscan.plain_line(b"x", 1, {}, [])
+    with pytest.raises(TypeError):
+        _fastscan.plain_line(b"x", "1", {}, [], [])
 
 
 def test_native_readers_leak_no_references():
@@ -367,13 +400,16 @@ def test_native_readers_leak_no_references():
             assert got[4] == 50 and len(items_out) == 50
             got = _fastscan.entry_values(line, spans, 0, 7, entry_protos, lines_out, items_out)
             assert got == 20 and len(items_out) == 70 and items_out[-1].name == "%arg0"
+            for raw in buf.splitlines()[::5]:
+                assert _fastscan.plain_line(raw, 9, protos, lines_out, items_out)
+            assert len(items_out) == 80
 
     run(5)  # the first calls make what stays (interned strings, caches)
     before = refs()
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        run(200)  # 14,000 values made and dropped
+        run(200)  # 16,000 values made and dropped
         grown = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()

@@ -267,9 +267,22 @@ def scan_plain_py(
     return -1, -1, lineno + count(b"\n", last), len(buf), read
 
 
+def plain_line_py(raw: bytes, lineno: int, protos: dict, lines_out: list, items_out: list) -> bool:
+    """The plain constraint or op line `raw` (`fields.plain_value_py`) appended as the value
+    made from its sharding's prototype in `protos`, as `scan_plain_py` appends it; False,
+    nothing appended, for any other line. The reference for the native `plain_line`."""
+    v = plain_value_py(raw.decode("latin-1"), lineno, protos) if protos else None
+    if v is None:
+        return False
+    lines_out.append(lineno)
+    items_out.append(v)
+    return True
+
+
 #: the native walker when it is built and not switched off (`ir/fast/`), else the reference
 scan_known: Callable[..., tuple[int, int, int, int]] = native("scan_known") or scan_known_py
 scan_plain: Callable[..., tuple[int, int, int, int, int]] = native("scan_plain") or scan_plain_py
+plain_line: Callable[[bytes, int, dict, list, list], bool] = native("plain_line") or plain_line_py
 
 
 def scanner_kind() -> str:

@@ -331,7 +331,9 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
             sampling.replayed(len(lines_out) - before)
         if start < 0:
             return lineno
-        _line(b, block[start:end], lineno)
+        raw = block[start:end]
+        if not linememo.read_plain(b, raw, lineno):
+            _line(b, raw, lineno)
         lineno += 1
 
 

@@ -121,6 +121,10 @@ class ScanCache:
             d = self._protos[token] = {}
         return d
 
+    def kept_protos(self, token: int) -> dict[str, Value] | None:
+        """`protos(token)` when there is a dict of them, else None (asking does not add one)."""
+        return self._protos.get(token)
+
     def keep_proto(self, token: int, text: str, v: Value) -> None:
         """Keep a copy of `v`, the value of a plain line read the general way, as the
         prototype of its sharding `text` in state `token` (the caller checked that it is

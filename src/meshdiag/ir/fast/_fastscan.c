@@ -801,6 +801,8 @@ static PyMethodDef methods[] = {
     {"hlo_fields", (PyCFunction)(void (*)(void))fs_hlo_fields, METH_FASTCALL, fs_hlo_fields_doc},
     {"entry_values", (PyCFunction)(void (*)(void))fs_entry_values, METH_FASTCALL,
      fs_entry_values_doc},
+    {"plain_line", (PyCFunction)(void (*)(void))fs_plain_line_py, METH_FASTCALL,
+     fs_plain_line_doc},
     {"values_json", (PyCFunction)(void (*)(void))fs_values_json, METH_FASTCALL,
      fs_values_json_doc},
     {"text_groups", (PyCFunction)(void (*)(void))fs_text_groups, METH_FASTCALL,

@@ -66,6 +66,8 @@ int fs_values_init(void);
  * error set */
 int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
                   PyObject *lines_out, PyObject *items_out);
+PyObject *fs_plain_line_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_plain_line_doc[];
 PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_entry_values_doc[];
 

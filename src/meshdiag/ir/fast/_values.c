@@ -220,6 +220,34 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     return result;
 }
 
+const char fs_plain_line_doc[] =
+    "plain_line(raw, lineno, protos, lines_out, items_out) -> bool\n\n"
+    "The plain constraint or op line `raw` (bytes, without its newline) as the value made\n"
+    "from its sharding's prototype in `protos`, appended to the columns: what the walker\n"
+    "(scan_plain) does with such a line. False, nothing appended, for any other line.\n"
+    "See lines.plain_line_py.";
+
+PyObject *fs_plain_line_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "plain_line(raw, lineno, protos, lines_out, items_out)");
+        return NULL;
+    }
+    PyObject *raw = args[0], *protos = args[2], *lines_out = args[3], *items_out = args[4];
+    if (!PyBytes_Check(raw) || !PyDict_Check(protos) || !PyList_Check(lines_out) ||
+        !PyList_Check(items_out)) {
+        PyErr_SetString(PyExc_TypeError, "plain_line: expected (bytes, int, dict, list, list)");
+        return NULL;
+    }
+    Py_ssize_t lineno = PyLong_AsSsize_t(args[1]);
+    if (lineno == -1 && PyErr_Occurred())
+        return NULL;
+    int got = fs_plain_line(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), lineno, protos,
+                            lines_out, items_out);
+    if (got < 0)
+        return NULL;
+    return PyBool_FromLong(got);
+}
+
 const char fs_entry_values_doc[] =
     "entry_values(line, spans, k, lineno, protos, lines_out, items_out) -> int\n\n"
     "The plain signature entries line[a:e] of spans[k:] as values appended to the columns,\n"
