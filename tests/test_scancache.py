@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from scan_reference import value_fields
 
 from meshdiag.ir import linememo, scancache
@@ -115,6 +116,28 @@ def test_a_file_of_new_lines_learns_one_in_probe_after_a_window(monkeypatch):
     # the first window is learned whole, then one new line in PROBE
     assert 64 <= learned(cache) <= 64 + 1000 // linememo.PROBE + 10
     assert _fields(streamed) == _fields(scan_bytes("d.txt", text.encode()))  # all learned
+
+
+@pytest.mark.parametrize("dialect", ["hlo", "mlir"])
+def test_a_probe_leaves_its_values_to_the_module(monkeypatch, dialect):
+    """While a streamed file is not learning, the one line in PROBE it learns stays values
+    of the module's own (a file of new lines never replays it); the entry learned holds
+    copies at line 0. The lines of the first window, learned while learning is on, are the
+    module's shared entries. Both ways give what the file read whole gives."""
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    if dialect == "hlo":
+        text = "".join(_new_lines(k, 100) for k in range(10))
+    else:
+        text = "".join(_TRICKY.format(k=k + 1) for k in range(200))
+    cache = ScanCache()
+    streamed = scan(text, cache)
+    kinds = [it.__class__ for m in streamed.modules for it in m.items]
+    first_shared = kinds.index(LineValues)
+    assert LineValues not in kinds[first_shared + 64 :]  # after the first window: own only
+    entries = [e for d in cache._known.values() for e in d.values() if e is not None]
+    assert len(entries) > 64 + len(kinds) // (2 * linememo.PROBE)  # the window, the probes
+    assert {p.line for e in entries for p in e.protos} == {0}
+    assert _fields(streamed) == _fields(scan_bytes("d.txt", text.encode()))
 
 
 def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):

@@ -22,11 +22,12 @@ repeat each other, not themselves.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.lines import plain_line
-from meshdiag.ir.model import LineValues
+from meshdiag.ir.model import LineValues, Value
 from meshdiag.ir.scancache import MAX_LINE
 
 #: new lines per decision, and the share of them the walker must replay meanwhile for
@@ -114,14 +115,7 @@ def run(handler: Callable, b: Builder, line: str, lineno: int, *args) -> None:
     if len(items) == n:
         _learn(b, None)
         return
-    protos = items[n:]
-    for v in protos:
-        v.line = 0  # a prototype: each occurrence gets its line from the column
-    entry = LineValues(tuple(protos))  # type: ignore[arg-type]
-    del items[n + 1 :]
-    items[n] = entry
-    del m.lines[n + 1 :]
-    _learn(b, entry)
+    _learn(b, _entry(b, items, n))
 
 
 def read_plain(b: Builder, raw: bytes, lineno: int) -> bool:
@@ -142,11 +136,35 @@ def read_plain(b: Builder, raw: bytes, lineno: int) -> bool:
         return False
     b.raw = raw
     if learnable(b):
-        v = items[n]
-        v.line = 0  # a prototype: each occurrence gets its line from the column
-        entry = items[n] = LineValues((v,))
-        _learn(b, entry)
+        _learn(b, _entry(b, items, n))
     return True
+
+
+def _entry(b: Builder, items: list, n: int) -> LineValues:
+    """The values the line being learned added, `items[n:]`, as the entry its later
+    occurrences replay: they become that entry in the module's columns, and each occurrence
+    gets its line from the column. A probe (one line in PROBE while a streamed file is not
+    learning) leaves them the module's own and learns copies: a file of new lines never
+    replays them, and its modules then hold values of their own only, which the checks key
+    all at once (as shared entries, a tenth of a big file's values were each looked up by
+    every rule)."""
+    if b.sampling is not None and not b.sampling.on:
+        return LineValues(tuple(_unplaced(v) for v in items[n:]))
+    protos = items[n:]
+    for v in protos:
+        v.line = 0
+    entry = LineValues(tuple(protos))
+    del items[n + 1 :]
+    items[n] = entry
+    del b.module.lines[n + 1 :]  # type: ignore[union-attr]
+    return entry
+
+
+def _unplaced(v: Value) -> Value:
+    """A copy of `v` at line 0."""
+    c = copy.copy(v)
+    c.line = 0
+    return c
 
 
 def nothing(b: Builder) -> None:
