@@ -140,6 +140,23 @@ def test_a_probe_leaves_its_values_to_the_module(monkeypatch, dialect):
     assert _fields(streamed) == _fields(scan_bytes("d.txt", text.encode()))
 
 
+def test_a_probe_copy_is_its_value_at_line_0():
+    import dataclasses
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    values = [
+        v
+        for p in sorted(root.glob("**/*.mlir"))[:20]
+        for m in scan_bytes(str(p), p.read_bytes()).modules
+        for v in m.values
+    ]
+    assert len(values) > 100
+    for v in values:
+        c = linememo._unplaced(v)
+        assert c is not v and c == dataclasses.replace(v, line=0)
+
+
 def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):
     monkeypatch.setattr(linememo, "WINDOW", 64)
     one = _new_lines(0, 300)  # more new lines than a window: learning goes off in it
