@@ -9,6 +9,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshdiag.ir.scan import expand_paths, scan_file, scan_path, scan_paths
 from meshdiag.layouts.engine import layout
@@ -335,3 +337,24 @@ def test_a_line_seen_in_a_manual_region_keeps_its_per_device_shape_next_time():
     assert [len(b) for b in bodies] == [1, 1]
     for (v,) in bodies:
         assert (v.shape, v.local_shape) == (None, (8, 64))
+
+
+_DIAG_PIECES = [
+    "error:", "warning:", "note:", "remark:", "error", ": ", ":", " ", "\t", "x.py", "a b",
+    "3", "12", "%0 = ", "func.func @f(", "// ", "loc(", '"', "msg",
+]  # fmt: skip
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_DIAG_PIECES), max_size=12).map("".join))
+def test_the_diagnostic_precheck_never_hides_a_diagnostic(s):
+    """`mlir._may_be_diagnostic` is asked before searching a line for `: error:`: false only
+    where `DIAG` cannot match."""
+    from meshdiag.ir import mlir
+
+    if mlir.DIAG.match(s):
+        assert mlir._may_be_diagnostic(s)
+    for diag in ("x.py:3:1: error: m", "error: m", "a:1:2: remark: m", "note: "):
+        assert mlir.DIAG.match(diag) and mlir._may_be_diagnostic(diag)
+    for other in ('func.func @f(%a: t {x = "y: error: z"})', "%0 = a : error: b", ""):
+        assert not mlir._may_be_diagnostic(other)
