@@ -125,6 +125,7 @@ def test_a_probe_leaves_its_values_to_the_module(monkeypatch, dialect):
     copies at line 0. The lines of the first window, learned while learning is on, are the
     module's shared entries. Both ways give what the file read whole gives."""
     monkeypatch.setattr(linememo, "WINDOW", 64)
+    monkeypatch.setattr(linememo, "PROBE", 8)
     if dialect == "hlo":
         text = "".join(_new_lines(k, 100) for k in range(10))
     else:
@@ -155,6 +156,34 @@ def test_a_probe_copy_is_its_value_at_line_0():
     for v in values:
         c = linememo._unplaced(v)
         assert c is not v and c == dataclasses.replace(v, line=0)
+
+
+def _sampled(sampling: linememo.Sampling, lines: int, repeat: float) -> None:
+    """`lines` candidate lines through `sampling` as the scanner asks: while off, the walker
+    reads the unlearned ones and the probes are asked; a share `repeat` of the lines are
+    repeats, of which the ones learned before (one in PROBE while off) replay."""
+    import random
+
+    rng = random.Random(1)
+    for _ in range(lines):
+        if rng.random() < repeat and (sampling.on or rng.random() < 1 / linememo.PROBE):
+            sampling.replayed(1)
+        elif sampling.unlearned():
+            sampling.skipped(1)
+        else:
+            sampling.learns()
+
+
+@pytest.mark.parametrize("repeat, on", [(0.0, False), (0.02, False), (0.35, False), (0.7, True)])
+def test_learning_comes_back_when_half_the_lines_repeat(repeat, on):
+    """With the real window and probe rate: a stream of new lines stops learning after its
+    first window; it learns again once about half of its lines are repeats (few probes, but
+    the decision is the same as with many)."""
+    sampling = linememo.Sampling()
+    _sampled(sampling, linememo.WINDOW + 10, 0.0)
+    assert not sampling.on
+    _sampled(sampling, 3 * linememo.WINDOW * linememo.PROBE // 8, repeat)
+    assert sampling.on is on
 
 
 def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):
