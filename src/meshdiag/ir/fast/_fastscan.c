@@ -343,6 +343,14 @@ static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t 
 /* The body, for a constant `kind` each (fs_match_end): the compiler then reads each
  * character directly instead of switching on the kind at every one (annotated lines are
  * ASCII: most calls are 1-byte) */
+/* 1 for the bytes the bracket scans stop at (quote, brackets; `,` is 2: split_top stops at
+ * it too): a 1-byte string skips the others in a tight loop (a function signature is
+ * mostly names and types between its brackets) */
+static const unsigned char STOP[256] = {
+    ['"'] = 1, ['<'] = 1, ['['] = 1, ['{'] = 1, ['('] = 1,
+    ['>'] = 1, [']'] = 1, ['}'] = 1, [')'] = 1, [','] = 2,
+};
+
 static inline __attribute__((always_inline)) Py_ssize_t
 match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos < 0)
@@ -351,6 +359,13 @@ match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     char *stack = small;
     Py_ssize_t cap = (Py_ssize_t)sizeof(small), depth = 0, result = -1;
     for (Py_ssize_t p = pos; p < n; p++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *b = data;
+            while (p < n && STOP[b[p]] != 1)
+                p++;
+            if (p == n)
+                break;
+        }
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         char want = 0;
         switch (c) {
@@ -486,6 +501,13 @@ static inline __attribute__((always_inline)) Py_ssize_t
 top_comma_of(int kind, const void *data, Py_ssize_t p, Py_ssize_t end, Py_ssize_t *depth) {
     Py_ssize_t d = *depth;
     while (p < end) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *b = data;
+            while (p < end && !STOP[b[p]])
+                p++;
+            if (p == end)
+                break;
+        }
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         if (c == '"') {
             p = closing_quote(kind, data, p + 1, end) + 1;
