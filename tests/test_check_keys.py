@@ -177,3 +177,31 @@ def test_a_lists_full_keys_are_worked_out_once_for_its_rules(monkeypatch):
     book.distinct(items)
     book.distinct(list(items))  # another list, equal: keyed again
     assert calls == [40, 41, 41]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.booleans()), max_size=80),
+    clean_every=st.integers(2, 5),
+)
+def test_native_keys_of_repeated_fields_are_the_twins(picks, clean_every):
+    """Values that share their fields' objects (skipped by identity in C after the first)
+    and values whose equal fields are other objects (equal strings, equal shapes), evenly
+    split or not, with some keys already clean."""
+    hs = [v.hlo for v in VALUES if v.hlo is not None][:6]
+    shapes = [(8, 16), (7, 16), (16,), (6, 4, 2), None]
+    vs = []
+    for k, s, copy in picks:
+        h = hs[k % len(hs)]
+        shape = shapes[s]
+        notation, mesh = "sdy", "mesh"
+        if copy:  # equal, not the same objects
+            notation, mesh = "".join(["s", "dy"]), "".join(["me", "sh"])
+            shape = None if shape is None else tuple(list(shape))
+        vs.append(Value("%v", 1, 1, "t", notation, "op", None, shape, None, "f32", mesh, h, h))
+    for fields in SPECS:
+        d = Decides(*fields)
+        want = new_keys_py(vs, d, {})
+        assert native(vs, d, {}) == want
+        clean = {k: v for k, v in want[::clean_every]}
+        assert native(vs, d, clean) == new_keys_py(vs, d, clean)

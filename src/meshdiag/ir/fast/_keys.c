@@ -5,7 +5,8 @@
  * FIELDS); values with equal keys are both clean or both not. A file of new lines has a
  * million values whose keys mostly repeat (a sharding and its rank, an evenly split shape):
  * working each key out in Python was the floor of the checks, about 0.1-0.4 us a value and
- * rule. Here it is a dict lookup per field and one per key.
+ * rule. Here it is a dict lookup per field and one per key, and none for a value whose
+ * fields are the very objects of a key seen before in the call (below).
  *
  * Field codes (the order of checks.keys.FIELDS):
  *   0 notation, 1 mesh_name: the value's own
@@ -139,6 +140,119 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
     return NULL;
 }
 
+/* -- keys seen, by the identities of their fields --------------------------------------
+ * Most values of a module repeat a key seen a few values before. Building the key tuple
+ * and looking it up in two dicts (hashing its ints, comparing tuples) was most of the
+ * cost, about 200 ns a value; a value whose fields are the very objects of a key seen
+ * before in the call is skipped after a look in a small table of those identities.
+ * Equal identities make equal keys; unequal ones may still make equal keys (two equal
+ * strings), which the dicts then find. */
+
+/* A key's "raw" form: per field code, the object's address (0-3), the rank + 1 (4, 0 for
+ * None), the shape's address or 0 when it splits evenly (5). 1 done, 0 when a field is not
+ * what it expects (the slow path decides), -1 error. */
+static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject *splits,
+                   uintptr_t *raw) {
+    for (Py_ssize_t k = 0; k < nf; k++) {
+        switch (codes[k]) {
+        case 0:
+            raw[k] = (uintptr_t)f[FV_NOTATION];
+            break;
+        case 1:
+            raw[k] = (uintptr_t)f[FV_MESH_NAME];
+            break;
+        case 2:
+            raw[k] = (uintptr_t)f[FV_SHARDING];
+            break;
+        case 3:
+            raw[k] = (uintptr_t)f[FV_HLO];
+            break;
+        case 4: {
+            PyObject *x = f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
+            if (x == Py_None)
+                raw[k] = 0;
+            else if (PyTuple_Check(x))
+                raw[k] = (uintptr_t)PyTuple_GET_SIZE(x) + 1;
+            else
+                return 0;
+            break;
+        }
+        default: {
+            PyObject *h = f[FV_HLO], *shape = f[FV_SHAPE];
+            if (h == Py_None || shape == Py_None) {
+                raw[k] = 0;
+                break;
+            }
+            PyObject *id = PyLong_FromVoidPtr(h);
+            if (id == NULL)
+                return -1;
+            PyObject *split = PyDict_GetItemWithError(splits, id); /* borrowed */
+            Py_DECREF(id);
+            if (split == NULL)
+                return PyErr_Occurred() ? -1 : 0; /* not asked yet: the slow path asks */
+            int even = divides(split, shape);
+            if (even < 0)
+                return -1;
+            if (even == 2)
+                return 0;
+            raw[k] = even ? 0 : (uintptr_t)shape;
+        }
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    uintptr_t *slots; /* cap slots of nf words and a word "used" */
+    size_t cap, used;
+    Py_ssize_t nf;
+} RawSet;
+
+static size_t raw_hash(const uintptr_t *raw, Py_ssize_t nf) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (Py_ssize_t k = 0; k < nf; k++)
+        h = (h ^ (uint64_t)raw[k]) * 0xff51afd7ed558ccdull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of `raw` (hash `h`) in the set: its own, or the empty one where it would go */
+static uintptr_t *raw_slot(RawSet *t, const uintptr_t *raw, size_t h) {
+    size_t width = (size_t)t->nf + 1;
+    for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        uintptr_t *slot = t->slots + i * width;
+        if (!slot[t->nf] || memcmp(slot, raw, sizeof(uintptr_t) * (size_t)t->nf) == 0)
+            return slot;
+    }
+}
+
+/* Add `raw` (not in the set): 0, or -1 with a MemoryError set */
+static int raw_add(RawSet *t, const uintptr_t *raw, size_t h) {
+    size_t width = (size_t)t->nf + 1;
+    if ((t->used + 1) * 2 > t->cap) { /* at most half full: grow, and place each again */
+        size_t ncap = t->cap ? t->cap * 2 : 64;
+        uintptr_t *old = t->slots;
+        size_t ocap = t->cap;
+        t->slots = PyMem_Calloc(ncap * width, sizeof(uintptr_t));
+        if (t->slots == NULL) {
+            t->slots = old;
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->cap = ncap;
+        for (size_t i = 0; i < ocap; i++) {
+            uintptr_t *o = old + i * width;
+            if (o[t->nf])
+                memcpy(raw_slot(t, o, raw_hash(o, t->nf)), o, sizeof(uintptr_t) * width);
+        }
+        PyMem_Free(old);
+    }
+    uintptr_t *slot = raw_slot(t, raw, h);
+    memcpy(slot, raw, sizeof(uintptr_t) * (size_t)t->nf);
+    slot[t->nf] = 1;
+    t->used++;
+    return 0;
+}
+
 const char fs_new_keys_doc[] =
     "new_keys(items, value_type, codes, clean) -> list of (key, value) or None\n\n"
     "Of the `value_type` instances in `items`, the first of each key (a tuple of the fields\n"
@@ -174,6 +288,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         codes[f] = (int)c;
     }
     Ids ids = {{NULL, NULL}, {NULL, NULL}};
+    RawSet done_raw = {NULL, 0, 0, nf}; /* the raw keys of the values dealt with */
     PyObject *result = NULL; /* the list, None (the twin decides) or NULL with an error */
     PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
     if (seen == NULL || splits == NULL || out == NULL)
@@ -186,6 +301,16 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         int got = fs_fields(v, fields);
         if (got < 0)
             goto done;
+        uintptr_t raw[N_FIELDS * 2];
+        size_t h = 0;
+        int have_raw = got == 0 ? raw_key(codes, nf, fields, splits, raw) : 0;
+        if (have_raw < 0)
+            goto done;
+        if (have_raw) {
+            h = raw_hash(raw, nf);
+            if (done_raw.cap && raw_slot(&done_raw, raw, h)[nf])
+                continue; /* the very fields of a key dealt with */
+        }
         PyObject *key = got == 0 ? PyTuple_New(nf) : NULL;
         for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
             PyObject *x = field(codes[f], fields, splits, &ids);
@@ -213,9 +338,12 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         Py_DECREF(key);
         if (failed)
             goto done;
+        if (have_raw && raw_add(&done_raw, raw, h) < 0)
+            goto done;
     }
     result = Py_NewRef(out);
 done:
+    PyMem_Free(done_raw.slots);
     Py_XDECREF(seen);
     Py_XDECREF(splits);
     Py_XDECREF(out);
