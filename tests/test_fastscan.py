@@ -438,6 +438,27 @@ def test_count_lines_native_equals_its_twin(data, cut_head, cut_tail):
         _fastscan.count_lines("text")
 
 
+@settings(max_examples=200, deadline=None)
+@given(_BLOCKS, st.lists(st.sampled_from(_PIECES[:12]), min_size=17, max_size=24).map(tuple))
+def test_find_any_of_many_words_equals_its_twin(block, words):
+    """More words than the native finder groups by their rarest byte: one pass a word."""
+    from meshdiag.comms.scan import find_any_py
+
+    assert _fastscan.find_any(block, words) == find_any_py(block, words)
+
+
+def test_find_any_groups_words_that_share_their_rarest_byte():
+    """Words found in one pass over their shared rarest byte: the earliest start wins, also
+    when a word anchored further in starts before one found at an earlier anchor."""
+    from meshdiag.comms.scan import _HLO_WORDS, _SDY_OPS, find_any_py
+
+    block = b"x sdy.sharding sdy.reshard sdy.all_gather y reduce-scatter all-reduce"
+    for words in (_SDY_OPS, _HLO_WORDS, (b"xy.", b"abcxy."), (b"abcxy.", b"xy.")):
+        assert _fastscan.find_any(block, words) == find_any_py(block, words)
+    assert _fastscan.find_any(b"--abcxy.xy.", (b"xy.", b"abcxy.")) == 2
+    assert _fastscan.find_any(b"sdy.sdy.all_", _SDY_OPS) == 4
+
+
 def test_word_lines_on_fixtures_and_edges():
     from meshdiag.comms.scan import find_any_py, word_lines_py
 

@@ -767,13 +767,79 @@ static const char find_any_doc[] =
     "of `words` (a tuple of non-empty bytes), -1 when none occurs: see "
     "meshdiag.comms.scan.find_any_py";
 
+/* The first place before `limit` (<= n) in b[0, n) where one of the `count` words `ws`
+ * whose rarest byte is `c` occurs (at `anchors[k]` in word k), or -1: one memchr pass over
+ * the occurrences of `c` tries every word at each. The Shardy collectives all start with
+ * `sdy.`, whose rarest byte is in every sharding line: one pass, not one a word. */
+static Py_ssize_t find_anchored(const char *b, Py_ssize_t n, Py_ssize_t limit, PyObject **ws,
+                                const Py_ssize_t *anchors, int count, char c) {
+    Py_ssize_t best = -1, reach = 0; /* reach: the largest anchor index */
+    for (int k = 0; k < count; k++)
+        if (anchors[k] > reach)
+            reach = anchors[k];
+    const char *p = b, *end = b + n;
+    while (p < end) {
+        p = memchr(p, c, (size_t)(end - p));
+        if (p == NULL)
+            break;
+        Py_ssize_t at = p - b;
+        /* a word anchored here starts at `at - anchors[k]`: none beats `best` (or `limit`)
+         * once `at - reach` is past it */
+        Py_ssize_t bound = best >= 0 ? best : limit;
+        if (at - reach >= bound)
+            break;
+        for (int k = 0; k < count; k++) {
+            Py_ssize_t start = at - anchors[k], m = PyBytes_GET_SIZE(ws[k]);
+            if (start < 0 || start >= bound || start + m > n)
+                continue;
+            if (memcmp(b + start, PyBytes_AS_STRING(ws[k]), (size_t)m) == 0) {
+                best = start;
+                bound = start;
+            }
+        }
+        p++;
+    }
+    return best;
+}
+
+/* the words a call groups by their rarest byte, at most */
+#define MAX_FIND_WORDS 16
+
 static PyObject *find_any(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (!block_and_words(args, nargs, "find_any"))
         return NULL;
     const char *b = PyBytes_AS_STRING(args[0]);
     Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
-    Py_ssize_t best = -1;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args[1]); k++) {
+    Py_ssize_t count = PyTuple_GET_SIZE(args[1]), best = -1;
+    if (count <= MAX_FIND_WORDS) { /* grouped by rarest byte: one pass per group */
+        PyObject *ws[MAX_FIND_WORDS];
+        Py_ssize_t anchors[MAX_FIND_WORDS];
+        int done[MAX_FIND_WORDS] = {0};
+        for (Py_ssize_t k = 0; k < count; k++) {
+            ws[k] = PyTuple_GET_ITEM(args[1], k);
+            anchors[k] = anchor_of(PyBytes_AS_STRING(ws[k]), PyBytes_GET_SIZE(ws[k]));
+        }
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (done[k])
+                continue;
+            char c = PyBytes_AS_STRING(ws[k])[anchors[k]];
+            PyObject *group[MAX_FIND_WORDS];
+            Py_ssize_t group_anchors[MAX_FIND_WORDS];
+            int g = 0;
+            for (Py_ssize_t j = k; j < count; j++) {
+                if (!done[j] && PyBytes_AS_STRING(ws[j])[anchors[j]] == c) {
+                    done[j] = 1;
+                    group[g] = ws[j];
+                    group_anchors[g++] = anchors[j];
+                }
+            }
+            Py_ssize_t hit = find_anchored(b, n, best >= 0 ? best : n, group, group_anchors, g, c);
+            if (hit >= 0)
+                best = hit;
+        }
+        return PyLong_FromSsize_t(best);
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *word = PyTuple_GET_ITEM(args[1], k);
         const char *w = PyBytes_AS_STRING(word);
         Py_ssize_t m = PyBytes_GET_SIZE(word);
