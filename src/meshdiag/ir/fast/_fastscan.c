@@ -646,19 +646,27 @@ static PyObject *top_colon(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
  * the cold bench's every-pass dumps); a byte not listed is rarer than all of these. */
 static const char COMMON[] = " ea_nitdmr=os2,l1cufp30{\n}.4[]%\"()-6g8h5kx:y/>b7";
 
-/* Where in `w` (m >= 1 bytes) the rarest byte is: memchr stops at its occurrences only. */
-static Py_ssize_t anchor_of(const char *w, Py_ssize_t m) {
-    Py_ssize_t best = 0, best_rank = -1;
-    for (Py_ssize_t k = 0; k < m; k++) {
-        const char *at = memchr(COMMON, w[k], sizeof COMMON - 1);
-        Py_ssize_t rank = at == NULL ? (Py_ssize_t)sizeof COMMON : at - COMMON;
-        if (rank > best_rank) {
+/* Each byte's place in COMMON (the length of COMMON for a byte not in it): rarer bytes
+ * rank higher. Made at import (fs_rank_init). */
+static unsigned char RANK[256];
+
+static void fs_rank_init(void) {
+    for (int c = 0; c < 256; c++)
+        RANK[c] = (unsigned char)(sizeof COMMON);
+    for (int k = (int)sizeof COMMON - 2; k >= 0; k--)
+        RANK[(unsigned char)COMMON[k]] = (unsigned char)k;
+}
+
+/* Where in `w` (m >= 1 bytes) the rarest byte is (the first of the rarest): memchr stops
+ * at its occurrences only. */
+Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m) {
+    Py_ssize_t best = 0;
+    for (Py_ssize_t k = 1; k < m; k++)
+        if (RANK[(unsigned char)w[k]] > RANK[(unsigned char)w[best]])
             best = k;
-            best_rank = rank;
-        }
-    }
     return best;
 }
+#define anchor_of fs_anchor_of
 
 /* The first occurrence of `w` (m >= 1 bytes, its rarest byte at `a`) in b[0, n), or NULL.
  * memchr finds the candidates for the rarest byte; memcmp checks the word (portable: no
@@ -914,6 +922,7 @@ static struct PyModuleDef fastscan_module = {
 PyMODINIT_FUNC PyInit__fastscan(void) {
     if (build_tables() < 0 || fs_values_init() < 0 || fs_keys_init() < 0 || fs_groups_init() < 0)
         return NULL;
+    fs_rank_init();
     PyObject *m = PyModule_Create(&fastscan_module);
     if (m == NULL)
         return NULL;

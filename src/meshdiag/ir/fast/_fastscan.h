@@ -42,6 +42,8 @@ extern const char fs_constraint_fields_doc[];
 extern const char fs_entry_fields_doc[];
 /* where `needle` first is in s[a:b] (-1: nowhere), and how many times, not overlapping
  * (str.find, str.count) */
+/* Where in `w` (m >= 1 bytes) its rarest byte is, by how often bytes occur in dumps */
+Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 

@@ -172,11 +172,16 @@ other:
  * byte (memchr), not tried at every offset */
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
     Py_ssize_t m = (Py_ssize_t)strlen(needle);
+    if (m == 0)
+        return a <= b ? a : -1;
+    /* memchr stops at the needle's rarest byte: at its first, `s` of `sdy.mesh @` stopped
+     * at every `sdy.` of a sharding line */
+    Py_ssize_t at = fs_anchor_of(needle, m);
     for (Py_ssize_t k = a; k + m <= b;) {
-        const char *p = memchr(s + k, needle[0], (size_t)(b - m + 1 - k));
+        const char *p = memchr(s + k + at, needle[at], (size_t)(b - m + 1 - k));
         if (p == NULL)
             break;
-        k = p - s;
+        k = p - s - at;
         if (memcmp(s + k, needle, (size_t)m) == 0)
             return k;
         k++;
