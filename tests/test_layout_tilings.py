@@ -145,3 +145,56 @@ def test_big_tilings_are_not_kept(monkeypatch):
     assert [k[0].tile.num_devices for k in kept] == [4]
     # keep=False remembers no layout itself
     assert memos.slot("layouts.engine", lambda: None) is None
+
+
+def _whole_truth(lay) -> bool:
+    """Every device holds data, none empty, none padded: read off the per-device arrays."""
+    if not lay.present.all() or lay.padded.any():
+        return False
+    return not lay.rank or not (lay.stops <= lay.starts).any()
+
+
+@pytest.mark.parametrize(
+    "sharding, shape, split, n, whole",
+    [
+        ("{devices=[2,1]0,1}", (4, 3), "xla", 2, True),
+        ("{devices=[2,1]0,1}", (5, 3), "xla", 2, False),  # padded
+        ("{devices=[2,1]0,1}", (5, 3), "array-split", 2, True),  # short, not padded
+        ("{devices=[2,1]0,1}", (0, 3), "xla", 2, False),  # empty
+        ("{devices=[4]0,1,2,3}", (2,), "chunk", 4, False),  # past the last chunk
+        ("{devices=[2,1]0,1}", (4, 3), "xla", 3, False),  # a device the sharding leaves out
+        ("{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}", (4, 3), "xla", 4, True),
+        ("{replicated}", (4, 3), "xla", 4, True),
+        ("{replicated}", (4, 0), "xla", 4, False),
+        ("{maximal device=1}", (4, 3), "xla", 4, False),
+    ],
+)
+def test_whole_shards_of_listed_layouts(sharding, shape, split, n, whole):
+    for memos in (None, RunMemos()):
+        lay = layout(sharding, shape, split=split, num_devices=n, memos=memos, keep=False)
+        assert bool(lay.whole_shards) is whole is _whole_truth(lay)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(**TILED)
+def test_whole_shards_is_what_the_devices_say(h, data, split, extra):
+    """`Layout.whole_shards`, worked out from the dims' splits (a picture's header then
+    looks at no device), never claims what the devices do not hold; where the tiling is
+    small enough to gather, it says so whenever it holds (the headers' shortcut is taken),
+    with the run's memos or without."""
+    tiled = h.is_tiled and h.tile is not None and h.data_rank is not None
+    n = (h.tile.num_devices if tiled else 1) + extra  # type: ignore[union-attr]
+    # dims a multiple of their tile count, or a little more (padded, empty, past a chunk)
+    tiles = h.tile.dims[: h.data_rank] if tiled else (1,) * data.draw(st.integers(0, 3))  # type: ignore[union-attr]
+    shape = tuple(
+        k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1, 2])) for k in tiles
+    )
+    for memos in (None, RunMemos()):
+        try:
+            lay = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+        except MeshdiagError:
+            return
+        truth = _whole_truth(lay)
+        assert not lay.whole_shards or truth
+        if lay.kind in ("tiled", "replicated") and n <= engine.MAX_GATHER_DEVICES:
+            assert bool(lay.whole_shards) == truth

@@ -19,7 +19,7 @@ known), `unreduced` (every device, whole shape, partial sums awaiting a reductio
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -99,6 +99,10 @@ class Layout:
     #: what the layout shares with every layout of its tiled sharding whatever the dims
     #: (None for untiled kinds)
     tiling: _Tiling | None = field(default=None, repr=False)
+    #: True when every device holds data, none empty and none padded, as worked out from
+    #: the dims' splits (a picture's header then looks at no device); False or None: not
+    #: so, or not worked out
+    whole_shards: bool | None = field(default=None, repr=False)
     #: len(shape), kept: renderers ask for it hundreds of times a picture
     rank: int = field(init=False, repr=False)
 
@@ -283,17 +287,19 @@ class TileOrder:
 
         member = lay.tile_index[:, 0] >= 0 if lay.rank else lay.present
         devs = np.nonzero(member)[0]
-        if lay.rank:
-            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+        if not any(k > 1 for k in lay.tiles):
+            # one tile (a scalar, a whole layout: neither has a tiling to keep this in)
+            bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
+            out = cls(devs, bounds[:1], bounds[1:], np.zeros(len(bounds) // 2, dtype=np.int64))
         else:
-            lin = np.zeros(len(devs), dtype=np.int64)
-        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
-            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
-            devs, lin = devs[order], lin[order]
-        cuts = np.flatnonzero(np.diff(lin)) + 1
-        first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
-        end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
-        out = cls(devs, first, end, lin[first])
+            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+            if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+                order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+                devs, lin = devs[order], lin[order]
+            cuts = np.flatnonzero(np.diff(lin)) + 1
+            first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
+            end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
+            out = cls(devs, first, end, lin[first])
         for a in (out.devs, out.first, out.end, out.lin):
             a.flags.writeable = False
         return out
@@ -506,6 +512,7 @@ def _whole(
             partial=sharding.kind == "unreduced",
             manual=sharding.kind in ("manual", "unknown"),
             notes=notes,
+            whole_shards=only is None and all(d > 0 for d in shape),
         )
     )
 
@@ -535,6 +542,13 @@ class _Tiling:
     member: np.ndarray | None = None
     #: what renderers work out from these alone, once (`Layout.tile_order`)
     derived: dict = field(default_factory=dict)
+
+    def derived_flag(self, name: str, make: Callable[[], bool]) -> bool:
+        """`make()`, worked out once for the tiling (kept in `derived`)."""
+        got = self.derived.get(name)
+        if got is None:
+            got = self.derived[name] = make()
+        return got
 
 
 def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
@@ -691,6 +705,10 @@ def _tiled(
             manual=t.manual,
             notes=t.notes,
             tiling=t,
+            whole_shards=t.member is not None
+            and present is t.member
+            and t.derived_flag("every device", lambda: bool(t.member.all()))
+            and all(s.whole for s in ranges),
         )
     )
 

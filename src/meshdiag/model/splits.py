@@ -10,6 +10,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.errors import LimitError, MeshdiagError
@@ -32,6 +33,16 @@ class DimSplit:
     present: np.ndarray
     #: per-shard buffer extent (padded under `xla`)
     buffers: np.ndarray
+
+    @cached_property
+    def whole(self) -> bool:
+        """Every shard holds data, none is empty and none padded (worked out once: a run
+        keeps its splits)."""
+        return bool(
+            self.present.all()
+            and (self.stops > self.starts).all()
+            and (self.buffers == self.stops - self.starts).all()
+        )
 
 
 def check_rule(rule: str) -> SplitRule:

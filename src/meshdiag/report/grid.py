@@ -45,9 +45,9 @@ MIN_CELL_WIDTH = 9
 MIN_LABEL_WIDTH = 5
 
 
-@dataclass(frozen=True)
-class Tile:
-    """One tile of the tensor and the devices holding it."""
+class Tile(NamedTuple):
+    """One tile of the tensor and the devices holding it (a named tuple: a picture makes a
+    few per layout, and a frozen dataclass took 2 us each)."""
 
     index: tuple[int, ...]  # tile coordinate per tensor dim
     devices: tuple[int, ...]  # sorted
@@ -392,6 +392,9 @@ def header_lines(
         lines.append(LEGEND)
     for note in lay.notes:
         lines.append(note)
+    if lay.whole_shards:  # no device padded, empty or without data
+        _plan_notes(lay, plan, lines)
+        return lines
     padded = lay.padded
     if padded.any():
         devs = np.nonzero(padded)[0]
@@ -421,6 +424,12 @@ def header_lines(
                 f"no data ({why}): devices "
                 + compress_devices(np.nonzero(outside)[0], max_chars=60)
             )
+    _plan_notes(lay, plan, lines)
+    return lines
+
+
+def _plan_notes(lay: Layout, plan: GridPlan | None, lines: list[str]) -> None:
+    """The header's notes on the grid: a projection, the dims the cells show, the folded."""
     if plan is not None and plan.projected:
         rows = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.row_dims)
         cols = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.col_dims)
@@ -432,7 +441,6 @@ def header_lines(
         folded = [d for d in range(lay.rank) if lay.tiles[d] == 1]
         if folded:
             lines.append("folded (one tile, whole): " + ", ".join(f"dim{d}" for d in folded))
-    return lines
 
 
 def distribute(weights: tuple[int, ...], minimum: list[int], total: int) -> list[int]:
