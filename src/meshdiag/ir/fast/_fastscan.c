@@ -198,6 +198,7 @@ PyDoc_STRVAR(scan_plain_doc,
 typedef struct {
     PyObject *protos;
     Py_ssize_t budget, read;
+    FsProtoCache cache; /* the prototypes the call found last */
 } Plain;
 
 static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain) {
@@ -272,7 +273,7 @@ static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain) {
         if (item == NULL) { /* not known: a plain line with a prototype, or the caller's */
             if (plain != NULL && plain->budget > 0 && PyDict_GET_SIZE(plain->protos) > 0) {
                 int got = fs_plain_line((const char *)buf + ls, end - ls, lineno,
-                                        plain->protos, lines_out, items_out);
+                                        plain->protos, lines_out, items_out, &plain->cache);
                 if (got < 0)
                     return NULL;
                 if (got > 0) {
@@ -319,7 +320,7 @@ static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_Format(PyExc_TypeError, "scan_plain expected 8 arguments, got %zd", nargs);
         return NULL;
     }
-    Plain plain = {args[6], 0, 0};
+    Plain plain = {args[6], 0, 0, {{0}}};
     if (!PyDict_Check(plain.protos)) {
         PyErr_Format(PyExc_TypeError, "scan_plain: protos must be dict, not %.100s",
                      Py_TYPE(plain.protos)->tp_name);
@@ -327,7 +328,9 @@ static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     if (as_index(args[7], "scan_plain", "budget", &plain.budget) < 0)
         return NULL;
-    return walk(args, "scan_plain", &plain);
+    PyObject *result = walk(args, "scan_plain", &plain);
+    fs_proto_cache_clear(&plain.cache);
+    return result;
 }
 
 /* ---- match_end: the bracket closing s[pos] --------------------------------------------

@@ -66,8 +66,18 @@ int fs_values_init(void);
 /* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
  * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
  * error set */
+/* The prototypes found last in one call, by their sharding text (in the caller's buffer
+ * for the call): see proto_of in _values.c. Zeroed to start, cleared at the end. */
+#define FS_PROTO_CACHE 4
+typedef struct {
+    const char *text[FS_PROTO_CACHE];
+    Py_ssize_t len[FS_PROTO_CACHE];
+    PyObject *proto[FS_PROTO_CACHE]; /* strong references */
+    int next;
+} FsProtoCache;
+void fs_proto_cache_clear(FsProtoCache *cache);
 int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
-                  PyObject *lines_out, PyObject *items_out);
+                  PyObject *lines_out, PyObject *items_out, FsProtoCache *cache);
 PyObject *fs_plain_line_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_plain_line_doc[];
 PyObject *fs_entry_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -148,14 +148,37 @@ static PyObject *dtype_of(const char *s, Py_ssize_t a, Py_ssize_t b) {
 }
 
 /* The prototype (borrowed) of the sharding s[a:b] in `protos`; NULL without an error
- * when there is none */
-static PyObject *proto_of(PyObject *protos, const char *s, Py_ssize_t a, Py_ssize_t b) {
+ * when there is none. `cache` (or NULL): the last few found in one call, by their text
+ * (which stays in the caller's buffer for the call): a module's lines name a few shardings
+ * over and over, and making each one's text a str to look it up was a tenth of reading a
+ * plain line. Nothing runs Python code during a call, so `protos` does not change. */
+static PyObject *proto_of(PyObject *protos, const char *s, Py_ssize_t a, Py_ssize_t b,
+                          FsProtoCache *cache) {
+    if (cache != NULL) {
+        for (int k = 0; k < FS_PROTO_CACHE; k++) {
+            if (cache->proto[k] != NULL && cache->len[k] == b - a &&
+                memcmp(cache->text[k], s + a, (size_t)(b - a)) == 0)
+                return cache->proto[k];
+        }
+    }
     PyObject *text = ascii_part(s, a, b);
     if (text == NULL)
         return NULL;
     PyObject *proto = PyDict_GetItemWithError(protos, text);
     Py_DECREF(text);
+    if (proto != NULL && cache != NULL) {
+        int k = cache->next;
+        cache->next = (k + 1) % FS_PROTO_CACHE;
+        Py_XSETREF(cache->proto[k], Py_NewRef(proto));
+        cache->text[k] = s + a;
+        cache->len[k] = b - a;
+    }
     return proto;
+}
+
+void fs_proto_cache_clear(FsProtoCache *cache) {
+    for (int k = 0; k < FS_PROTO_CACHE; k++)
+        Py_CLEAR(cache->proto[k]);
 }
 
 /* Append `v` (stolen) at `line` (borrowed) to the value columns: 0, or -1 with an error */
@@ -168,7 +191,7 @@ static int append(PyObject *lines_out, PyObject *items_out, PyObject *line, PyOb
 }
 
 int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
-                  PyObject *lines_out, PyObject *items_out) {
+                  PyObject *lines_out, PyObject *items_out, FsProtoCache *cache) {
     for (Py_ssize_t i = 0; i < n; i++)
         if ((unsigned char)s[i] >= 0x80)
             return 0;
@@ -192,7 +215,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     } else {
         return -1;
     }
-    PyObject *proto = op == NULL ? NULL : proto_of(protos, s, f.start, f.stop);
+    PyObject *proto = op == NULL ? NULL : proto_of(protos, s, f.start, f.stop, cache);
     if (proto == NULL) {
         Py_DECREF(shape);
         Py_DECREF(kind);
@@ -242,7 +265,7 @@ PyObject *fs_plain_line_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     if (lineno == -1 && PyErr_Occurred())
         return NULL;
     int got = fs_plain_line(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), lineno, protos,
-                            lines_out, items_out);
+                            lines_out, items_out, NULL);
     if (got < 0)
         return NULL;
     return PyBool_FromLong(got);
@@ -282,17 +305,19 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     }
     const char *s = (const char *)PyUnicode_DATA(line);
     Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    FsProtoCache cache = {0};
+    PyObject *result = NULL;
     for (; k < PyList_GET_SIZE(spans); k++) {
         PyObject *span = PyList_GET_ITEM(spans, k);
         Py_ssize_t a, e;
         if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
             PyErr_SetString(PyExc_TypeError, "entry_values: spans must be (start, end) pairs");
-            return NULL;
+            goto done;
         }
         a = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
         e = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
         if ((a == -1 || e == -1) && PyErr_Occurred())
-            return NULL;
+            goto done;
         if (a < 0) /* as re's pos/endpos: clamped to the string */
             a = 0;
         if (e > n)
@@ -303,14 +328,14 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         PyObject *shape;
         int got = fs_read_entry(s, n, a, e, &f, &shape);
         if (got < 0)
-            return NULL;
+            goto done;
         if (got == 0)
             break;
-        PyObject *proto = proto_of(protos, s, f.a, f.e);
+        PyObject *proto = proto_of(protos, s, f.a, f.e, &cache);
         if (proto == NULL) {
             Py_DECREF(shape);
             if (PyErr_Occurred())
-                return NULL;
+                goto done;
             break;
         }
         Py_INCREF(proto);
@@ -329,7 +354,10 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         Py_DECREF(shape);
         Py_DECREF(proto);
         if (failed)
-            return NULL;
+            goto done;
     }
-    return PyLong_FromSsize_t(k);
+    result = PyLong_FromSsize_t(k);
+done:
+    fs_proto_cache_clear(&cache);
+    return result;
 }
