@@ -264,3 +264,64 @@ def test_lint_in_parts_finds_what_one_reader_finds(tmp_path, fmt):
     assert made[0] > 2 and made[-1] > 2  # the big files were read in parts
     assert all(code in one.stdout for code in (b"MD101", b"MD103", b"MD201", b"MD202"))
     assert cut.stdout == one.stdout
+
+
+#: the sources without a `// -----` line: put together with nothing between them, a file
+#: of modules with no section anywhere (as `cat *.mlir` makes)
+BARE = [i for i, p in enumerate(SOURCES) if b"// -----" not in p.read_bytes()]
+
+
+def test_a_file_without_splits_is_cut_before_its_modules(tmp_path, small_parts):
+    """With no `// -----` line in the file there is no section to carry: a cut is made at a
+    line opening a module right after a line `}`, and the parts read as the whole file. One
+    such line anywhere, and only the marked splits are places to cut."""
+    small_parts(1)
+    assert len(BARE) > 10
+    path = tmp_path / "cat.mlir"
+    path.write_text(corpus(BARE * 2, [2]))
+    data = path.read_bytes()
+    parts = P.split_file(str(path), len(data), 8)
+    assert parts is not None and len(parts) > 4
+    for part in parts[1:]:
+        assert data[part.start - 3 : part.start] == b"\n}\n"
+        assert data[part.start :].startswith(b"module")
+        assert part.line == data.count(b"\n", 0, part.start) + 1
+    whole: list = []
+    scan_path(str(path), on_module=whole.append)
+    checks = module_checks()
+    _, _, findings = scan_checked(str(path), None, None, "xla", checks, None, RunMemos())
+    read: list = []
+    found = []
+    memos = RunMemos()
+    for p in parts:
+        _, scanned, checked = scan_checked_part(p, None, None, "xla", checks, read.append, memos)
+        found.append((scanned, checked))
+    assert read == whole
+    assert joined_findings(found) == findings
+    for mark in ("// -----\n", "// -----// IR Dump After X (x) //----- //\n"):
+        path.write_bytes(mark.encode() + data)  # a section from the first line on
+        assert P.split_file(str(path), len(data) + len(mark), 8) is None
+        path.write_bytes(data + mark.encode())  # a split after the last module
+        assert P.split_file(str(path), len(data) + len(mark), 8) is None
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_inspect_of_a_file_without_splits_in_parts(tmp_path, fmt):
+    """`inspect` of a file of modules with nothing between them, read in parts by two
+    workers, prints what one reader prints."""
+    big = tmp_path / "cat.mlir"
+    big.write_text(corpus(BARE * 2, [2]))
+    env = {**os.environ, "COLUMNS": "100"}
+    args = ["--format", fmt, str(big)]
+    one = subprocess.run(
+        [sys.executable, "-m", "meshdiag", "inspect", "-j1", *args], capture_output=True, env=env
+    )
+    cut = subprocess.run(
+        [sys.executable, "-c", INSPECT_IN_PARTS, "inspect", "-j2", *args],
+        capture_output=True,
+        env=env,
+    )
+    made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
+    assert made and made[0] > 2
+    assert one.returncode == cut.returncode
+    assert cut.stdout == one.stdout

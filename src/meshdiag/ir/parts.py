@@ -13,7 +13,9 @@ plain one clears it, a pass dump's `// -----// IR Dump After X //----- //` names
 cut is made only at such a line that follows the line `}` closing a module and comes right
 before the line opening the next one: nothing in between (a diagnostic would attach to the
 module before it), and from there a scan reads the same modules as the whole file's scan
-(tests/test_file_parts.py compares them).
+(tests/test_file_parts.py compares them). A file with no `// -----` line at all has no
+section anywhere (files of modules put together with `cat`): there a cut is made right at
+a line opening a module after the line `}`.
 """
 
 from __future__ import annotations
@@ -26,14 +28,19 @@ from meshdiag.ir.fast import native
 from meshdiag.ir.mlir import SECTION, module_header
 from meshdiag.ir.scan import BINARY_EXT, SNIFF
 
-#: files smaller than this are read by one worker
-SPLIT_BYTES = 32 << 20
+#: files smaller than this are read by one worker (the Shardy passes of the cold bench in
+#: one 11.5 MB file took 2.2 s to `inspect` in one worker, 1.6 s in four parts on two)
+SPLIT_BYTES = 8 << 20
 #: parts are at least this big (each is a task with its own spooled output)
-PART_BYTES = 16 << 20
+PART_BYTES = 2 << 20
 #: parts per worker, at most: enough to keep every worker busy to the end
 PARTS_PER_WORKER = 2
 #: a line `}`, then a `// -----` line: where a cut may be (checked further by `_opens`)
 _MARK = b"\n}\n// -----"
+#: in a file without `// -----` lines, a line `}` then a line opening a module
+_BARE_MARK = b"\n}\nmodule"
+#: what says a file has sections (or plain splits): then only `_MARK` is a place to cut
+_SPLIT = b"// -----"
 #: bytes read at a time while looking for cuts and counting lines
 _CHUNK = 8 << 20
 #: bytes read at a cut to check the marker line and the module line after it
@@ -73,7 +80,8 @@ def split_file(path: str, size: int, jobs: int) -> list[FilePart] | None:
     try:
         if path.endswith(BINARY_EXT) or b"\0" in os.pread(fd, SNIFF, 0):
             return None  # skipped as binary, whole
-        cuts = _cuts(fd, size, [size * k // n for k in range(1, n)])
+        mark = _BARE_MARK if not _holds(fd, size, _SPLIT) else _MARK
+        cuts = _cuts(fd, size, [size * k // n for k in range(1, n)], mark)
     except OSError:
         return None
     finally:
@@ -88,7 +96,23 @@ def split_file(path: str, size: int, jobs: int) -> list[FilePart] | None:
     ]
 
 
-def _cuts(fd: int, size: int, targets: list[int]) -> list[tuple[int, int]]:
+def _holds(fd: int, size: int, word: bytes) -> bool:
+    """Whether the file has `word` anywhere (read a chunk at a time, found across two)."""
+    keep = len(word) - 1
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(_CHUNK, size - pos), pos)
+        if not chunk:
+            break
+        if word in chunk:
+            return True
+        if pos + len(chunk) >= size:
+            break
+        pos += max(len(chunk) - keep, 1)
+    return False
+
+
+def _cuts(fd: int, size: int, targets: list[int], mark: bytes) -> list[tuple[int, int]]:
     """(offset, line number) of the first cut at or after each target offset, each cut
     once, in order. The marks are looked for from each target on, not from the start
     (`_cut_from`); the lines are counted between one cut and the next (the 252 MB bench
@@ -100,7 +124,7 @@ def _cuts(fd: int, size: int, targets: list[int]) -> list[tuple[int, int]]:
     for target in targets:
         if target < searched:
             continue  # the search for an earlier target went past this one
-        cut, searched = _cut_from(fd, size, target)
+        cut, searched = _cut_from(fd, size, target, mark)
         if cut < 0:
             if searched >= size:
                 break
@@ -111,28 +135,30 @@ def _cuts(fd: int, size: int, targets: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _cut_from(fd: int, size: int, start: int) -> tuple[int, int]:
+def _cut_from(fd: int, size: int, start: int, mark: bytes = _MARK) -> tuple[int, int]:
     """(offset of the first place to cut at or after `start`, offset after it): a `// -----`
-    line after a line `}` (`_MARK`) that `_opens`; (-1, offset reached) when none is, in
-    the file or in `TRIES` marks (each costs a read: a file of nothing but such marks is
-    not read a few bytes at a time)."""
-    keep = len(_MARK) - 1  # a mark across two chunks is found in the second
+    line after a line `}` (`_MARK`) that `_opens`, or with `_BARE_MARK` a line opening a
+    module after a line `}`; (-1, offset reached) when none is, in the file or in `TRIES`
+    marks (each costs a read: a file of nothing but such marks is not read a few bytes at
+    a time)."""
+    keep = len(mark) - 1  # a mark across two chunks is found in the second
+    opens = _opens if mark is _MARK else _opens_module
     pos = max(start - 3, 0)  # a mark's line starts 3 bytes after it (after "\n}\n")
     tries = 0
     while pos < size:
         chunk = os.pread(fd, min(_CHUNK, size - pos), pos)
         if not chunk:
             break
-        i = chunk.find(_MARK)
+        i = chunk.find(mark)
         while i >= 0:
             offset = pos + i + 3
             if offset >= start:
-                if _opens(fd, offset):
+                if opens(fd, offset):
                     return offset, offset + 1
                 tries += 1
                 if tries >= TRIES:  # no cut near this target: on to the next
                     return -1, offset + 1
-            i = chunk.find(_MARK, i + 1)
+            i = chunk.find(mark, i + 1)
         if pos + len(chunk) >= size:
             break
         pos += max(len(chunk) - keep, 1)
@@ -171,6 +197,16 @@ def count_lines_py(buf: memoryview) -> int:
 
 #: the native count when built (8 bytes at a time: 3x `bytes.count`), else its twin
 count_lines: Callable[[memoryview], int] = native("count_lines") or count_lines_py
+
+
+def _opens_module(fd: int, offset: int) -> bool:
+    """Whether the line at `offset` opens a top-level module (a file without sections)."""
+    line = os.pread(fd, _LOOK, offset).split(b"\n", 1)[0]
+    try:
+        opening = line.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    return opening.startswith("module") and module_header(opening) is not None
 
 
 def _opens(fd: int, offset: int) -> bool:

@@ -133,12 +133,7 @@ class TileIndex:
         else:
             slices = tuple(zip(start, stop, strict=True))
             buffer = tuple(buffer_row)
-            if any(b <= a for a, b in slices):  # (a present scalar is never empty)
-                status = "empty"
-            elif any(b - a < c for (a, b), c in zip(slices, self._full, strict=True)):
-                status = "short"
-            else:
-                status = "ok"
+            status = _status(slices, self._full)
         fill = (lin0 * self._stride) % self._n_tiles
         tile = self._made[k] = Tile(index, group, slices, buffer, status, fill)
         return tile
@@ -174,6 +169,19 @@ class TileIndex:
         if k < len(order) and int(order.lin[k]) == lin:
             return self.nth(k)
         return None
+
+
+def _status(slices: tuple[tuple[int, int], ...], full: tuple[int, ...]) -> Status:
+    """A held tile's status: "empty" when a dim's range is empty (a present scalar never
+    is), else "short" when one is shorter than the full tile `full`, else "ok" (one loop:
+    two `any` over generators were a fifth of making a tile)."""
+    short = False
+    for (a, b), c in zip(slices, full, strict=True):
+        if b <= a:
+            return "empty"
+        if b - a < c:
+            short = True
+    return "short" if short else "ok"
 
 
 def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
@@ -311,15 +319,20 @@ def plan_grid(
 
 def slice_text(lay: Layout, tile: Tile, dims: tuple[int, ...] | None = None) -> str:
     """`[0:8, 0:16]` over `dims` (default all); from rank 3 on, whole dims print as `:`."""
-    if tile.slices is None:
+    slices = tile.slices
+    if slices is None:
         return "no chunk"
-    if lay.rank == 0:
+    rank = lay.rank
+    if rank == 0:
         return "scalar"
-    parts = []
-    for d in dims or range(lay.rank):
-        a, b = tile.slices[d]
-        whole = a == 0 and b == lay.shape[d]
-        parts.append(":" if whole and lay.rank >= 3 and not dims else f"{a}:{b}")
+    if dims:
+        return "[" + ", ".join([f"{slices[d][0]}:{slices[d][1]}" for d in dims]) + "]"
+    if rank < 3:
+        return "[" + ", ".join([f"{a}:{b}" for a, b in slices]) + "]"
+    shape = lay.shape
+    parts = [
+        ":" if a == 0 and b == shape[d] else f"{a}:{b}" for d, (a, b) in enumerate(slices)
+    ]
     return "[" + ", ".join(parts) + "]"
 
 
