@@ -198,3 +198,25 @@ def test_whole_shards_is_what_the_devices_say(h, data, split, extra):
         assert not lay.whole_shards or truth
         if lay.kind in ("tiled", "replicated") and n <= engine.MAX_GATHER_DEVICES:
             assert bool(lay.whole_shards) == truth
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(**TILED)
+def test_grid_plans_of_layouts_sharing_a_tiling_are_made_alone(h, data, split, extra):
+    """A grid plan's skeleton (dims shown, each cell's tile) is kept with the tiling: the
+    plans of layouts sharing one, on shapes drawn one after another, are the plans of the
+    same layouts made alone."""
+    from meshdiag.report.grid import plan_grid
+
+    assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
+    n = h.tile.num_devices + extra
+    assume(n <= 512)
+    memos = RunMemos()
+    for _ in range(3):
+        shape = tuple(data.draw(st.integers(0, 30)) for _ in range(h.data_rank))
+        shared = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+        for max_facets in (8, 1):
+            for max_rows, max_cols in ((None, None), (1, None), (3, 2), (None, 2)):
+                kw = {"max_facets": max_facets, "max_rows": max_rows, "max_cols": max_cols}
+                alone = layout(h, shape, split=split, num_devices=n)  # its own tiling
+                assert plan_grid(shared, **kw) == plan_grid(alone, **kw)

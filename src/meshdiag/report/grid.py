@@ -159,15 +159,20 @@ class TileIndex:
 
     def at(self, lin: int) -> Tile | None:
         """The tile whose row-major number is `lin`, or None when no device holds it."""
+        k = self.position(lin)
+        return None if k is None else self.nth(k)
+
+    def position(self, lin: int) -> int | None:
+        """Where the tile whose row-major number is `lin` is in the tile order (`nth`), or
+        None when no device holds it."""
         import numpy as np
 
         order = self._order
         if len(order) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
-            k = order.position().get(lin)
-            return None if k is None else self.nth(k)
+            return order.position().get(lin)
         k = int(np.searchsorted(order.lin, lin))
         if k < len(order) and int(order.lin[k]) == lin:
-            return self.nth(k)
+            return k
         return None
 
 
@@ -262,59 +267,103 @@ def plan_grid(
     each facet only (the totals stay in `Facet.total_rows/total_cols`), so a picture of a
     million tiles plans only what it draws. `index`: the layout's tiles, when the caller
     has them."""
+    tiles = index if index is not None else TileIndex(lay)
+    sk = _skeleton(lay, tiles, max_facets, max_rows, max_cols)
+    rows_d, cols_d, facet_d = sk.rows_d, sk.cols_d, sk.facet_d
+    t, shape = lay.tiles, lay.shape
+
+    def extent(d: int, i: int) -> int:
+        n, k = shape[d], t[d]
+        c = -(-n // k)
+        return max(0, min((i + 1) * c, n) - min(i * c, n))
+
+    row_weights = tuple(
+        math.prod(extent(d, i) for d, i in zip(rows_d, r, strict=True)) for r in sk.row_idx
+    )
+    col_weights = tuple(
+        math.prod(extent(d, i) for d, i in zip(cols_d, c, strict=True)) for c in sk.col_idx
+    )
+    nth = tiles.nth
+    facets = []
+    for fidx, cells in sk.facets:
+        title = None
+        if facet_d:
+            title = ", ".join(
+                f"dim{d}={i}/{t[d]} [{min(i * -(-shape[d] // t[d]), shape[d])}:"
+                f"{min((i + 1) * -(-shape[d] // t[d]), shape[d])}]"
+                for d, i in zip(facet_d, fidx, strict=True)
+            )
+        grid = tuple(tuple(None if k is None else nth(k) for k in row) for row in cells)
+        facets.append(Facet(title, grid, row_weights, col_weights, sk.total_rows, sk.total_cols))
+    return GridPlan(rows_d, cols_d, facet_d, tuple(facets), sk.projected)
+
+
+class _Skeleton(NamedTuple):
+    """What a grid plan is whatever the tensor's dims, for one tiling: the dims on rows,
+    columns and facets, the rows' and columns' tile coordinates, and per facet its
+    coordinates and each cell's tile (its place in the tile order; None: no device)."""
+
+    rows_d: tuple[int, ...]
+    cols_d: tuple[int, ...]
+    facet_d: tuple[int, ...]
+    projected: bool
+    row_idx: list[tuple[int, ...]]
+    col_idx: list[tuple[int, ...]]
+    total_rows: int
+    total_cols: int
+    facets: list[tuple[tuple[int, ...], list[list[int | None]]]]
+
+
+def _skeleton(
+    lay: Layout,
+    tiles: TileIndex,
+    max_facets: int,
+    max_rows: int | None,
+    max_cols: int | None,
+) -> _Skeleton:
+    """The layout's grid skeleton, worked out once per tiling (`Layout.by_tiling`: the dims
+    a picture shows depend on the rank and the tile counts only, a cell's tile on the tile
+    assignment; a big file draws a few shardings on shapes that never repeat)."""
     import itertools
 
+    known = lay.by_tiling("grid.skeletons")
+    key = (max_facets, max_rows, max_cols)
+    sk = known.get(key)
+    if sk is not None:
+        return sk
     rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, lay.tiles, max_facets)
-    tiles = index if index is not None else TileIndex(lay)
     t = lay.tiles
 
     def ranges(dims: tuple[int, ...], limit: int | None) -> list[tuple[int, ...]]:
         it = itertools.product(*(range(t[d]) for d in dims))
         return list(it if limit is None else itertools.islice(it, limit))
 
-    def extent(d: int, i: int) -> int:
-        n, k = lay.shape[d], t[d]
-        c = -(-n // k)
-        return max(0, min((i + 1) * c, n) - min(i * c, n))
-
     stride = [math.prod(t[d + 1 :]) for d in range(lay.rank)]
 
     def number(dims: tuple[int, ...], idx: tuple[int, ...]) -> int:
         return sum(i * stride[d] for d, i in zip(dims, idx, strict=True))
 
-    total_rows = math.prod(t[d] for d in rows_d)
-    total_cols = math.prod(t[d] for d in cols_d)
     row_idx = ranges(rows_d, max_rows)
     col_idx = ranges(cols_d, max_cols)
     row_lin = [number(rows_d, r) for r in row_idx]
     col_lin = [number(cols_d, c) for c in col_idx]
     facets = []
     for fidx in ranges(facet_d, None):
-        title = None
-        if facet_d:
-            title = ", ".join(
-                f"dim{d}={i}/{t[d]} [{min(i * -(-lay.shape[d] // t[d]), lay.shape[d])}:"
-                f"{min((i + 1) * -(-lay.shape[d] // t[d]), lay.shape[d])}]"
-                for d, i in zip(facet_d, fidx, strict=True)
-            )
         # a cell's tile number (row-major): the facet's, its row's and its column's parts
         base = number(facet_d, fidx)
-        grid = [tuple(tiles.at(base + r + c) for c in col_lin) for r in row_lin]
-        facets.append(
-            Facet(
-                title,
-                tuple(grid),
-                tuple(
-                    math.prod(extent(d, i) for d, i in zip(rows_d, r, strict=True)) for r in row_idx
-                ),
-                tuple(
-                    math.prod(extent(d, i) for d, i in zip(cols_d, c, strict=True)) for c in col_idx
-                ),
-                total_rows,
-                total_cols,
-            )
-        )
-    return GridPlan(rows_d, cols_d, facet_d, tuple(facets), projected)
+        facets.append((fidx, [[tiles.position(base + r + c) for c in col_lin] for r in row_lin]))
+    sk = known[key] = _Skeleton(
+        rows_d,
+        cols_d,
+        facet_d,
+        projected,
+        row_idx,
+        col_idx,
+        math.prod(t[d] for d in rows_d),
+        math.prod(t[d] for d in cols_d),
+        facets,
+    )
+    return sk
 
 
 def slice_text(lay: Layout, tile: Tile, dims: tuple[int, ...] | None = None) -> str:
@@ -330,9 +379,7 @@ def slice_text(lay: Layout, tile: Tile, dims: tuple[int, ...] | None = None) -> 
     if rank < 3:
         return "[" + ", ".join([f"{a}:{b}" for a, b in slices]) + "]"
     shape = lay.shape
-    parts = [
-        ":" if a == 0 and b == shape[d] else f"{a}:{b}" for d, (a, b) in enumerate(slices)
-    ]
+    parts = [":" if a == 0 and b == shape[d] else f"{a}:{b}" for d, (a, b) in enumerate(slices)]
     return "[" + ", ".join(parts) + "]"
 
 
