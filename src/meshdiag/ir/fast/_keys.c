@@ -202,6 +202,9 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject
     return 1;
 }
 
+/* lists shorter than this are keyed the dict way only */
+#define RAW_MIN_ITEMS 32
+
 typedef struct {
     uintptr_t *slots; /* cap slots of nf words and a word "used" */
     size_t cap, used;
@@ -293,7 +296,8 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
     if (seen == NULL || splits == NULL || out == NULL)
         goto done;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
+    Py_ssize_t n_items = PySequence_Fast_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n_items; i++) {
         PyObject *v = PySequence_Fast_GET_ITEM(items, i);
         if (Py_TYPE(v) != type)
             continue;
@@ -303,7 +307,10 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
             goto done;
         uintptr_t raw[N_FIELDS * 2];
         size_t h = 0;
-        int have_raw = got == 0 ? raw_key(codes, nf, fields, splits, raw) : 0;
+        /* (a short list is keyed the dict way: the table's allocation would cost more) */
+        int have_raw = got == 0 && n_items >= RAW_MIN_ITEMS
+                           ? raw_key(codes, nf, fields, splits, raw)
+                           : 0;
         if (have_raw < 0)
             goto done;
         if (have_raw) {
