@@ -215,8 +215,16 @@ def test_inspect_in_parts_prints_what_one_reader_prints(tmp_path, fmt):
     other = tmp_path / "other.mlir"
     other.write_text(corpus([5, 3, 1, 0, 2, 4], [1, 0]))
     files = [str(big), str(ROOT / "fixtures/seed/distorted_mesh.mlir"), str(other)]
+    one, cut, made = _inspect_whole_and_in_parts(["--format", fmt, *files])
+    assert one.returncode == cut.returncode
+    assert len(made) == 3 and made[0] > 2 and made[2] > 2  # the big files were read in parts
+    assert cut.stdout == one.stdout
+
+
+def _inspect_whole_and_in_parts(args: list[str]):
+    """`inspect args` by one process, and by two workers with every file cut in parts:
+    both runs, and how many parts each file was cut in."""
     env = {**os.environ, "COLUMNS": "100"}
-    args = ["--format", fmt, *files]
     one = subprocess.run(
         [sys.executable, "-m", "meshdiag", "inspect", "-j1", *args], capture_output=True, env=env
     )
@@ -225,10 +233,8 @@ def test_inspect_in_parts_prints_what_one_reader_prints(tmp_path, fmt):
         capture_output=True,
         env=env,
     )
-    assert one.returncode == cut.returncode
     made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
-    assert len(made) == 3 and made[0] > 2 and made[2] > 2  # the big files were read in parts
-    assert cut.stdout == one.stdout
+    return one, cut, made
 
 
 def _lint_corpus(tmp_path: Path) -> list[str]:
@@ -311,17 +317,7 @@ def test_inspect_of_a_file_without_splits_in_parts(tmp_path, fmt):
     workers, prints what one reader prints."""
     big = tmp_path / "cat.mlir"
     big.write_text(corpus(BARE * 2, [2]))
-    env = {**os.environ, "COLUMNS": "100"}
-    args = ["--format", fmt, str(big)]
-    one = subprocess.run(
-        [sys.executable, "-m", "meshdiag", "inspect", "-j1", *args], capture_output=True, env=env
-    )
-    cut = subprocess.run(
-        [sys.executable, "-c", INSPECT_IN_PARTS, "inspect", "-j2", *args],
-        capture_output=True,
-        env=env,
-    )
-    made = [int(line[7:]) for line in cut.stderr.decode().splitlines() if line[:7] == "parts: "]
+    one, cut, made = _inspect_whole_and_in_parts(["--format", fmt, str(big)])
     assert made and made[0] > 2
     assert one.returncode == cut.returncode
     assert cut.stdout == one.stdout
