@@ -220,3 +220,18 @@ def test_grid_plans_of_layouts_sharing_a_tiling_are_made_alone(h, data, split, e
                 kw = {"max_facets": max_facets, "max_rows": max_rows, "max_cols": max_cols}
                 alone = layout(h, shape, split=split, num_devices=n)  # its own tiling
                 assert plan_grid(shared, **kw) == plan_grid(alone, **kw)
+
+
+def test_a_splits_whole_is_what_its_shards_say():
+    """`DimSplit.whole`, worked out from n and k alone, against its ranges and buffers."""
+    from meshdiag.model.splits import split_dim
+
+    for n in range(0, 50):
+        for k in range(1, 14):
+            for rule in ("xla", "chunk", "array-split", "even"):
+                try:
+                    s = split_dim(n, k, rule)
+                except MeshdiagError:
+                    continue
+                full = (s.buffers == s.stops - s.starts).all()
+                assert s.whole == bool(s.present.all() and (s.stops > s.starts).all() and full)

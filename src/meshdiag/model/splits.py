@@ -10,7 +10,6 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.errors import LimitError, MeshdiagError
@@ -33,16 +32,8 @@ class DimSplit:
     present: np.ndarray
     #: per-shard buffer extent (padded under `xla`)
     buffers: np.ndarray
-
-    @cached_property
-    def whole(self) -> bool:
-        """Every shard holds data, none is empty and none padded (worked out once: a run
-        keeps its splits)."""
-        return bool(
-            self.present.all()
-            and (self.stops > self.starts).all()
-            and (self.buffers == self.stops - self.starts).all()
-        )
+    #: every shard holds data, none is empty and none padded (worked out from n and k)
+    whole: bool = False
 
 
 def check_rule(rule: str) -> SplitRule:
@@ -71,7 +62,7 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
         sizes = np.where(i < r, q + 1, q)
         stops = np.cumsum(sizes)
         starts = stops - sizes
-        return DimSplit(starts, stops, np.ones(k, dtype=bool), sizes)
+        return DimSplit(starts, stops, np.ones(k, dtype=bool), sizes, whole=n >= k)
     if rule == "even" and n % k:
         where = f"dimension {dim} " if dim is not None else "dimension "
         raise MeshdiagError(
@@ -87,4 +78,8 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
     else:
         present = np.ones(k, dtype=bool)
         buffers = np.full(k, c, dtype=np.int64)
-    return DimSplit(starts, stops, present, buffers)
+    if rule == "chunk":  # every chunk starts before the end: none empty, none padded
+        whole = n > 0 and (k - 1) * c < n
+    else:  # every buffer the tile `c`: whole when the shards are
+        whole = n > 0 and n % k == 0
+    return DimSplit(starts, stops, present, buffers, whole=whole)
