@@ -127,8 +127,8 @@ def read_plain(b: Builder, raw: bytes, lineno: int) -> bool:
     prototype (`lines.plain_line`): its value appended as the walker appends it, then
     learned as `run` learns what its handler gives (the same value: the walker reads such
     lines so while a streamed file is not learning). False, nothing done, for any other
-    line. A handler took about 20 us a line, a fifth of a streamed file's scan while one
-    line in PROBE was learned; this takes about 2. Only in an MLIR module outside manual
+    line. A handler took about 20 us a line, a fifth of a streamed file's scan when one
+    line in 16 was learned; this takes about 2. Only in an MLIR module outside manual
     regions, where the walker reads plain lines."""
     m = b.module
     if m is None or b.manual or m.dialect != "mlir":
