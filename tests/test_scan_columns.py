@@ -171,3 +171,17 @@ def test_make_value_puts_each_field_in_its_place():
     manual = parse_gspmd("{manual}")
     m = make_value("%w", 1, 1, "{manual}", "gspmd", Parsed(manual, manual), shape=(8,))
     assert (m.shape, m.local_shape, m.mesh_name) == (None, (8,), None)
+
+
+def test_a_module_knows_whether_it_holds_values_of_its_own():
+    """`has_own_values`: a Value among its column entries (a line of its own), not only
+    shared `LineValues`; asked again as entries are added."""
+    m = ModuleReport(name="m", line=1, dialect="mlir")
+    v = Value("%0", 3, 1, "{replicated}", "gspmd")
+    assert not m.has_own_values()
+    m.lines.append(3)
+    m.items.append(LineValues((v,)))
+    assert not m.has_own_values()
+    m.lines.append(4)
+    m.items.append(v)
+    assert m.has_own_values()

@@ -165,7 +165,7 @@ def tiled_shardings(module: ModuleReport, memos: RunMemos) -> list[HloSharding]:
     """The distinct tiled leaves of the module's GSPMD shardings, in order of first use.
     Memoised by the module's column entries in order (pass dumps print the same annotated
     lines module after module)."""
-    if any(it.__class__ is Value for it in module.items):  # its own lines: no content key
+    if module.has_own_values():  # no content key
         return _tiled_shardings(module.items, memos)
     items, key = module.entries()
     by_items = memos.content("checks.tiled_shardings")

@@ -147,7 +147,7 @@ def value_findings(
     shared = module.shared_entries()
     judged, found = verdicts.judged, verdicts.found
     one_off: list[Value] = []  # Values of this module only: their verdicts are dropped after
-    own = len(shared) < len(items)  # values of its own lines: never judged before
+    own = module.has_own_values()  # values of its own lines: never judged before
     ids = None  # the entries' identities, asked only when needed (a big file's modules
     # hold hundreds of values of their own and a few shared lines)
     if own or not (ids := module.item_ids()) <= judged.ids():  # lines not judged yet

@@ -276,6 +276,12 @@ class ModuleReport:
             memo = self._shared = (stamp, [it for it in self.items if it.__class__ is LineValues])
         return memo[1]
 
+    def has_own_values(self) -> bool:
+        """Whether some column entries are `Value`s of lines of this module's own, not
+        shared `LineValues`: such a module has no content key (its values are not
+        hashable), and its checks key its values all at once."""
+        return len(self.shared_entries()) < len(self.items)
+
     def item_ids(self) -> frozenset[int]:
         """The identities of the column entries, as a set (kept like `entries`)."""
         self.entries()

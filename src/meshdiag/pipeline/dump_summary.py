@@ -215,7 +215,7 @@ def module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str
 
     Memoised by the module's content: an every-pass dump repeats most modules' annotated
     lines exactly."""
-    if any(it.__class__ is Value for it in m.items):  # one-off values: nothing to key by
+    if m.has_own_values():  # nothing to key by
         return _module_rows(m, mesh, memos)
     items = m.entries()[0]
     key = (

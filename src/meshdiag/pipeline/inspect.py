@@ -293,7 +293,7 @@ def _clean_key(module: ModuleReport, setting: tuple) -> tuple | None:
     say where a finding goes): its values (by their shared column entries), its meshes and
     diagnostics, how it is partitioned, and the global settings. None for a module holding
     one-off values (they are not shared: nothing to remember it by)."""
-    if any(it.__class__ is Value for it in module.items):  # (before making the entries)
+    if module.has_own_values():  # (asked before making the entries)
         return None
     items = module.entries()[0]
     return (
@@ -706,7 +706,7 @@ def module_json_text(
     if kept is not None and kept[0] == setting:
         return kept[1]
     head = json.dumps(module_json(m, values=False))
-    if any(it.__class__ is Value for it in m.items):  # one-off values: no content key
+    if m.has_own_values():  # no content key
         text = _with_values(head, m, mesh, split, layouts, memos)
     else:
         items, ids = m.entries()

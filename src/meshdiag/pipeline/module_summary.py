@@ -173,7 +173,7 @@ def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     part = m.partitioned
     memo = memos.content("module_summary.groups")
     key = None
-    if not any(it.__class__ is Value for it in items):  # one-off Values are not hashable
+    if not m.has_own_values():  # (values of its own lines are not hashable)
         items = m.entries()[0]
         key = (items, part)
         hit = memo.get(key)
