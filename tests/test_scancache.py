@@ -142,8 +142,12 @@ def test_a_probe_leaves_its_values_to_the_module(monkeypatch, dialect):
 
 
 def test_a_probe_copy_is_its_value_at_line_0():
+    """`model.at_line`, which a probe's learned copy is made with: every field but the
+    line is the value's."""
     import dataclasses
     from pathlib import Path
+
+    from meshdiag.ir.model import at_line
 
     root = Path(__file__).resolve().parent.parent / "fixtures"
     values = [
@@ -154,7 +158,7 @@ def test_a_probe_copy_is_its_value_at_line_0():
     ]
     assert len(values) > 100
     for v in values:
-        c = linememo._unplaced(v)
+        c = at_line(v, 0)
         assert c is not v and c == dataclasses.replace(v, line=0)
 
 

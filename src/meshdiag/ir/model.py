@@ -100,7 +100,7 @@ class ValueGroup:
         return self._lines
 
 
-def _at(p: Value, line: int, partitioned: bool) -> Value:
+def at_line(p: Value, line: int, partitioned: bool = False) -> Value:
     """A copy of `p` at `line`; in a partitioned module its shape is per device."""
     shape, local = p.shape, p.local_shape
     if partitioned and shape is not None and local is None:
@@ -216,7 +216,7 @@ class ModuleReport:
                 add(it)  # type: ignore[arg-type]
             else:
                 for p in it.protos:  # type: ignore[union-attr]
-                    add(_at(p, line, part))
+                    add(at_line(p, line, part))
         self._values = (stamp, values)
         return values
 
@@ -251,7 +251,7 @@ class ModuleReport:
             c = counts[id(it)]
             line = self.lines[i]
             for p in it.protos:  # type: ignore[union-attr]
-                groups.append(ValueGroup(_at(p, line, part), c, self, it))
+                groups.append(ValueGroup(at_line(p, line, part), c, self, it))
         self._groups = (stamp, groups)
         return groups
 
@@ -338,7 +338,7 @@ def per_device(p: Value) -> Value:
     (made once per line: `LineValues.partitioned`)."""
     if p.shape is None or p.local_shape is not None:
         return p
-    return _at(p, p.line, True)
+    return at_line(p, p.line, True)
 
 
 @dataclass
