@@ -143,16 +143,7 @@ def op_line(b: Builder, line: str, lineno: int) -> bool:
     if f is None:
         return False
     name, opname, start, stop, shape, dtype = f
-    text = line[start:stop]
-    got = _parsed(b, text)
-    if got is None:
-        return False
-    p, notation = got
-    v = b.value(
-        name, lineno, start + 1, text, notation, p, kind="op", op=opname, shape=shape, dtype=dtype
-    )
-    _keep_proto(b, text, p.error, v, shape)
-    return True
+    return _add_plain(b, line, lineno, name, start, stop, shape, dtype, "op", opname)
 
 
 def hlo_line(b: Builder, line: str, lineno: int) -> bool:
@@ -162,23 +153,38 @@ def hlo_line(b: Builder, line: str, lineno: int) -> bool:
     if f is None:
         return False
     name, opcode, start, stop, shape, dtype = f
+    kind = "arg" if opcode == "parameter" else "op"
+    # (no prototype kept: the walker copies plain MLIR lines only)
+    return _add_plain(b, line, lineno, name, start, stop, shape, dtype, kind, opcode, keep=False)
+
+
+def _add_plain(
+    b: Builder,
+    line: str,
+    lineno: int,
+    name: str,
+    start: int,
+    stop: int,
+    shape: tuple[int, ...],
+    dtype: str,
+    kind: str,
+    op: str | None,
+    *,
+    keep: bool = True,
+) -> bool:
+    """The value of a plain line whose one sharding is `line[start:stop]` (`_parsed`),
+    added with these fields and, with `keep`, kept as its sharding's prototype; False
+    (nothing done) when the sharding is not one value."""
     text = line[start:stop]
     got = _parsed(b, text)
     if got is None:
         return False
-    kind = "arg" if opcode == "parameter" else "op"
-    b.value(
-        name,
-        lineno,
-        start + 1,
-        text,
-        got[1],
-        got[0],
-        kind=kind,
-        op=opcode,
-        shape=shape,
-        dtype=dtype,
+    p, notation = got
+    v = b.value(
+        name, lineno, start + 1, text, notation, p, kind=kind, op=op, shape=shape, dtype=dtype
     )
+    if keep:
+        _keep_proto(b, text, p.error, v, shape)
     return True
 
 
@@ -195,14 +201,7 @@ def signature_entry(b: Builder, line: str, lineno: int, start: int, end: int) ->
     if f is None:
         return False
     name, a, e, shape, dtype = f
-    text = line[a:e]
-    got = _parsed(b, text)
-    if got is None:
-        return False
-    p, notation = got
-    v = b.value(name, lineno, a + 1, text, notation, p, kind="arg", shape=shape, dtype=dtype)
-    _keep_proto(b, text, p.error, v, shape)
-    return True
+    return _add_plain(b, line, lineno, name, a, e, shape, dtype, "arg", None)
 
 
 def _keep_proto(b: Builder, text: str, error: str | None, v: Value, shape: tuple) -> None:
