@@ -19,7 +19,7 @@ known), `unreduced` (every device, whole shape, partial sums awaiting a reductio
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -540,15 +540,10 @@ class _Tiling:
     #: sharding does not name; and [n] which devices it names
     gather: np.ndarray | None = None
     member: np.ndarray | None = None
+    #: `member` holds every device (False without `member`)
+    every_member: bool = False
     #: what renderers work out from these alone, once (`Layout.tile_order`)
     derived: dict = field(default_factory=dict)
-
-    def derived_flag(self, name: str, make: Callable[[], bool]) -> bool:
-        """`make()`, worked out once for the tiling (kept in `derived`)."""
-        got = self.derived.get(name)
-        if got is None:
-            got = self.derived[name] = make()
-        return got
 
 
 def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
@@ -616,6 +611,7 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         tuple(notes),
         gather,
         member,
+        member is not None and bool(member.all()),
     )
     for a in (t.arr, t.tile_index, t.key_pos, t.groups, *t.coords, gather, member):
         if a is not None:
@@ -705,10 +701,7 @@ def _tiled(
             manual=t.manual,
             notes=t.notes,
             tiling=t,
-            whole_shards=t.member is not None
-            and present is t.member
-            and t.derived_flag("every device", lambda: bool(t.member.all()))
-            and all(s.whole for s in ranges),
+            whole_shards=t.every_member and present is t.member and all(s.whole for s in ranges),
         )
     )
 
