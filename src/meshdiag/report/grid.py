@@ -155,10 +155,6 @@ class TileIndex:
         lin = 0
         for i, n in zip(index, self.layout.tiles, strict=True):  # row-major
             lin = lin * n + i
-        return self.at(lin)
-
-    def at(self, lin: int) -> Tile | None:
-        """The tile whose row-major number is `lin`, or None when no device holds it."""
         k = self.position(lin)
         return None if k is None else self.nth(k)
 
