@@ -4,6 +4,15 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
+
+/* s[a:b], ASCII text, as a str (copied in: no decoding) */
+static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *o = PyUnicode_New(b - a, 127);
+    if (o != NULL)
+        memcpy(PyUnicode_DATA(o), s + a, (size_t)(b - a));
+    return o;
+}
 
 /* _fastscan.c: index after the bracket closing data[pos] (quotes skipped, `->` is no
  * bracket); -1 when the text ends first, -2 with a MemoryError set */

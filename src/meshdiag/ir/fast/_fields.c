@@ -223,11 +223,6 @@ static PyObject *line_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wa
     return args[0];
 }
 
-/* s[a:b] as a str (ASCII) */
-static inline PyObject *part(const char *s, Py_ssize_t a, Py_ssize_t b) {
-    return PyUnicode_FromStringAndSize(s + a, b - a);
-}
-
 /* A whole-line reader called from Python (`usage` names it): (name, op, start, stop,
  * shape, dtype) of the line args[0] when `read` finds its plain form, else None */
 static PyObject *line_fields(PyObject *const *args, Py_ssize_t nargs, const char *usage,
@@ -242,8 +237,8 @@ static PyObject *line_fields(PyObject *const *args, Py_ssize_t nargs, const char
     int got = read(s, PyUnicode_GET_LENGTH(line), &f, &shape);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NNnnNN)", part(s, f.name_a, f.name_b), part(s, f.op_a, f.op_b),
-                         f.start, f.stop, shape, part(s, f.dt, f.dt_end));
+    return Py_BuildValue("(NNnnNN)", fs_ascii_part(s, f.name_a, f.name_b), fs_ascii_part(s, f.op_a, f.op_b),
+                         f.start, f.stop, shape, fs_ascii_part(s, f.dt, f.dt_end));
 }
 
 const char fs_constraint_fields_doc[] =
@@ -373,8 +368,8 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
     int got = fs_read_entry(s, n, from, to, &f, &shape);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NnnNN)", part(s, f.name_a, f.name_b), f.a, f.e, shape,
-                         part(s, f.dt, f.dt_end));
+    return Py_BuildValue("(NnnNN)", fs_ascii_part(s, f.name_a, f.name_b), f.a, f.e, shape,
+                         fs_ascii_part(s, f.dt, f.dt_end));
 }
 
 /* ---- plain op lines: fields.op_fields_py ------------------------------------------------

@@ -125,14 +125,6 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
     return v;
 }
 
-/* s[a:b] as a str (ASCII) */
-static inline PyObject *ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b) {
-    PyObject *o = PyUnicode_New(b - a, 127);
-    if (o != NULL)
-        memcpy(PyUnicode_DATA(o), s + a, (size_t)(b - a));
-    return o;
-}
-
 /* s[a:b], an element type, as a str: the last one made when it is the same text (a
  * file's values are mostly of one or two types: one str for all of them) */
 static PyObject *last_dtype;
@@ -141,7 +133,7 @@ static PyObject *dtype_of(const char *s, Py_ssize_t a, Py_ssize_t b) {
     if (last_dtype != NULL && PyUnicode_GET_LENGTH(last_dtype) == b - a &&
         memcmp(PyUnicode_DATA(last_dtype), s + a, (size_t)(b - a)) == 0)
         return Py_NewRef(last_dtype);
-    PyObject *t = ascii_part(s, a, b);
+    PyObject *t = fs_ascii_part(s, a, b);
     if (t != NULL)
         Py_XSETREF(last_dtype, Py_NewRef(t));
     return t;
@@ -161,7 +153,7 @@ static PyObject *proto_of(PyObject *protos, const char *s, Py_ssize_t a, Py_ssiz
                 return cache->proto[k];
         }
     }
-    PyObject *text = ascii_part(s, a, b);
+    PyObject *text = fs_ascii_part(s, a, b);
     if (text == NULL)
         return NULL;
     PyObject *proto = PyDict_GetItemWithError(protos, text);
@@ -195,14 +187,16 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     for (Py_ssize_t i = 0; i < n; i++)
         if ((unsigned char)s[i] >= 0x80)
             return 0;
-    /* a line `mlir.handle` reads as a mesh op or a function first (a quoted axis name may
-     * say one) */
-    if (fs_find(s, 0, n, "sdy.mesh @") >= 0 || fs_find(s, 0, n, "func.func") >= 0)
-        return 0;
     FsConstraint f;
     PyObject *shape, *kind, *op;
     int got = fs_read_constraint(s, n, &f, &shape);
     if (got > 0) {
+        /* a line `mlir.handle` reads as a mesh op or a function first (a quoted axis name
+         * may say one; the op reader refuses such lines itself) */
+        if (fs_find(s, 0, n, "sdy.mesh @") >= 0 || fs_find(s, 0, n, "func.func") >= 0) {
+            Py_DECREF(shape);
+            return 0;
+        }
         int reshard = f.op_b - f.op_a == (Py_ssize_t)strlen("reshard");
         kind = Py_NewRef(reshard ? ROLE_RESHARD : ROLE_CONSTRAINT);
         op = Py_NewRef(reshard ? OP_RESHARD : OP_CONSTRAINT);
@@ -211,7 +205,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
         if (got <= 0)
             return got;
         kind = Py_NewRef(ROLE_OP);
-        op = ascii_part(s, f.op_a, f.op_b);
+        op = fs_ascii_part(s, f.op_a, f.op_b);
     } else {
         return -1;
     }
@@ -223,7 +217,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
         return PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(proto);
-    PyObject *name = ascii_part(s, f.name_a, f.name_b);
+    PyObject *name = fs_ascii_part(s, f.name_a, f.name_b);
     PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
     PyObject *line = PyLong_FromSsize_t(lineno);
     PyObject *column = PyLong_FromSsize_t(f.start + 1);
@@ -339,7 +333,7 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
             break;
         }
         Py_INCREF(proto);
-        PyObject *name = ascii_part(s, f.name_a, f.name_b);
+        PyObject *name = fs_ascii_part(s, f.name_a, f.name_b);
         PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
         PyObject *column = PyLong_FromSsize_t(f.a + 1);
         int failed = 1;
