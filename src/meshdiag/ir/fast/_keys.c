@@ -94,6 +94,11 @@ static PyObject *id_of(Ids *ids, int which, void *p) {
     return Py_NewRef(ids->id[which]);
 }
 
+/* The shape whose rank is field 4 (borrowed): the global one, else the per-device one */
+static inline PyObject *rank_shape(PyObject *const *f) {
+    return f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
+}
+
 static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids) {
     PyObject *x;
     switch (code) {
@@ -106,7 +111,7 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
     case 3:
         return id_of(ids, 1, f[FV_HLO]);
     case 4: {
-        x = f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
+        x = rank_shape(f);
         if (x == Py_None)
             return Py_NewRef(Py_None);
         return PyTuple_Check(x) ? PyLong_FromSsize_t(PyTuple_GET_SIZE(x)) : NULL;
@@ -153,22 +158,18 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
  * what it expects (the slow path decides), -1 error. */
 static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject *splits,
                    uintptr_t *raw) {
+    /* the value's field each of codes 0-3 names */
+    static const int OBJECT_FIELD[] = {FV_NOTATION, FV_MESH_NAME, FV_SHARDING, FV_HLO};
     for (Py_ssize_t k = 0; k < nf; k++) {
         switch (codes[k]) {
         case 0:
-            raw[k] = (uintptr_t)f[FV_NOTATION];
-            break;
         case 1:
-            raw[k] = (uintptr_t)f[FV_MESH_NAME];
-            break;
         case 2:
-            raw[k] = (uintptr_t)f[FV_SHARDING];
-            break;
         case 3:
-            raw[k] = (uintptr_t)f[FV_HLO];
+            raw[k] = (uintptr_t)f[OBJECT_FIELD[codes[k]]];
             break;
         case 4: {
-            PyObject *x = f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
+            PyObject *x = rank_shape(f);
             if (x == Py_None)
                 raw[k] = 0;
             else if (PyTuple_Check(x))
