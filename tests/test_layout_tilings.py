@@ -14,6 +14,7 @@ from meshdiag.errors import MeshdiagError
 from meshdiag.layouts import engine
 from meshdiag.layouts.engine import layout
 from meshdiag.memo import RunMemos
+from meshdiag.model.sharding import HloSharding
 from tests.test_properties import gspmd_leaves
 
 ARRAYS = ("starts", "stops", "present", "buffers", "tile_index", "groups")
@@ -235,3 +236,63 @@ def test_a_splits_whole_is_what_its_shards_say():
                     continue
                 full = (s.buffers == s.stops - s.starts).all()
                 assert s.whole == bool(s.present.all() and (s.stops > s.starts).all() and full)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    h=st.one_of(
+        gspmd_leaves().filter(lambda h: h.kind != "maximal"),
+        st.integers(0, 5).map(HloSharding.maximal),
+    ),
+    data=st.data(),
+    split=st.sampled_from(["xla", "chunk", "array-split"]),
+    extra=st.integers(0, 3),
+)
+def test_tiles_read_from_the_splits_are_the_device_rows(h, data, split, extra):
+    """A tile as a picture reads it (`Layout.tile_part` of the dims' splits, the tiling's
+    tile order) is what the per-device arrays say of each of its devices: its coordinate,
+    whether they hold data, their ranges and buffers; and the devices holding no tile are
+    the ones the arrays leave outside every tile."""
+    from meshdiag.report.grid import TileIndex
+
+    if h.is_tiled:
+        assume(h.data_rank is not None and h.tile is not None)
+        rank, n = h.data_rank, h.tile.num_devices + extra
+    else:
+        rank = data.draw(st.integers(0, 3))
+        n = (h.device or 0) + 1 + extra if h.kind == "maximal" else 1 + extra
+    shape = tuple(data.draw(st.integers(0, 12)) for _ in range(rank))
+    lay = layout(h, shape, split=split, num_devices=n, memos=RunMemos(), keep=False)
+    tiles = list(TileIndex(lay))
+    assert "arrays" not in lay.__dict__  # the tiles were read without the device rows
+    seen = set()
+    for t in tiles:
+        for d in t.devices:
+            seen.add(d)
+            assert tuple(lay.tile_index[d]) == t.index
+            assert bool(lay.present[d]) == (t.slices is not None)
+            if t.slices is not None:
+                assert tuple(zip(lay.starts[d], lay.stops[d], strict=True)) == t.slices
+                assert tuple(lay.buffers[d]) == t.buffer
+    holding = {d for d in range(n) if (lay.tile_index[d, 0] >= 0 if rank else lay.present[d])}
+    assert seen == holding
+
+
+def test_a_picture_of_whole_shards_makes_no_device_rows():
+    """Drawing a layout whose shards are all whole reads its tiles from the splits: the
+    per-device arrays are never made (the layout of a big file's pictures)."""
+    from meshdiag.notation.gspmd import parse_gspmd
+    from meshdiag.report.grid import LayoutPicture
+
+    memos = RunMemos()
+    for text, shape in (
+        ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", (16, 8)),
+        ("{devices=[4,2]<=[2,4]T(1,0)}", (8, 16)),
+        ("{replicated}", (3, 5)),
+    ):
+        lay = layout(parse_gspmd(text), shape, num_devices=8, memos=memos, keep=False)
+        assert lay.whole_shards
+        assert LayoutPicture(lay, text, max_cells=32, compact=True).plain(80)
+        assert "arrays" not in lay.__dict__
+        assert lay.present.all()  # asked for, they are made
+        assert "arrays" in lay.__dict__

@@ -21,7 +21,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from functools import cached_property
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.limits import MAX_RANK, check_device_count
@@ -67,18 +68,9 @@ class DeviceShard:
         }
 
 
-@dataclass(frozen=True, eq=False)
-class Layout:
-    """Per-device slices of one tensor. Arrays are read-only; rows are device ids 0..N-1."""
+class DeviceArrays(NamedTuple):
+    """A layout's rows per device (read-only numpy arrays, device ids 0..N-1)."""
 
-    sharding: HloSharding
-    shape: tuple[int, ...]
-    split: str
-    num_devices: int
-    #: the sharding's kind: tiled, replicated, maximal, manual, unknown, unreduced
-    kind: str
-    #: number of tiles along each tensor dim (all 1 for untiled kinds)
-    tiles: tuple[int, ...]
     #: [N, rank] int64 half-open ranges (0 where the device is not present)
     starts: np.ndarray
     stops: np.ndarray
@@ -90,6 +82,24 @@ class Layout:
     tile_index: np.ndarray
     #: [N] int64 replica group ids, dense, numbered by lowest device; -1 where not present
     groups: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Per-device slices of one tensor: what the sharding, the dims' splits and the tiling
+    say, and the per-device arrays (`DeviceArrays`: `starts`, `stops`, `present`, `buffers`,
+    `tile_index`, `groups`) made from them when first asked. A picture reads its few tiles
+    from the splits and the tiling alone (`tile_part`): a big file draws thousands of
+    layouts of a few devices, and making their arrays was most of making them."""
+
+    sharding: HloSharding
+    shape: tuple[int, ...]
+    split: str
+    num_devices: int
+    #: the sharding's kind: tiled, replicated, maximal, manual, unknown, unreduced
+    kind: str
+    #: number of tiles along each tensor dim (all 1 for untiled kinds)
+    tiles: tuple[int, ...]
     #: devices hold partial sums (unreduced kind or unreduced subgroup dims)
     partial: bool = False
     #: devices hold manually partitioned (per-device) data: manual kind or manual subgroups
@@ -99,6 +109,11 @@ class Layout:
     #: what the layout shares with every layout of its tiled sharding whatever the dims
     #: (None for untiled kinds)
     tiling: _Tiling | None = field(default=None, repr=False)
+    #: per tensor dim, its split into `tiles[d]` shards (tiled kind; untiled kinds hold the
+    #: whole tensor on each device holding data)
+    ranges: tuple[DimSplit, ...] = field(default=(), repr=False)
+    #: the one device holding data (maximal kind); None: every device
+    only: int | None = field(default=None, repr=False)
     #: True when every device holds data, none empty and none padded, as worked out from
     #: the dims' splits (a picture's header then looks at no device); False or None: not
     #: so, or not worked out
@@ -109,11 +124,61 @@ class Layout:
     def __post_init__(self) -> None:
         object.__setattr__(self, "rank", len(self.shape))
 
+    @cached_property
+    def arrays(self) -> DeviceArrays:
+        """The per-device rows, made once when first asked."""
+        return _tiled_arrays(self) if self.tiling is not None else _whole_arrays(self)
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self.arrays.starts
+
+    @property
+    def stops(self) -> np.ndarray:
+        return self.arrays.stops
+
+    @property
+    def present(self) -> np.ndarray:
+        return self.arrays.present
+
+    @property
+    def buffers(self) -> np.ndarray:
+        return self.arrays.buffers
+
+    @property
+    def tile_index(self) -> np.ndarray:
+        t = self.tiling
+        return t.tile_index if t is not None else self.arrays.tile_index
+
+    @property
+    def groups(self) -> np.ndarray:
+        return self.arrays.groups
+
+    def tile_part(
+        self, index: tuple[int, ...]
+    ) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]] | None:
+        """(slices, buffer) of the tile at `index` (a tile of the sharding's devices), or
+        None when they hold nothing (`chunk` past the last chunk); from the dims' splits
+        alone."""
+        if self.tiling is None:  # untiled: the whole tensor
+            return tuple((0, n) for n in self.shape), self.shape
+        slices = []
+        buffer = []
+        for s, i in zip(self.ranges, index, strict=True):
+            start, stop, held, buf = s.part(i)
+            if not held:
+                return None
+            slices.append((start, stop))
+            buffer.append(buf)
+        return tuple(slices), tuple(buffer)
+
     def tile_order(self) -> TileOrder:
         """The devices holding tiles, by tile: worked out once per tiling (it depends on
         the tile assignment alone), once per layout without one."""
         t = self.tiling
-        if t is None or not self.rank:  # (a scalar's members are the present devices)
+        if t is None:
+            return TileOrder.whole(self)
+        if not self.rank:  # (a scalar's members are the present devices)
             return TileOrder.of(self)
         order = t.derived.get("order")
         if order is None:
@@ -274,12 +339,22 @@ class TileOrder:
     number `lin[k]`. Read-only arrays; as lists (`lists`) and by tile number (`position`)
     when first asked, for pictures of a few tiles."""
 
-    __slots__ = ("devs", "first", "end", "lin", "_lists", "_position")
+    __slots__ = ("devs", "first", "end", "lin", "tiles", "_lists", "_position")
 
-    def __init__(self, devs: np.ndarray, first: np.ndarray, end: np.ndarray, lin: np.ndarray):
+    def __init__(
+        self,
+        devs: np.ndarray,
+        first: np.ndarray,
+        end: np.ndarray,
+        lin: np.ndarray,
+        tiles: tuple[int, ...],
+    ):
         self.devs, self.first, self.end, self.lin = devs, first, end, lin
+        self.tiles = tiles
         self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
         self._position: dict[int, int] | None = None
+        for a in (devs, first, end, lin):
+            a.flags.writeable = False
 
     @classmethod
     def of(cls, lay: Layout) -> TileOrder:
@@ -288,21 +363,42 @@ class TileOrder:
         member = lay.tile_index[:, 0] >= 0 if lay.rank else lay.present
         devs = np.nonzero(member)[0]
         if not any(k > 1 for k in lay.tiles):
-            # one tile (a scalar, a whole layout: neither has a tiling to keep this in)
-            bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
-            out = cls(devs, bounds[:1], bounds[1:], np.zeros(len(bounds) // 2, dtype=np.int64))
+            return cls._one_tile(devs, lay.tiles)
+        lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
+        if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
+            order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
+            devs, lin = devs[order], lin[order]
+        cuts = np.flatnonzero(np.diff(lin)) + 1
+        first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
+        end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
+        return cls(devs, first, end, lin[first], lay.tiles)
+
+    @classmethod
+    def whole(cls, lay: Layout) -> TileOrder:
+        """An untiled layout's one tile: the devices holding data (one for maximal)."""
+        import numpy as np
+
+        if lay.only is None:
+            devs = np.arange(lay.num_devices, dtype=np.int64)
         else:
-            lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
-            if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
-                order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
-                devs, lin = devs[order], lin[order]
-            cuts = np.flatnonzero(np.diff(lin)) + 1
-            first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
-            end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
-            out = cls(devs, first, end, lin[first])
-        for a in (out.devs, out.first, out.end, out.lin):
-            a.flags.writeable = False
-        return out
+            devs = np.array([lay.only], dtype=np.int64)
+        return cls._one_tile(devs, lay.tiles)
+
+    @classmethod
+    def _one_tile(cls, devs: np.ndarray, tiles: tuple[int, ...]) -> TileOrder:
+        import numpy as np
+
+        bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
+        return cls(devs, bounds[:1], bounds[1:], np.zeros(len(bounds) // 2, dtype=np.int64), tiles)
+
+    def index(self, k: int) -> tuple[int, ...]:
+        """The k-th tile's coordinate per tensor dim."""
+        lin = self.lists()[3][k] if self._lists is not None else int(self.lin[k])
+        out = []
+        for n in reversed(self.tiles):
+            lin, i = divmod(lin, n)
+            out.append(i)
+        return tuple(reversed(out))
 
     def __len__(self) -> int:
         return len(self.lin)
@@ -482,39 +578,37 @@ def _whole(
     notes: tuple[str, ...] = (),
 ) -> Layout:
     """Every device (or just `only`) holds the whole tensor."""
+    return Layout(
+        sharding=sharding,
+        shape=shape,
+        split=split,
+        num_devices=n,
+        kind=sharding.kind,
+        tiles=(1,) * len(shape),
+        partial=sharding.kind == "unreduced",
+        manual=sharding.kind in ("manual", "unknown"),
+        notes=notes,
+        only=only,
+        whole_shards=only is None and all(d > 0 for d in shape),
+    )
+
+
+def _whole_arrays(lay: Layout) -> DeviceArrays:
+    """An untiled layout's rows: the whole tensor on every device (or just `lay.only`)."""
     import numpy as np
 
-    rank = len(shape)
+    n, shape, rank, only = lay.num_devices, lay.shape, lay.rank, lay.only
     present = np.ones(n, dtype=bool) if only is None else np.arange(n) == only
     full = np.broadcast_to(np.asarray(shape, dtype=np.int64), (n, rank))
     zeros = np.zeros((n, rank), dtype=np.int64)
     stops = np.where(present[:, None], full, zeros)
     # replicated data is one group; manual/unknown/unreduced data differs per device
-    if sharding.kind in ("replicated", "maximal"):
+    if lay.kind in ("replicated", "maximal"):
         groups = np.where(present, 0, -1)
     else:
         groups = np.arange(n, dtype=np.int64)
     tile_index = np.where(present[:, None], zeros, zeros - 1)
-    return _freeze(
-        Layout(
-            sharding=sharding,
-            shape=shape,
-            split=split,
-            num_devices=n,
-            kind=sharding.kind,
-            tiles=(1,) * rank,
-            starts=zeros,
-            stops=stops,
-            present=present,
-            buffers=stops.copy(),
-            tile_index=tile_index,
-            groups=groups.astype(np.int64),
-            partial=sharding.kind == "unreduced",
-            manual=sharding.kind in ("manual", "unknown"),
-            notes=notes,
-            whole_shards=only is None and all(d > 0 for d in shape),
-        )
-    )
+    return _frozen(zeros, stops, present, stops.copy(), tile_index, groups.astype(np.int64))
 
 
 @dataclass(frozen=True, eq=False)
@@ -637,8 +731,6 @@ def _tiled(
     num_devices: int | None,
     memos: RunMemos | None = None,
 ) -> Layout:
-    import numpy as np
-
     rank = len(shape)
     key = (sharding, rank, num_devices)
     tilings = splits = None
@@ -652,10 +744,33 @@ def _tiled(
             tilings.put(key, t)
     tile = sharding.tile
     assert tile is not None
+    ranges = tuple(_split(shape[d], tile.dims[d], split, d, splits) for d in range(rank))
+    return Layout(
+        sharding=sharding,
+        shape=shape,
+        split=split,
+        num_devices=t.n,
+        kind="tiled",
+        tiles=tuple(tile.dims[:rank]),
+        partial=t.partial,
+        manual=t.manual,
+        notes=t.notes,
+        tiling=t,
+        ranges=ranges,
+        # (a whole split holds data in every shard: every device the sharding names does)
+        whole_shards=t.every_member and all(s.whole for s in ranges),
+    )
+
+
+def _tiled_arrays(lay: Layout) -> DeviceArrays:
+    """A tiled layout's rows, from its tiling and its dims' splits."""
+    import numpy as np
+
+    t, ranges, rank = lay.tiling, lay.ranges, lay.rank
+    assert t is not None
     arr, n, coords = t.arr, t.n, t.coords
-    ranges = [_split(shape[d], tile.dims[d], split, d, splits) for d in range(rank)]
     if t.gather is not None:
-        starts, stops, buffers, present = _gathered(t, ranges)
+        starts, stops, buffers, present = _gathered(t, list(ranges))
     else:
         # the coordinates of every position of the assignment array, gathered per dim from
         # the split's ranges and scattered to device rows (one [count] temporary at a time:
@@ -683,27 +798,7 @@ def _tiled(
             stops[absent] = 0
             buffers[absent] = 0
             groups = _groups(n, arr, t.key_pos, absent)
-    return _freeze(
-        Layout(
-            sharding=sharding,
-            shape=shape,
-            split=split,
-            num_devices=n,
-            kind="tiled",
-            tiles=tuple(tile.dims[:rank]),
-            starts=starts,
-            stops=stops,
-            present=present,
-            buffers=buffers,
-            tile_index=t.tile_index,
-            groups=groups,
-            partial=t.partial,
-            manual=t.manual,
-            notes=t.notes,
-            tiling=t,
-            whole_shards=t.every_member and present is t.member and all(s.whole for s in ranges),
-        )
-    )
+    return _frozen(starts, stops, present, buffers, t.tile_index, groups)
 
 
 def _gathered(
@@ -770,14 +865,16 @@ def _dense_groups(key: np.ndarray) -> np.ndarray:
     return out
 
 
-def _freeze(lay: Layout) -> Layout:
+def _frozen(*arrays: np.ndarray) -> DeviceArrays:
+    """`DeviceArrays` of `arrays`, contiguous and read-only."""
     import numpy as np
 
-    for name in ("starts", "stops", "present", "buffers", "tile_index", "groups"):
-        a = np.ascontiguousarray(getattr(lay, name))
+    out = []
+    for a in arrays:
+        a = np.ascontiguousarray(a)
         a.flags.writeable = False
-        object.__setattr__(lay, name, a)
-    return lay
+        out.append(a)
+    return DeviceArrays(*out)
 
 
 # -- uneven dims ---------------------------------------------------------------------------

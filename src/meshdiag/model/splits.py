@@ -10,6 +10,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from meshdiag.errors import LimitError, MeshdiagError
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 SplitRule = Literal["xla", "chunk", "array-split", "even"]
 SPLIT_RULES: tuple[str, ...] = ("xla", "chunk", "array-split", "even")
+#: up to so many shards `DimSplit.part` reads from lists
+MAX_LISTED_SHARDS = 4096
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,28 @@ class DimSplit:
     buffers: np.ndarray
     #: every shard holds data, none is empty and none padded (worked out from n and k)
     whole: bool = False
+
+    def part(self, i: int) -> tuple[int, int, bool, int]:
+        """Shard `i`'s (start, stop, present, buffer) as Python values (from lists made at
+        first ask when there are few shards: a picture reads each a few times)."""
+        rows = self._rows
+        if rows is not None:
+            return rows[i]
+        return int(self.starts[i]), int(self.stops[i]), bool(self.present[i]), int(self.buffers[i])
+
+    @cached_property
+    def _rows(self) -> list[tuple[int, int, bool, int]] | None:
+        if len(self.starts) > MAX_LISTED_SHARDS:
+            return None
+        return list(
+            zip(
+                self.starts.tolist(),
+                self.stops.tolist(),
+                self.present.tolist(),
+                self.buffers.tolist(),
+                strict=True,
+            )
+        )
 
 
 def check_rule(rule: str) -> SplitRule:

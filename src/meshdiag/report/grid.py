@@ -87,7 +87,6 @@ class TileIndex:
     def __init__(self, lay: Layout):
         self.layout = lay
         self._order = lay.tile_order()
-        self._rows: tuple[list, ...] | None = None  # the arrays as lists, for `nth` on few
         self._made: dict[int, Tile] = {}  # tiles made (the grid and a table ask again)
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
@@ -106,48 +105,25 @@ class TileIndex:
         if made is not None:
             return made
         lay = self.layout
-        rows = self._rows
-        if rows is None and lay.num_devices <= SMALL_INDEX:
-            rows = self._rows = self._as_lists()
-        if rows is not None:  # a few devices: Python lists, made once, beat numpy scalars
-            devs, first, end, lins, tile_index, present, starts, stops, buffers = rows
+        order = self._order
+        if len(order.devs) <= SMALL_INDEX:  # a few devices: Python lists, made once
+            devs, first, end, lins = order.lists()
             group = tuple(devs[first[k] : end[k]])
-            d0 = group[0]
             lin0 = lins[k]
-            index = tuple(tile_index[d0]) if lay.rank else ()
-            held = present[d0]
-            start, stop, buffer_row = starts[d0], stops[d0], buffers[d0]
         else:
-            o = self._order
-            members = o.devs[int(o.first[k]) : int(o.end[k])]
-            group = tuple(members.tolist())
-            d0 = group[0]
-            lin0 = int(o.lin[k])
-            index = tuple(int(x) for x in lay.tile_index[d0]) if lay.rank else ()
-            held = bool(lay.present[d0])
-            start, stop = lay.starts[d0].tolist(), lay.stops[d0].tolist()
-            buffer_row = lay.buffers[d0].tolist()
-        if not held:
+            group = tuple(order.devs[int(order.first[k]) : int(order.end[k])].tolist())
+            lin0 = int(order.lin[k])
+        index = order.index(k)
+        part = lay.tile_part(index)
+        if part is None:
             status: Status = "absent"
             slices = buffer = None
         else:
-            slices = tuple(zip(start, stop, strict=True))
-            buffer = tuple(buffer_row)
+            slices, buffer = part
             status = _status(slices, self._full)
         fill = (lin0 * self._stride) % self._n_tiles
         tile = self._made[k] = Tile(index, group, slices, buffer, status, fill)
         return tile
-
-    def _as_lists(self) -> tuple[list, ...]:
-        lay = self.layout
-        return (
-            *self._order.lists(),
-            lay.tile_index.tolist(),
-            lay.present.tolist(),
-            lay.starts.tolist(),
-            lay.stops.tolist(),
-            lay.buffers.tolist(),
-        )
 
     def get(self, index: tuple[int, ...]) -> Tile | None:
         """The tile at `index` (each within the layout's tiles), or None when no device
