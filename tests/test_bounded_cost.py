@@ -315,14 +315,18 @@ def test_streamed_json_and_tile_index_match_the_direct_ones(
     text, shape, split, n, small, monkeypatch
 ):
     """`small`: `TileIndex` reads a few tiles from lists and finds them by a dict, many
-    from the arrays by binary search."""
+    from the arrays by binary search (their devices and each dim's shards too)."""
     import io
     import itertools
 
+    from meshdiag.layouts import engine
+    from meshdiag.model import splits
     from meshdiag.report import grid
 
     if not small:
         monkeypatch.setattr(grid, "SMALL_INDEX", 0)
+        monkeypatch.setattr(engine, "LISTED_DEVICES", 0)
+        monkeypatch.setattr(splits, "MAX_LISTED_SHARDS", 0)
 
     lay = layout(parse_sharding(text), shape, split=split, num_devices=n)
     buf = io.StringIO()

@@ -156,21 +156,26 @@ class Layout:
 
     def tile_part(
         self, index: tuple[int, ...]
-    ) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]] | None:
-        """(slices, buffer) of the tile at `index` (a tile of the sharding's devices), or
-        None when they hold nothing (`chunk` past the last chunk); from the dims' splits
-        alone."""
+    ) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], int] | None:
+        """(slices, buffer, fit) of the tile at `index` (a tile of the sharding's devices),
+        or None when they hold nothing (`chunk` past the last chunk); `fit`: 0 when every
+        range is a whole tile, 1 when one is shorter (none empty), 2 when one is empty
+        (`DimSplit.part`). From the dims' splits alone."""
         if self.tiling is None:  # untiled: the whole tensor
-            return tuple((0, n) for n in self.shape), self.shape
+            shape = self.shape
+            return tuple((0, n) for n in shape), shape, 2 if 0 in shape else 0
         slices = []
         buffer = []
+        worst = 0
         for s, i in zip(self.ranges, index, strict=True):
-            start, stop, held, buf = s.part(i)
+            piece, held, buf, fit = s.part(i)
             if not held:
                 return None
-            slices.append((start, stop))
+            slices.append(piece)
             buffer.append(buf)
-        return tuple(slices), tuple(buffer)
+            if fit > worst:
+                worst = fit
+        return tuple(slices), tuple(buffer), worst
 
     def tile_order(self) -> TileOrder:
         """The devices holding tiles, by tile: worked out once per tiling (it depends on
@@ -332,6 +337,11 @@ class Layout:
         }
 
 
+#: up to so many devices `TileOrder.tile` reads a tile from lists made once, rather than
+#: by numpy calls a tile
+LISTED_DEVICES = 4096
+
+
 class TileOrder:
     """The devices of a layout that hold a tile (the sharding's devices; a scalar's present
     ones), sorted by tile in row-major order, devices ascending within a tile: `devs`, and
@@ -339,7 +349,7 @@ class TileOrder:
     number `lin[k]`. Read-only arrays; as lists (`lists`) and by tile number (`position`)
     when first asked, for pictures of a few tiles."""
 
-    __slots__ = ("devs", "first", "end", "lin", "tiles", "_lists", "_position")
+    __slots__ = ("devs", "first", "end", "lin", "tiles", "_lists", "_position", "_tiles")
 
     def __init__(
         self,
@@ -353,6 +363,7 @@ class TileOrder:
         self.tiles = tiles
         self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
         self._position: dict[int, int] | None = None
+        self._tiles: dict[int, tuple[tuple[int, ...], tuple[int, ...], int]] = {}
         for a in (devs, first, end, lin):
             a.flags.writeable = False
 
@@ -391,14 +402,27 @@ class TileOrder:
         bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
         return cls(devs, bounds[:1], bounds[1:], np.zeros(len(bounds) // 2, dtype=np.int64), tiles)
 
-    def index(self, k: int) -> tuple[int, ...]:
-        """The k-th tile's coordinate per tensor dim."""
-        lin = self.lists()[3][k] if self._lists is not None else int(self.lin[k])
-        out = []
+    def tile(self, k: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """The k-th tile's coordinate per tensor dim, its devices and its row-major number
+        (kept: the layouts of a tiling share its tile order, and pictures ask for the
+        same few tiles)."""
+        made = self._tiles.get(k)
+        if made is not None:
+            return made
+        if len(self.devs) <= LISTED_DEVICES:  # a few devices: from lists, made once
+            devs, first, end, lins = self.lists()
+            group = tuple(devs[first[k] : end[k]])
+            lin = lins[k]
+        else:
+            group = tuple(self.devs[int(self.first[k]) : int(self.end[k])].tolist())
+            lin = int(self.lin[k])
+        index = []
+        rest = lin
         for n in reversed(self.tiles):
-            lin, i = divmod(lin, n)
-            out.append(i)
-        return tuple(reversed(out))
+            rest, i = divmod(rest, n)
+            index.append(i)
+        made = self._tiles[k] = (tuple(reversed(index)), group, lin)
+        return made
 
     def __len__(self) -> int:
         return len(self.lin)

@@ -38,27 +38,39 @@ class DimSplit:
     #: every shard holds data, none is empty and none padded (worked out from n and k)
     whole: bool = False
 
-    def part(self, i: int) -> tuple[int, int, bool, int]:
-        """Shard `i`'s (start, stop, present, buffer) as Python values (from lists made at
-        first ask when there are few shards: a picture reads each a few times)."""
+    def part(self, i: int) -> tuple[tuple[int, int], bool, int, int]:
+        """Shard `i` as Python values: its (start, stop), whether it is present, its buffer
+        and its fit: 0 a whole tile (`ceil(n/k)` long), 1 shorter, 2 empty. From lists made
+        at first ask when there are few shards (a picture reads each a few times)."""
         rows = self._rows
         if rows is not None:
             return rows[i]
-        return int(self.starts[i]), int(self.stops[i]), bool(self.present[i]), int(self.buffers[i])
+        return self._row(
+            int(self.starts[i]), int(self.stops[i]), bool(self.present[i]), int(self.buffers[i])
+        )
+
+    def _row(
+        self, start: int, stop: int, held: bool, buf: int
+    ) -> tuple[tuple[int, int], bool, int, int]:
+        k = len(self.starts)
+        n = int(self.stops[-1]) if k else 0
+        fit = 2 if stop <= start else 1 if stop - start < -(-n // k) else 0
+        return (start, stop), held, buf, fit
 
     @cached_property
-    def _rows(self) -> list[tuple[int, int, bool, int]] | None:
+    def _rows(self) -> list[tuple[tuple[int, int], bool, int, int]] | None:
         if len(self.starts) > MAX_LISTED_SHARDS:
             return None
-        return list(
-            zip(
+        return [
+            self._row(a, b, p, c)
+            for a, b, p, c in zip(
                 self.starts.tolist(),
                 self.stops.tolist(),
                 self.present.tolist(),
                 self.buffers.tolist(),
                 strict=True,
             )
-        )
+        ]
 
 
 def check_rule(rule: str) -> SplitRule:

@@ -70,9 +70,8 @@ def text_color(fill: str) -> str:
 # -- pure planning -------------------------------------------------------------------------
 
 
-#: up to this many tiles `TileIndex.get` finds a tile by a dict, and up to this many
-#: devices `TileIndex.nth` reads it from lists (both made at first use), rather than by
-#: numpy calls a tile: a picture asks for a handful of tiles of a few devices
+#: up to this many tiles `TileIndex.position` finds a tile by a dict (made at first use)
+#: rather than by a numpy search a tile: a picture asks for a handful of tiles
 SMALL_INDEX = 4096
 
 
@@ -91,7 +90,6 @@ class TileIndex:
         n_tiles = math.prod(lay.tiles)
         self._n_tiles = n_tiles
         self._stride = n_tiles // 2 + (1 if n_tiles % 2 == 0 else 0)  # neighbours contrast
-        self._full = tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True))
 
     def __len__(self) -> int:
         return len(self._order)
@@ -104,25 +102,15 @@ class TileIndex:
         made = self._made.get(k)
         if made is not None:
             return made
-        lay = self.layout
-        order = self._order
-        if len(order.devs) <= SMALL_INDEX:  # a few devices: Python lists, made once
-            devs, first, end, lins = order.lists()
-            group = tuple(devs[first[k] : end[k]])
-            lin0 = lins[k]
-        else:
-            group = tuple(order.devs[int(order.first[k]) : int(order.end[k])].tolist())
-            lin0 = int(order.lin[k])
-        index = order.index(k)
-        part = lay.tile_part(index)
+        index, group, lin = self._order.tile(k)
+        part = self.layout.tile_part(index)
+        fill = (lin * self._stride) % self._n_tiles
         if part is None:
-            status: Status = "absent"
-            slices = buffer = None
+            tile = Tile(index, group, None, None, "absent", fill)
         else:
-            slices, buffer = part
-            status = _status(slices, self._full)
-        fill = (lin0 * self._stride) % self._n_tiles
-        tile = self._made[k] = Tile(index, group, slices, buffer, status, fill)
+            slices, buffer, fit = part
+            tile = Tile(index, group, slices, buffer, _FIT_STATUS[fit], fill)
+        self._made[k] = tile
         return tile
 
     def get(self, index: tuple[int, ...]) -> Tile | None:
@@ -148,17 +136,9 @@ class TileIndex:
         return None
 
 
-def _status(slices: tuple[tuple[int, int], ...], full: tuple[int, ...]) -> Status:
-    """A held tile's status: "empty" when a dim's range is empty (a present scalar never
-    is), else "short" when one is shorter than the full tile `full`, else "ok" (one loop:
-    two `any` over generators were a fifth of making a tile)."""
-    short = False
-    for (a, b), c in zip(slices, full, strict=True):
-        if b <= a:
-            return "empty"
-        if b - a < c:
-            short = True
-    return "short" if short else "ok"
+#: a held tile's status by its fit (`Layout.tile_part`): "empty" when a dim's range is
+#: empty (a present scalar never is), else "short" when one is shorter than a full tile
+_FIT_STATUS: tuple[Status, ...] = ("ok", "short", "empty")
 
 
 def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
@@ -244,17 +224,8 @@ def plan_grid(
     rows_d, cols_d, facet_d = sk.rows_d, sk.cols_d, sk.facet_d
     t, shape = lay.tiles, lay.shape
 
-    def extent(d: int, i: int) -> int:
-        n, k = shape[d], t[d]
-        c = -(-n // k)
-        return max(0, min((i + 1) * c, n) - min(i * c, n))
-
-    row_weights = tuple(
-        math.prod(extent(d, i) for d, i in zip(rows_d, r, strict=True)) for r in sk.row_idx
-    )
-    col_weights = tuple(
-        math.prod(extent(d, i) for d, i in zip(cols_d, c, strict=True)) for c in sk.col_idx
-    )
+    row_weights = _weights(shape, t, rows_d, sk.row_idx)
+    col_weights = _weights(shape, t, cols_d, sk.col_idx)
     nth = tiles.nth
     facets = []
     for fidx, cells in sk.facets:
@@ -268,6 +239,26 @@ def plan_grid(
         grid = tuple(tuple(None if k is None else nth(k) for k in row) for row in cells)
         facets.append(Facet(title, grid, row_weights, col_weights, sk.total_rows, sk.total_cols))
     return GridPlan(rows_d, cols_d, facet_d, tuple(facets), sk.projected)
+
+
+def _weights(
+    shape: tuple[int, ...],
+    tiles: tuple[int, ...],
+    dims: tuple[int, ...],
+    idx: list[tuple[int, ...]],
+) -> tuple[int, ...]:
+    """Each row's (column's) extent along its `dims`: the product of its tiles' lengths, as
+    `xla` splits them, for the tile coordinates `idx`."""
+
+    def extent(d: int, i: int) -> int:
+        n, k = shape[d], tiles[d]
+        c = -(-n // k)
+        return max(0, min((i + 1) * c, n) - min(i * c, n))
+
+    if len(dims) == 1:  # (most grids: one dim each way)
+        (d,) = dims
+        return tuple([extent(d, i) for (i,) in idx])
+    return tuple(math.prod(extent(d, i) for d, i in zip(dims, r, strict=True)) for r in idx)
 
 
 class _Skeleton(NamedTuple):
@@ -348,8 +339,12 @@ def slice_text(lay: Layout, tile: Tile, dims: tuple[int, ...] | None = None) -> 
         return "scalar"
     if dims:
         return "[" + ", ".join([f"{slices[d][0]}:{slices[d][1]}" for d in dims]) + "]"
-    if rank < 3:
-        return "[" + ", ".join([f"{a}:{b}" for a, b in slices]) + "]"
+    if rank == 2:  # (most pictures: one f-string, not a join)
+        (a, b), (c, d) = slices
+        return f"[{a}:{b}, {c}:{d}]"
+    if rank == 1:
+        ((a, b),) = slices
+        return f"[{a}:{b}]"
     shape = lay.shape
     parts = [":" if a == 0 and b == shape[d] else f"{a}:{b}" for d, (a, b) in enumerate(slices)]
     return "[" + ", ".join(parts) + "]"
@@ -379,12 +374,18 @@ def mark_text(lay: Layout, tile: Tile) -> str | None:
 
 
 def cell_lines(
-    lay: Layout, tile: Tile | None, width: int | None = None, dims: tuple[int, ...] | None = None
+    lay: Layout,
+    tile: Tile | None,
+    width: int | None = None,
+    dims: tuple[int, ...] | None = None,
+    texts: dict | None = None,
 ) -> list[str]:
-    """Text lines of one cell: devices, ranges (over `dims`), marker."""
+    """Text lines of one cell: devices, ranges (over `dims`), marker. `texts`: the device
+    lists as text so far (`lay.by_tiling("grid.devices")`, when the caller has it)."""
     if tile is None:
         return ["—"]
-    texts = lay.by_tiling("grid.devices")  # the same groups in every layout of a sharding
+    if texts is None:  # the same groups in every layout of a sharding
+        texts = lay.by_tiling("grid.devices")
     key = (tile.devices, width)
     devices = texts.get(key)
     if devices is None:
@@ -511,15 +512,20 @@ def table_rows(
     else:
         shown = list(index)
     rows: list[TableRow | None] = []
+    texts = lay.by_tiling("grid.devices")  # the same groups in every layout of a sharding
     for t in shown:
         if t is None:
             rows.append(None)
             continue
         shard = dims_text(tuple(b - a for a, b in t.slices)) if t.slices else "—"
+        key = (t.devices, 40)
+        devices = texts.get(key)
+        if devices is None:
+            devices = texts[key] = compress_devices(t.devices, max_chars=40)
         rows.append(
             TableRow(
                 "(" + ",".join(map(str, t.index)) + ")",
-                compress_devices(t.devices, max_chars=40),
+                devices,
                 slice_text(lay, t),
                 shard,
                 dims_text(t.buffer) if t.buffer is not None else "—",
@@ -544,22 +550,22 @@ def _box_lines(f: _DrawnFacet) -> list[str]:
     """A drawn facet in rich's SQUARE box, a line between rows, each cell's lines in the
     middle of its row (rich's `Align(vertical="middle")`: the odd blank line below)."""
 
-    def rule(left: str, mid: str, right: str) -> str:
-        return left + mid.join("─" * w for w in f.widths) + right
-
-    out = [rule("┌", "┬", "┐")]
+    bars = ["─" * w for w in f.widths]
+    between = "├" + "┼".join(bars) + "┤"
+    out = ["┌" + "┬".join(bars) + "┐"]
     for r, (cells, h) in enumerate(zip(f.lines, f.heights, strict=True)):
         if r:
-            out.append(rule("├", "┼", "┤"))
+            out.append(between)
         columns = []
         for lines, w in zip(cells, f.widths, strict=True):
+            if len(lines) == h:  # (centred lines are `w` wide already, or wider)
+                columns.append(lines)
+                continue
             top = (h - len(lines)) // 2
             blank = " " * w
-            columns.append(
-                [blank] * top + [x.ljust(w) for x in lines] + [blank] * (h - top - len(lines))
-            )
-        out.extend("│" + "│".join(parts) + "│" for parts in zip(*columns, strict=True))
-    out.append(rule("└", "┴", "┘"))
+            columns.append([blank] * top + lines + [blank] * (h - top - len(lines)))
+        out.extend(["│" + "│".join(parts) + "│" for parts in zip(*columns, strict=True)])
+    out.append("└" + "┴".join(bars) + "┘")
     return out
 
 
@@ -632,24 +638,30 @@ class LayoutPicture:
         lay = self.layout
         dims = (plan.row_dims + plan.col_dims) if lay.rank >= 3 else None
         out = []
+        known = lay.by_tiling("grid.devices")
         for facet in plan.facets:
             ncols = len(facet.cells[0])
-            texts = [[cell_lines(lay, t, dims=dims) for t in row] for row in facet.cells]
+            texts = [
+                [cell_lines(lay, t, dims=dims, texts=known) for t in row] for row in facet.cells
+            ]
             natural = [
                 max(MIN_LABEL_WIDTH, *(len(s) + 2 for row in texts for s in row[j]))
                 for j in range(ncols)
             ]
             room = width - (ncols + 1)  # borders
             if sum(natural) > room:
-                # try eliding long device lists before giving up on the grid
+                # try eliding long device lists before giving up on the grid (only they
+                # change: no use when the other lines do not fit a narrow cell)
                 natural = [MIN_CELL_WIDTH + 6] * ncols
+                if sum(natural) > room or any(
+                    len(s) + 2 > natural[0] for row in texts for c in row for s in c[1:]
+                ):
+                    return None
                 texts = [
-                    [cell_lines(lay, t, width=natural[0] - 2, dims=dims) for t in row]
+                    [cell_lines(lay, t, width=natural[0] - 2, dims=dims, texts=known) for t in row]
                     for row in facet.cells
                 ]
-                if any(len(s) + 2 > natural[0] for row in texts for c in row for s in c):
-                    return None
-                if sum(natural) > room:
+                if any(len(c[0]) + 2 > natural[0] for row in texts for c in row):
                     return None
             target = min(room, max(sum(natural), 60))
             widths = distribute(facet.col_weights, natural, target)
@@ -796,7 +808,10 @@ class LayoutPicture:
         one space at either edge; a wrapped cell's lines top aligned); None when rich
         would draw it otherwise: wider than the console even wrapped (rich squeezes it),
         or a cell holding what rich reads as markup."""
-        if any(_MARKUP.search(c) and not _as_is(c) for row in cells for c in row):
+        # (one search of all cells first: a match never spans the space between two)
+        if _MARKUP.search(" ".join([c for row in cells for c in row])) and any(
+            _MARKUP.search(c) and not _as_is(c) for row in cells for c in row
+        ):
             return None
         widths = _column_widths(cells)
         total = _table_width(widths)
@@ -823,9 +838,7 @@ class LayoutPicture:
 
 def _column_widths(cells: list[tuple[str, ...]]) -> list[int]:
     """Each column's width in a table of `cells`: its widest cell (line of a cell)."""
-    return [
-        max(len(line) for row in cells for line in row[j].split("\n")) for j in range(len(cells[0]))
-    ]
+    return [max(map(len, "\n".join(column).split("\n"))) for column in zip(*cells, strict=True)]
 
 
 #: the columns a table too wide for the console wraps (none narrower than its name)
