@@ -320,13 +320,11 @@ def test_streamed_json_and_tile_index_match_the_direct_ones(
     import itertools
 
     from meshdiag.layouts import engine
-    from meshdiag.model import splits
     from meshdiag.report import grid
 
     if not small:
         monkeypatch.setattr(grid, "SMALL_INDEX", 0)
         monkeypatch.setattr(engine, "LISTED_DEVICES", 0)
-        monkeypatch.setattr(splits, "MAX_LISTED_SHARDS", 0)
 
     lay = layout(parse_sharding(text), shape, split=split, num_devices=n)
     buf = io.StringIO()

@@ -113,10 +113,10 @@ def test_small_tilings_gathered_at_once_lay_out_as_dim_by_dim(h, data, split, ex
     n = h.tile.num_devices + extra
     shape = tuple(data.draw(st.integers(0, 30)) for _ in range(h.data_rank))
     gathered = layout(h, shape, split=split, num_devices=n)
-    assert engine._tiling(h, h.data_rank, n).gather is not None
+    assert engine._tiling(h, h.data_rank, n).grid.gather is not None
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(engine, "MAX_GATHER_DEVICES", 0)
-        assert engine._tiling(h, h.data_rank, n).gather is None
+        assert engine._tiling(h, h.data_rank, n).grid.gather is None
         by_dim = layout(h, shape, split=split, num_devices=n)
     assert same(gathered, by_dim)
     assert groups_hold(gathered)
@@ -224,7 +224,8 @@ def test_grid_plans_of_layouts_sharing_a_tiling_are_made_alone(h, data, split, e
 
 
 def test_a_splits_whole_is_what_its_shards_say():
-    """`DimSplit.whole`, worked out from n and k alone, against its ranges and buffers."""
+    """`DimSplit.whole` and a shard alone (`part`), worked out from n and k, against the
+    ranges and buffers of all shards (numpy)."""
     from meshdiag.model.splits import split_dim
 
     for n in range(0, 50):
@@ -236,6 +237,12 @@ def test_a_splits_whole_is_what_its_shards_say():
                     continue
                 full = (s.buffers == s.stops - s.starts).all()
                 assert s.whole == bool(s.present.all() and (s.stops > s.starts).all() and full)
+                c = -(-n // k)
+                for i in range(k):  # a shard alone is what the arrays hold
+                    start, stop = int(s.starts[i]), int(s.stops[i])
+                    fit = 2 if stop <= start else 1 if stop - start < c else 0
+                    held, buf = bool(s.present[i]), int(s.buffers[i])
+                    assert s.part(i) == ((start, stop), held, buf, fit)
 
 
 @settings(max_examples=200, deadline=None)
@@ -296,3 +303,63 @@ def test_a_picture_of_whole_shards_makes_no_device_rows():
         assert "arrays" not in lay.__dict__
         assert lay.present.all()  # asked for, they are made
         assert "arrays" in lay.__dict__
+
+
+@settings(max_examples=200, deadline=None)
+@given(**TILED)
+def test_tilings_listed_in_python_are_the_numpy_ones(h, data, split, extra):
+    """A small tiling checked and ordered in Python (its devices listed, its tile order
+    grouped from them: no numpy) draws the tiles and makes the device rows of the same
+    tiling done with numpy."""
+    from meshdiag.report.grid import TileIndex
+
+    assume(h.is_tiled and h.data_rank is not None and h.tile is not None)
+    n = h.tile.num_devices + extra
+    shape = tuple(data.draw(st.integers(0, 30)) for _ in range(h.data_rank))
+    listed = layout(h, shape, split=split, num_devices=n, memos=RunMemos(), keep=False)
+    assert listed.tiling is not None and listed.tiling.devices is not None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "MAX_LISTED_TILING", 0)
+        by_numpy = layout(h, shape, split=split, num_devices=n, memos=RunMemos(), keep=False)
+        assert by_numpy.tiling is not None and by_numpy.tiling.devices is None
+        assert list(TileIndex(listed)) == list(TileIndex(by_numpy))
+    assert same(listed, by_numpy)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    devices=st.lists(st.integers(-2, 9), max_size=10),
+    num_devices=st.none() | st.integers(0, 10),
+)
+def test_devices_checked_in_python_fail_as_checked_by_numpy(devices, num_devices):
+    """A tile assignment's devices checked in Python give the device count, or the error,
+    that the numpy check gives."""
+
+    def outcome(check, devs):
+        try:
+            return check(devs, num_devices)
+        except MeshdiagError as e:
+            return str(e)
+
+    got = outcome(engine._checked_devices, tuple(devices))
+    assert got == outcome(engine._checked_array, np.array(devices, dtype=np.int64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(h=gspmd_leaves())
+def test_an_iota_assignment_listed_in_python_is_its_array(h):
+    from meshdiag.model.tiles import TileAssignment
+
+    assume(h.tile is not None and h.tile.is_iota)
+    fresh = TileAssignment(h.tile.dims, h.tile.reshape, h.tile.perm)  # no array made yet
+    assert fresh.devices() == tuple(h.tile.array().reshape(-1).tolist())
+
+
+def test_a_picture_of_an_even_dump_imports_no_numpy():
+    """`inspect` of files whose shardings split evenly draws their pictures from the
+    splits and the tilings alone: numpy (40 ms to import) is never loaded."""
+    from tests.test_lazy_pydantic import imported
+
+    for path in ("fixtures/seed", "fixtures/jax"):
+        assert "numpy" not in imported(["inspect", path, "-j", "1"])
+    assert "numpy" in imported(["layout", "{devices=[2,2]<=[4]}", "--shape", "8,8", "-f", "json"])

@@ -18,6 +18,7 @@ known), `unreduced` (every device, whole shape, partial sums awaiting a reductio
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -148,7 +149,7 @@ class Layout:
     @property
     def tile_index(self) -> np.ndarray:
         t = self.tiling
-        return t.tile_index if t is not None else self.arrays.tile_index
+        return t.grid.tile_index if t is not None else self.arrays.tile_index
 
     @property
     def groups(self) -> np.ndarray:
@@ -183,11 +184,13 @@ class Layout:
         t = self.tiling
         if t is None:
             return TileOrder.whole(self)
-        if not self.rank:  # (a scalar's members are the present devices)
-            return TileOrder.of(self)
         order = t.derived.get("order")
         if order is None:
-            order = t.derived["order"] = TileOrder.of(self)
+            if t.devices is not None:  # a few devices: in Python
+                order = TileOrder.grouped(t.devices, t.tile_devices, self.tiles)
+            else:
+                order = TileOrder.of(self)
+            t.derived["order"] = order
         return order
 
     def by_tiling(self, name: str) -> dict:
@@ -346,35 +349,39 @@ class TileOrder:
     """The devices of a layout that hold a tile (the sharding's devices; a scalar's present
     ones), sorted by tile in row-major order, devices ascending within a tile: `devs`, and
     for the k-th tile holding devices its run `devs[first[k]:end[k]]` and its row-major
-    number `lin[k]`. Read-only arrays; as lists (`lists`) and by tile number (`position`)
-    when first asked, for pictures of a few tiles."""
+    number `lin[k]`. Made as read-only arrays (`of`) or, for a few devices, as lists
+    (`grouped`, `whole`: no numpy), each form made from the other when first asked; by
+    tile number (`position`) and tile by tile (`tile`) for pictures of a few tiles."""
 
-    __slots__ = ("devs", "first", "end", "lin", "tiles", "_lists", "_position", "_tiles")
+    __slots__ = ("tiles", "count", "_arrays", "_lists", "_position", "_tiles")
 
     def __init__(
         self,
-        devs: np.ndarray,
-        first: np.ndarray,
-        end: np.ndarray,
-        lin: np.ndarray,
         tiles: tuple[int, ...],
+        count: int,
+        arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+        lists: tuple[list[int], list[int], list[int], list[int]] | None = None,
     ):
-        self.devs, self.first, self.end, self.lin = devs, first, end, lin
         self.tiles = tiles
-        self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+        self.count = count  # devices holding tiles
+        self._arrays = arrays
+        self._lists = lists
         self._position: dict[int, int] | None = None
         self._tiles: dict[int, tuple[tuple[int, ...], tuple[int, ...], int]] = {}
-        for a in (devs, first, end, lin):
+        for a in arrays or ():
             a.flags.writeable = False
 
     @classmethod
     def of(cls, lay: Layout) -> TileOrder:
+        """From the layout's per-device tile coordinates (a big tiling)."""
         import numpy as np
 
         member = lay.tile_index[:, 0] >= 0 if lay.rank else lay.present
         devs = np.nonzero(member)[0]
-        if not any(k > 1 for k in lay.tiles):
-            return cls._one_tile(devs, lay.tiles)
+        if not any(k > 1 for k in lay.tiles):  # one tile
+            bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
+            zeros = np.zeros(len(bounds) // 2, dtype=np.int64)
+            return cls(lay.tiles, len(devs), (devs, bounds[:1], bounds[1:], zeros))
         lin = np.ravel_multi_index(tuple(lay.tile_index[devs].T), lay.tiles)
         if len(lin) > 1 and not bool(np.all(lin[1:] >= lin[:-1])):
             order = np.argsort(lin, kind="stable")  # devices stay ascending within a tile
@@ -382,25 +389,64 @@ class TileOrder:
         cuts = np.flatnonzero(np.diff(lin)) + 1
         first = np.concatenate(([0], cuts)).astype(np.int64) if len(devs) else cuts
         end = np.concatenate((cuts, [len(devs)])).astype(np.int64) if len(devs) else cuts
-        return cls(devs, first, end, lin[first], lay.tiles)
+        return cls(lay.tiles, len(devs), (devs, first, end, lin[first]))
+
+    @classmethod
+    def grouped(cls, devices: tuple[int, ...], per_tile: int, tiles: tuple[int, ...]) -> TileOrder:
+        """From a tile assignment's devices in row-major order, `per_tile` a tile (its data
+        dims lead: tile k's devices are the k-th run), in Python."""
+        count = len(devices)
+        if not count:
+            return cls(tiles, 0, lists=([], [], [], []))
+        first = list(range(0, count, per_tile))
+        devs: list[int] = []
+        for f in first:
+            devs.extend(sorted(devices[f : f + per_tile]))
+        end = [f + per_tile for f in first]
+        return cls(tiles, count, lists=(devs, first, end, list(range(len(first)))))
 
     @classmethod
     def whole(cls, lay: Layout) -> TileOrder:
         """An untiled layout's one tile: the devices holding data (one for maximal)."""
-        import numpy as np
+        n = lay.num_devices
+        if lay.only is not None:
+            return cls(lay.tiles, 1, lists=([lay.only], [0], [1], [0]))
+        if n > LISTED_DEVICES:
+            import numpy as np
 
-        if lay.only is None:
-            devs = np.arange(lay.num_devices, dtype=np.int64)
-        else:
-            devs = np.array([lay.only], dtype=np.int64)
-        return cls._one_tile(devs, lay.tiles)
+            arrays = (
+                np.arange(n, dtype=np.int64),
+                *(np.array([x], dtype=np.int64) for x in (0, n, 0)),
+            )
+            return cls(lay.tiles, n, arrays)  # type: ignore[arg-type]
+        return cls(lay.tiles, n, lists=(list(range(n)), [0], [n], [0]))
 
-    @classmethod
-    def _one_tile(cls, devs: np.ndarray, tiles: tuple[int, ...]) -> TileOrder:
-        import numpy as np
+    def _as_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            import numpy as np
 
-        bounds = np.array([0, len(devs)] if len(devs) else [], dtype=np.int64)
-        return cls(devs, bounds[:1], bounds[1:], np.zeros(len(bounds) // 2, dtype=np.int64), tiles)
+            assert self._lists is not None
+            arrays = tuple(np.array(x, dtype=np.int64) for x in self._lists)
+            for a in arrays:
+                a.flags.writeable = False
+            self._arrays = arrays  # type: ignore[assignment]
+        return self._arrays  # type: ignore[return-value]
+
+    @property
+    def devs(self) -> np.ndarray:
+        return self._as_arrays()[0]
+
+    @property
+    def first(self) -> np.ndarray:
+        return self._as_arrays()[1]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self._as_arrays()[2]
+
+    @property
+    def lin(self) -> np.ndarray:
+        return self._as_arrays()[3]
 
     def tile(self, k: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         """The k-th tile's coordinate per tensor dim, its devices and its row-major number
@@ -409,7 +455,7 @@ class TileOrder:
         made = self._tiles.get(k)
         if made is not None:
             return made
-        if len(self.devs) <= LISTED_DEVICES:  # a few devices: from lists, made once
+        if self.count <= LISTED_DEVICES:  # a few devices: from lists, made once
             devs, first, end, lins = self.lists()
             group = tuple(devs[first[k] : end[k]])
             lin = lins[k]
@@ -425,7 +471,7 @@ class TileOrder:
         return made
 
     def __len__(self) -> int:
-        return len(self.lin)
+        return len(self._lists[3]) if self._lists is not None else len(self.lin)
 
     def lists(self) -> tuple[list[int], list[int], list[int], list[int]]:
         """(devs, first, end, lin) as lists."""
@@ -638,35 +684,59 @@ def _whole_arrays(lay: Layout) -> DeviceArrays:
 @dataclass(frozen=True, eq=False)
 class _Tiling:
     """What a tiled sharding's layout is whatever the tensor's dims (for one rank and device
-    count): the device at each position of the tile assignment (row-major), each
-    position's coordinate along every tile dim, each device's tile index, its replica group
-    key and the groups when every device holds data. Read-only arrays, shared by every
-    layout made from it (`layout`'s `memos`: a big file draws the same few shardings on
-    shapes that never repeat)."""
+    count), shared by every layout made from it (`layout`'s `memos`: a big file draws the
+    same few shardings on shapes that never repeat): its devices, what they hold
+    (partial sums, manual data) and, made when first asked, its tile order (`derived`)
+    and the per-device arrays (`grid`)."""
+
+    sharding: HloSharding
+    rank: int
+    n: int
+    partial: bool
+    manual: bool
+    notes: tuple[str, ...]
+    #: the sharding names every device
+    every_member: bool
+    #: the devices of the tile assignment in row-major order (None for a big one: `grid`)
+    devices: tuple[int, ...] | None = None
+    #: what renderers work out from these alone, once (`Layout.tile_order`)
+    derived: dict = field(default_factory=dict)
+
+    @cached_property
+    def grid(self) -> _TilingGrid:
+        return _tiling_grid(self.sharding, self.rank, self.n)
+
+    @property
+    def tile_devices(self) -> int:
+        """Devices per tile: the product of the subgroup dims (the tile assignment's data
+        dims lead, so a tile's devices are consecutive in row-major order)."""
+        tile = self.sharding.tile
+        assert tile is not None
+        return math.prod(tile.dims[self.rank :])
+
+
+class _TilingGrid(NamedTuple):
+    """A tiling's arrays (read-only): the device at each position of the tile assignment
+    (row-major), each position's coordinate along every tile dim, each device's tile
+    index, its replica group key and the groups when every device holds data; up to
+    MAX_GATHER_DEVICES, where each device's range along each dim is in the dims' split
+    ranges laid end to end (`_gathered`) and which devices the sharding names."""
 
     arr: np.ndarray
-    n: int
     coords: tuple[np.ndarray, ...]
     tile_index: np.ndarray
     key_pos: np.ndarray
     groups: np.ndarray
-    partial: bool
-    manual: bool
-    notes: tuple[str, ...]
-    #: up to MAX_GATHER_DEVICES: [n, rank], where each device's range along each dim is in
-    #: the dims' split ranges laid end to end (`_gathered`), the end (a 0) for devices the
-    #: sharding does not name; and [n] which devices it names
-    gather: np.ndarray | None = None
-    member: np.ndarray | None = None
-    #: `member` holds every device (False without `member`)
-    every_member: bool = False
-    #: what renderers work out from these alone, once (`Layout.tile_order`)
-    derived: dict = field(default_factory=dict)
+    gather: np.ndarray | None
+    member: np.ndarray | None
+
+
+#: tilings of up to so many devices are checked and ordered in Python (no numpy: a big
+#: file's pictures need none)
+MAX_LISTED_TILING = 1024
 
 
 def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
-    import numpy as np
-
     tile = sharding.tile
     assert tile is not None
     data_rank = sharding.data_rank
@@ -676,7 +746,47 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         )
     if data_rank != rank:
         raise MeshdiagError(f"sharding tiles rank {data_rank}, tensor has rank {rank}")
-    arr = tile.array().reshape(-1)
+    count = tile.num_devices
+    devices = None
+    if count <= MAX_LISTED_TILING:
+        devices = tile.devices()
+        n = _checked_devices(devices, num_devices)
+    else:
+        n = _checked_array(tile.array().reshape(-1), num_devices)
+    kinds = sharding.subgroup_kinds()
+    partial = "unreduced" in kinds
+    manual = "manual" in kinds
+    notes = []
+    if partial:
+        notes.append("unreduced subgroups: devices in a tile hold partial sums")
+    if manual:
+        notes.append("manual subgroups: devices in a tile hold their own local data")
+    # (the devices named are distinct and within 0..n-1: all of them when as many)
+    return _Tiling(sharding, rank, n, partial, manual, tuple(notes), count == n, devices)
+
+
+def _checked_devices(devices: tuple[int, ...], num_devices: int | None) -> int:
+    """The device count of a tile assignment naming `devices` (`num_devices`, else one more
+    than the highest), after checking each is within it and named once (`_checked_array`
+    in Python, the same errors)."""
+    count = len(devices)
+    max_id = max(devices) if count else -1
+    n = num_devices if num_devices is not None else max(count, max_id + 1)
+    if max_id >= n or (count and min(devices) < 0):
+        bad = next(d for d in devices if d >= n or d < 0)
+        raise MeshdiagError(
+            f"tile assignment names device {bad}, outside the {n} devices (0..{n - 1})"
+        )
+    if len(set(devices)) < count:
+        seen: set[int] = set()
+        twice = min(d for d in devices if d in seen or seen.add(d))  # type: ignore[func-returns-value]
+        raise MeshdiagError(f"tile assignment names device {twice} more than once")
+    return n
+
+
+def _checked_array(arr: np.ndarray, num_devices: int | None) -> int:
+    import numpy as np
+
     count = arr.size
     max_id = int(arr.max()) if count else -1
     n = num_devices if num_devices is not None else max(count, max_id + 1)
@@ -690,6 +800,16 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         raise MeshdiagError(
             f"tile assignment names device {int(np.argmax(seen > 1))} more than once"
         )
+    return n
+
+
+def _tiling_grid(sharding: HloSharding, rank: int, n: int) -> _TilingGrid:
+    import numpy as np
+
+    tile = sharding.tile
+    assert tile is not None
+    arr = tile.array().reshape(-1)
+    count = arr.size
     coords = np.unravel_index(np.arange(count), tile.dims)
     tile_index = np.full((n, rank), -1, dtype=np.int64)
     for d in range(rank):  # kept for `chunk`-absent devices too: renderers show their tile
@@ -703,13 +823,6 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         )
     else:
         key_pos = np.zeros(count, dtype=np.int64)
-    partial = "unreduced" in kinds
-    manual = "manual" in kinds
-    notes = []
-    if partial:
-        notes.append("unreduced subgroups: devices in a tile hold partial sums")
-    if manual:
-        notes.append("manual subgroups: devices in a tile hold their own local data")
     gather = member = None
     if n <= MAX_GATHER_DEVICES:
         member = np.zeros(n, dtype=bool)  # the devices the sharding names
@@ -717,24 +830,13 @@ def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tilin
         offsets = np.cumsum((0, *tile.dims[: rank - 1]), dtype=np.int64) if rank else 0
         end = sum(tile.dims[:rank])
         gather = np.where(member[:, None], tile_index + offsets, end)
-    t = _Tiling(
-        arr,
-        n,
-        coords,
-        tile_index,
-        key_pos,
-        _groups(n, arr, key_pos, None),
-        partial,
-        manual,
-        tuple(notes),
-        gather,
-        member,
-        member is not None and bool(member.all()),
+    g = _TilingGrid(
+        arr, coords, tile_index, key_pos, _groups(n, arr, key_pos, None), gather, member
     )
-    for a in (t.arr, t.tile_index, t.key_pos, t.groups, *t.coords, gather, member):
+    for a in (g.arr, g.tile_index, g.key_pos, g.groups, *g.coords, gather, member):
         if a is not None:
             a.flags.writeable = False
-    return t
+    return g
 
 
 def _groups(n: int, arr: np.ndarray, key_pos: np.ndarray, absent: np.ndarray | None):
@@ -790,9 +892,9 @@ def _tiled_arrays(lay: Layout) -> DeviceArrays:
     """A tiled layout's rows, from its tiling and its dims' splits."""
     import numpy as np
 
-    t, ranges, rank = lay.tiling, lay.ranges, lay.rank
-    assert t is not None
-    arr, n, coords = t.arr, t.n, t.coords
+    assert lay.tiling is not None
+    t, ranges, rank, n = lay.tiling.grid, lay.ranges, lay.rank, lay.num_devices
+    arr, coords = t.arr, t.coords
     if t.gather is not None:
         starts, stops, buffers, present = _gathered(t, list(ranges))
     else:
@@ -826,10 +928,10 @@ def _tiled_arrays(lay: Layout) -> DeviceArrays:
 
 
 def _gathered(
-    t: _Tiling, ranges: list[DimSplit]
+    t: _TilingGrid, ranges: list[DimSplit]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(starts, stops, buffers, present) of a small tiling's devices, each array taken
-    from the dims' ranges laid end to end in one step (`_Tiling.gather`), rather than one
+    from the dims' ranges laid end to end in one step (`_TilingGrid.gather`), rather than one
     numpy call per dim and array: a 2-D layout of 8 devices took 48 us, most of it in the
     calls' own cost. Devices the sharding does not name read the 0 at the end; `present`
     is the tiling's own `member` unless `chunk` leaves some device without data."""
@@ -857,10 +959,7 @@ def _split(n: int, k: int, rule: str, dim: int, splits: Table | None) -> DimSpli
     key = (n, k, rule)
     s = splits.get(key)
     if s is None:
-        s = split_dim(n, k, rule, dim=dim)
-        for a in (s.starts, s.stops, s.present, s.buffers):
-            a.flags.writeable = False
-        splits.put(key, s)
+        s = splits.put(key, split_dim(n, k, rule, dim=dim))
     return s
 
 

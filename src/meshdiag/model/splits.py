@@ -21,56 +21,95 @@ if TYPE_CHECKING:
 
 SplitRule = Literal["xla", "chunk", "array-split", "even"]
 SPLIT_RULES: tuple[str, ...] = ("xla", "chunk", "array-split", "even")
-#: up to so many shards `DimSplit.part` reads from lists
-MAX_LISTED_SHARDS = 4096
 
 
 @dataclass(frozen=True)
 class DimSplit:
-    """Ranges of shards 0..k-1 along one dimension (numpy int64 arrays of length k)."""
+    """Shards 0..k-1 of a dimension of `n` elements under a split `rule` (made by
+    `split_dim`, which checks them): a shard alone as Python values (`part`, arithmetic),
+    or every shard's range and buffer as numpy int64 arrays of length k, made when first
+    asked (read-only)."""
 
-    starts: np.ndarray
-    stops: np.ndarray
-    #: False where the shard holds nothing at all (no buffer): `chunk` past the last chunk
-    present: np.ndarray
-    #: per-shard buffer extent (padded under `xla`)
-    buffers: np.ndarray
-    #: every shard holds data, none is empty and none padded (worked out from n and k)
-    whole: bool = False
+    n: int
+    k: int
+    rule: SplitRule
+
+    @property
+    def whole(self) -> bool:
+        """Every shard holds data, none is empty and none padded (from n and k alone)."""
+        n, k = self.n, self.k
+        if self.rule == "array-split":
+            return n >= k
+        if self.rule == "chunk":  # every chunk starts before the end
+            return n > 0 and (k - 1) * -(-n // k) < n
+        return n > 0 and n % k == 0  # every buffer the tile ceil(n/k): whole when the shards are
 
     def part(self, i: int) -> tuple[tuple[int, int], bool, int, int]:
-        """Shard `i` as Python values: its (start, stop), whether it is present, its buffer
-        and its fit: 0 a whole tile (`ceil(n/k)` long), 1 shorter, 2 empty. From lists made
-        at first ask when there are few shards (a picture reads each a few times)."""
-        rows = self._rows
-        if rows is not None:
-            return rows[i]
-        return self._row(
-            int(self.starts[i]), int(self.stops[i]), bool(self.present[i]), int(self.buffers[i])
-        )
-
-    def _row(
-        self, start: int, stop: int, held: bool, buf: int
-    ) -> tuple[tuple[int, int], bool, int, int]:
-        k = len(self.starts)
-        n = int(self.stops[-1]) if k else 0
-        fit = 2 if stop <= start else 1 if stop - start < -(-n // k) else 0
+        """Shard `i`'s (start, stop), whether it is present, its buffer and its fit: 0 a
+        whole tile (`ceil(n/k)` long), 1 shorter, 2 empty; what the arrays hold at `i`."""
+        n, k = self.n, self.k
+        c = -(-n // k)
+        if self.rule == "array-split":
+            q, r = divmod(n, k)
+            start = i * q + min(i, r)
+            stop = start + q + (i < r)
+            held, buf = True, stop - start
+        else:
+            start, stop = min(i * c, n), min((i + 1) * c, n)
+            if self.rule != "chunk":
+                held, buf = True, c
+            else:  # past the last chunk nothing (a size-0 dim: k empty chunks, as torch)
+                held = start < n or not n
+                buf = stop - start if held else 0
+        fit = 2 if stop <= start else 1 if stop - start < c else 0
         return (start, stop), held, buf, fit
 
+    @property
+    def starts(self) -> np.ndarray:
+        return self._arrays[0]
+
+    @property
+    def stops(self) -> np.ndarray:
+        return self._arrays[1]
+
+    @property
+    def present(self) -> np.ndarray:
+        """False where the shard holds nothing at all (no buffer): `chunk` past the last
+        chunk."""
+        return self._arrays[2]
+
+    @property
+    def buffers(self) -> np.ndarray:
+        """Per-shard buffer extent (padded under `xla`)."""
+        return self._arrays[3]
+
     @cached_property
-    def _rows(self) -> list[tuple[tuple[int, int], bool, int, int]] | None:
-        if len(self.starts) > MAX_LISTED_SHARDS:
-            return None
-        return [
-            self._row(a, b, p, c)
-            for a, b, p, c in zip(
-                self.starts.tolist(),
-                self.stops.tolist(),
-                self.present.tolist(),
-                self.buffers.tolist(),
-                strict=True,
-            )
-        ]
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        import numpy as np
+
+        n, k = self.n, self.k
+        i = np.arange(k, dtype=np.int64)
+        if self.rule == "array-split":
+            q, r = divmod(n, k)
+            buffers = np.where(i < r, q + 1, q).astype(np.int64)
+            stops = np.cumsum(buffers)
+            starts = stops - buffers
+            present = np.ones(k, dtype=bool)
+        else:
+            c = -(-n // k)  # ceil
+            starts = np.minimum(i * c, n)
+            stops = np.minimum((i + 1) * c, n)
+            if self.rule == "chunk":
+                # torch.chunk of a size-0 dim returns `k` empty chunks (split_with_sizes path)
+                present = starts < n if n else np.ones(k, dtype=bool)
+                buffers = np.where(present, stops - starts, 0)
+            else:
+                present = np.ones(k, dtype=bool)
+                buffers = np.full(k, c, dtype=np.int64)
+        out = (starts, stops, present, buffers)
+        for a in out:
+            a.flags.writeable = False
+        return out
 
 
 def check_rule(rule: str) -> SplitRule:
@@ -83,8 +122,6 @@ def check_rule(rule: str) -> SplitRule:
 
 def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
     """Split a dimension of `n` elements into `k` shards."""
-    import numpy as np
-
     rule = check_rule(rule)
     if k < 1:
         raise MeshdiagError(f"cannot split into {k} shards")
@@ -93,30 +130,9 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
     if n >= MAX_DIM:  # the ranges are int64: refused, not overflowed
         where = f"dimension {dim} " if dim is not None else "dimension "
         raise LimitError(f"{where}of size {n} is too large (limit {MAX_DIM - 1})")
-    i = np.arange(k, dtype=np.int64)
-    if rule == "array-split":
-        q, r = divmod(n, k)
-        sizes = np.where(i < r, q + 1, q)
-        stops = np.cumsum(sizes)
-        starts = stops - sizes
-        return DimSplit(starts, stops, np.ones(k, dtype=bool), sizes, whole=n >= k)
     if rule == "even" and n % k:
         where = f"dimension {dim} " if dim is not None else "dimension "
         raise MeshdiagError(
             f"{where}of size {n} is not divisible by its {k} shards (split rule 'even')"
         )
-    c = -(-n // k)  # ceil
-    starts = np.minimum(i * c, n)
-    stops = np.minimum((i + 1) * c, n)
-    if rule == "chunk":
-        # torch.chunk of a size-0 dim returns `k` empty chunks (split_with_sizes path)
-        present = starts < n if n else np.ones(k, dtype=bool)
-        buffers = np.where(present, stops - starts, 0)
-    else:
-        present = np.ones(k, dtype=bool)
-        buffers = np.full(k, c, dtype=np.int64)
-    if rule == "chunk":  # every chunk starts before the end: none empty, none padded
-        whole = n > 0 and (k - 1) * c < n
-    else:  # every buffer the tile `c`: whole when the shards are
-        whole = n > 0 and n % k == 0
-    return DimSplit(starts, stops, present, buffers, whole=whole)
+    return DimSplit(n, k, rule)

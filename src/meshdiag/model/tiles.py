@@ -48,6 +48,11 @@ def canonicalize_iota(
     return tuple(sizes), tuple(p)
 
 
+#: up to so many devices `TileAssignment.devices` lists an iota assignment in Python (a
+#: picture of a few devices needs no numpy)
+LISTED_DEVICES = 1024
+
+
 @dataclass(frozen=True, eq=False)
 class TileAssignment:
     dims: tuple[int, ...]
@@ -139,6 +144,8 @@ class TileAssignment:
         """Row-major device list (V1 form)."""
         if self.explicit is not None:
             return self.explicit
+        if self._array is None and self.num_devices <= LISTED_DEVICES:  # (no numpy for a few)
+            return self._first_devices(self.num_devices)
         return tuple(int(x) for x in self.array().reshape(-1))
 
     def as_iota(self) -> TileAssignment | None:

@@ -125,11 +125,11 @@ class TileIndex:
     def position(self, lin: int) -> int | None:
         """Where the tile whose row-major number is `lin` is in the tile order (`nth`), or
         None when no device holds it."""
-        import numpy as np
-
         order = self._order
         if len(order) <= SMALL_INDEX:  # a picture's few tiles: numpy calls cost more
             return order.position().get(lin)
+        import numpy as np
+
         k = int(np.searchsorted(order.lin, lin))
         if k < len(order) and int(order.lin[k]) == lin:
             return k
@@ -413,8 +413,6 @@ def header_lines(
 ) -> list[str]:
     """The one-line header, the legend (unless a report prints it once for all its
     pictures), and notes (padding, empty devices, projection)."""
-    import numpy as np
-
     n = lay.num_devices
     head = (
         f"{sharding_text or lay.kind}  shape {dims_text(lay.shape)}  split {lay.split}  "
@@ -428,6 +426,8 @@ def header_lines(
     if lay.whole_shards:  # no device padded, empty or without data
         _plan_notes(lay, plan, lines)
         return lines
+    import numpy as np
+
     padded = lay.padded
     if padded.any():
         devs = np.nonzero(padded)[0]
