@@ -46,7 +46,20 @@ class DimSplit:
 
     def part(self, i: int) -> tuple[tuple[int, int], bool, int, int]:
         """Shard `i`'s (start, stop), whether it is present, its buffer and its fit: 0 a
-        whole tile (`ceil(n/k)` long), 1 shorter, 2 empty; what the arrays hold at `i`."""
+        whole tile (`ceil(n/k)` long), 1 shorter, 2 empty; what the arrays hold at `i`.
+        Kept per shard (a run keeps its splits, and pictures read the same few shards of a
+        dim that recurs in many shapes)."""
+        parts = self._parts
+        got = parts.get(i)
+        if got is None:
+            got = parts[i] = self._part(i)
+        return got
+
+    @cached_property
+    def _parts(self) -> dict[int, tuple[tuple[int, int], bool, int, int]]:
+        return {}
+
+    def _part(self, i: int) -> tuple[tuple[int, int], bool, int, int]:
         n, k = self.n, self.k
         c = -(-n // k)
         if self.rule == "array-split":

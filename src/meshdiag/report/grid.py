@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.notation.devicelist import NOTATION, compress_devices
@@ -146,8 +147,10 @@ def tiles_of(lay: Layout) -> dict[tuple[int, ...], Tile]:
     return {t.index: t for t in TileIndex(lay)}
 
 
-@dataclass(frozen=True)
-class Facet:
+class Facet(NamedTuple):
+    """One grid of a picture (named tuples: a picture makes one or two per layout, and a
+    frozen dataclass took microseconds each)."""
+
     title: str | None  # e.g. "dim0=1/2 [16:32]"; None for a single grid
     cells: tuple[tuple[Tile | None, ...], ...]  # rows × cols (the first ones when truncated)
     row_weights: tuple[int, ...]  # extent of each row along its dims (for proportional sizes)
@@ -157,8 +160,7 @@ class Facet:
     total_cols: int = 0
 
 
-@dataclass(frozen=True)
-class GridPlan:
+class GridPlan(NamedTuple):
     row_dims: tuple[int, ...]  # tensor dims flattened (row-major) into the rows
     col_dims: tuple[int, ...]
     facet_dims: tuple[int, ...]
@@ -236,7 +238,7 @@ def plan_grid(
                 f"{min((i + 1) * -(-shape[d] // t[d]), shape[d])}]"
                 for d, i in zip(facet_d, fidx, strict=True)
             )
-        grid = tuple(tuple(None if k is None else nth(k) for k in row) for row in cells)
+        grid = tuple([tuple([None if k is None else nth(k) for k in row]) for row in cells])
         facets.append(Facet(title, grid, row_weights, col_weights, sk.total_rows, sk.total_cols))
     return GridPlan(rows_d, cols_d, facet_d, tuple(facets), sk.projected)
 
@@ -257,7 +259,9 @@ def _weights(
 
     if len(dims) == 1:  # (most grids: one dim each way)
         (d,) = dims
-        return tuple([extent(d, i) for (i,) in idx])
+        n = shape[d]
+        c = -(-n // tiles[d])
+        return tuple([max(0, min((i + 1) * c, n) - min(i * c, n)) for (i,) in idx])
     return tuple(math.prod(extent(d, i) for d, i in zip(dims, r, strict=True)) for r in idx)
 
 
@@ -645,8 +649,8 @@ class LayoutPicture:
                 [cell_lines(lay, t, dims=dims, texts=known) for t in row] for row in facet.cells
             ]
             natural = [
-                max(MIN_LABEL_WIDTH, *(len(s) + 2 for row in texts for s in row[j]))
-                for j in range(ncols)
+                max(MIN_LABEL_WIDTH - 2, *map(len, chain.from_iterable(column))) + 2
+                for column in zip(*texts, strict=True)
             ]
             room = width - (ncols + 1)  # borders
             if sum(natural) > room:
@@ -667,7 +671,7 @@ class LayoutPicture:
             widths = distribute(facet.col_weights, natural, target)
             if sum(widths) > room:
                 widths = natural
-            nlines = max(len(c) for row in texts for c in row)
+            nlines = max(map(len, chain.from_iterable(texts)))
             height_total = min(max(8, nlines * len(facet.cells)), 12 * len(facet.cells))
             if lay.rank <= 1 or self.compact:
                 heights = [nlines] * len(facet.cells)
@@ -715,8 +719,6 @@ class LayoutPicture:
         None where only rich draws it: a table wider than the console (rich wraps it), a
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
-        from rich.cells import get_character_cell_size
-
         lay = self.layout
         plan = drawn = None
         if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
@@ -741,10 +743,11 @@ class LayoutPicture:
         # character by character in Python: a third of drawing it); a picture of printable
         # ASCII and the symbols pictures draw needs no look-up (the set of its characters
         # alone took 8 us)
-        if _OTHER_CHARACTER.search(flat) is not None and (
-            not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat))
-        ):
-            return None
+        if _OTHER_CHARACTER.search(flat) is not None:
+            from rich.cells import get_character_cell_size
+
+            if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
+                return None
         return "\n".join(out) + "\n"
 
     # table fallback ---------------------------------------------------------------------
