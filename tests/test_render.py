@@ -531,3 +531,44 @@ def test_the_characters_pictures_draw_without_a_look_up_are_one_column():
     for c in chars:
         assert c.isprintable() and get_character_cell_size(c) == 1, hex(ord(c))
     assert re.fullmatch(f"[{grid._ONE_COLUMN}]+", " ~─╿×…∅—")
+
+
+#: mesh axes: names as meshes name them, sizes up to 8 (grids of up to 64 devices)
+_MESH_AXES = st.lists(
+    st.tuples(st.from_regex(r"[a-z_][a-z0-9_]{0,11}", fullmatch=True), st.integers(1, 8)),
+    min_size=1,
+    max_size=3,
+    unique_by=lambda a: a[0],
+).filter(lambda axes: math.prod(n for _, n in axes) <= 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MESH_AXES, st.sampled_from([16, 30, 50, 80, 120]), st.booleans())
+def test_plain_mesh_grid_is_what_rich_draws(axes, width, color):
+    """A mesh's grid drawn without rich is rich's drawing byte for byte (or left to rich:
+    None), and a grid wider than the console says so on its title line (rich squeezed its
+    columns to an empty line) whatever draws it."""
+    import io
+
+    from rich.console import Console
+
+    from meshdiag.inputs.mesh_input import parse_mesh
+    from meshdiag.ir.model import MeshDecl
+    from meshdiag.report.file_text import MeshGrid, mesh_grid
+
+    text = ",".join(f"{name}={n}" for name, n in axes)
+    grid = mesh_grid(MeshDecl("mesh", parse_mesh(text), 1, 1, text))
+    assert isinstance(grid, MeshGrid)
+    buf = io.StringIO()
+    Console(
+        file=buf, width=width, color_system="truecolor" if color else None, soft_wrap=True
+    ).print(grid)
+    drawn = buf.getvalue()
+    plain = grid.plain(width)
+    if not color:
+        assert plain is None or plain == drawn
+        assert plain is not None or len(grid.title) > width
+    wide = "(device grid wider than the console)" in drawn
+    assert wide == (grid._width() > width)
+    if not wide:
+        assert all(str(d) in drawn for d in range(math.prod(n for _, n in axes)))

@@ -24,23 +24,75 @@ MAX_GRID = 64  # mesh grids larger than this are summarised in one line
 
 
 def mesh_grid(d: MeshDecl):
-    """A mesh as a small table of device ids (rows: first axis; columns: the rest)."""
+    """A mesh as a small table of device ids (rows: first axis; columns: the rest), or its
+    title alone for a mesh of more than MAX_GRID devices."""
     m = d.mesh
     title = f"@{d.name} = {m.short() if m else d.text}"
     if m is None or m.size > MAX_GRID or len(m.axes) == 0:
         return Text(title)
-    ids = m.ids
-    rows = m.shape[0] if len(m.shape) > 1 else 1
-    cols = m.size // rows
-    t = Table(title=title, title_justify="left", show_header=len(m.axes) > 1, box=None)
-    t.add_column(m.names[0] if len(m.axes) > 1 else "", style="bold")
-    rest = ",".join(m.names[1:]) if len(m.axes) > 1 else m.names[0]
-    for c in range(cols):
-        t.add_column(f"{rest}[{c}]" if cols <= 8 else str(c), justify="right")
-    for r in range(rows):
-        label = f"{m.names[0]}={r}" if len(m.axes) > 1 else ""
-        t.add_row(label, *(str(ids[r * cols + c]) for c in range(cols)))
-    return t
+    return MeshGrid(title, m)
+
+
+class MeshGrid:
+    """A mesh's device ids as a table: rich's, or the same text drawn without rich
+    (`plain`: a rich table took 2.6 ms to lay out, and a file of many meshes, or a run
+    whose kept renderings turn over, draws them again and again)."""
+
+    def __init__(self, title: str, m) -> None:
+        self.title = title
+        ids = m.ids
+        rows = m.shape[0] if len(m.shape) > 1 else 1
+        cols = m.size // rows
+        named = len(m.axes) > 1
+        rest = ",".join(m.names[1:]) if named else m.names[0]
+        #: the header (shown when the mesh has two or more axes) and the rows, as text
+        self.header = (m.names[0] if named else "",) + tuple(
+            f"{rest}[{c}]" if cols <= 8 else str(c) for c in range(cols)
+        )
+        self.named = named
+        self.rows = [
+            (f"{m.names[0]}={r}" if named else "",)
+            + tuple(str(ids[r * cols + c]) for c in range(cols))
+            for r in range(rows)
+        ]
+
+    def __rich_console__(self, console, options):
+        if self._width() > options.max_width:  # (rich squeezed its columns to nothing)
+            yield Text(f"{self.title}  (device grid wider than the console)")
+            return
+        yield self._table()
+
+    def _width(self) -> int:
+        shown = [self.header, *self.rows] if self.named else self.rows
+        return sum(max(map(len, column)) + 2 for column in zip(*shown, strict=True))
+
+    def _table(self) -> Table:
+        t = Table(title=self.title, title_justify="left", show_header=self.named, box=None)
+        t.add_column(self.header[0], style="bold")
+        for name in self.header[1:]:
+            t.add_column(name, justify="right")
+        for row in self.rows:
+            t.add_row(*row)
+        return t
+
+    def plain(self, width: int) -> str | None:
+        """What a colourless console `width` columns wide prints for the table (its title,
+        then each row: cells as wide as their column's widest, the first left-justified,
+        the others right, a space either side); None where only rich draws it: a table or
+        title wider than the console (rich squeezes it)."""
+        shown = [self.header, *self.rows] if self.named else self.rows
+        widths = [max(map(len, column)) for column in zip(*shown, strict=True)]
+        if len(self.title) > width:
+            return None
+        if sum(widths) + 2 * len(widths) > width:
+            return f"{self.title}  (device grid wider than the console)\n"
+        lines = [self.title]
+        for row in shown:
+            cells = zip(row[1:], widths[1:], strict=True)
+            lines.append(
+                f" {row[0].ljust(widths[0])} " + "".join(f" {c.rjust(w)} " for c, w in cells)
+            )
+        return "\n".join(lines) + "\n"
 
 
 def module_lines(s: ModuleSummary) -> Iterator:
@@ -219,8 +271,9 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if isinstance(part, Cached):  # made only now: it was not rendered before
         part = part.renderable
     text = None
-    if part.__class__ is LayoutPicture and console.color_system is None and console.soft_wrap:
-        text = part.plain(console.width)  # the same text, drawn without rich's tables
+    if part.__class__ in (LayoutPicture, MeshGrid) and console.color_system is None:
+        if console.soft_wrap:  # the same text, drawn without rich's tables
+            text = part.plain(console.width)
     if text is None:
         with console.capture() as cap:
             console.print(part)
