@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from meshdiag.pipeline.module_summary import ModuleSummary, Picture
 
 MAX_GRID = 64  # mesh grids larger than this are summarised in one line
+#: said of a mesh whose device ids do not fit the console's width
+TOO_WIDE = "(device grid wider than the console)"
 
 
 def mesh_grid(d: MeshDecl):
@@ -57,14 +59,14 @@ class MeshGrid:
         ]
 
     def __rich_console__(self, console, options):
-        if self._width() > options.max_width:  # (rich squeezed its columns to nothing)
-            yield Text(f"{self.title}  (device grid wider than the console)")
+        if self.cells_width() > options.max_width:  # (rich squeezed them to an empty line)
+            yield Text(f"{self.title}  {TOO_WIDE}")
             return
         yield self._table()
 
-    def _width(self) -> int:
-        shown = [self.header, *self.rows] if self.named else self.rows
-        return sum(max(map(len, column)) + 2 for column in zip(*shown, strict=True))
+    def cells_width(self) -> int:
+        """How wide the device ids are drawn (rich narrows the header to fit, not them)."""
+        return sum(max(map(len, column)) + 2 for column in zip(*self.rows, strict=True))
 
     def _table(self) -> Table:
         t = Table(title=self.title, title_justify="left", show_header=self.named, box=None)
@@ -78,14 +80,16 @@ class MeshGrid:
     def plain(self, width: int) -> str | None:
         """What a colourless console `width` columns wide prints for the table (its title,
         then each row: cells as wide as their column's widest, the first left-justified,
-        the others right, a space either side); None where only rich draws it: a table or
-        title wider than the console (rich squeezes it)."""
+        the others right, a space either side); None where only rich draws it: a header
+        or title wider than the console (rich narrows it)."""
         shown = [self.header, *self.rows] if self.named else self.rows
         widths = [max(map(len, column)) for column in zip(*shown, strict=True)]
         if len(self.title) > width:
             return None
-        if sum(widths) + 2 * len(widths) > width:
-            return f"{self.title}  (device grid wider than the console)\n"
+        if self.cells_width() > width:
+            return f"{self.title}  {TOO_WIDE}\n"
+        if sum(widths) + 2 * len(widths) > width:  # rich narrows the header
+            return None
         lines = [self.title]
         for row in shown:
             cells = zip(row[1:], widths[1:], strict=True)
