@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -487,8 +486,10 @@ def distribute(weights: tuple[int, ...], minimum: list[int], total: int) -> list
     return [max(m, int(total * w / wsum)) for w, m in zip(ws, minimum, strict=True)]
 
 
-@dataclass(frozen=True)
-class TableRow:
+class TableRow(NamedTuple):
+    """A tile's row of the compact table, as the cells' text (a named tuple: a table
+    makes one per tile shown)."""
+
     tile: str
     devices: str
     slices: str
@@ -791,7 +792,7 @@ class LayoutPicture:
             if r is None:
                 out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
             else:
-                out.append((r.tile, r.devices, r.slices, r.shard, r.buffer, r.note))
+                out.append(tuple(r))
         if _table_width(_column_widths(out)) <= width:
             return out
         body = out[1:]
@@ -822,21 +823,31 @@ class LayoutPicture:
             return None
         blank = " " * total
         lines = [blank]
+        one_line = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "  # a row of 1-line cells
         for k, row in enumerate(cells):
-            parts = [c.split("\n") for c in row]  # a wrapped cell: its lines, top aligned
-            for i in range(max(map(len, parts))):
-                lines.append(
-                    " "
-                    + "   ".join(
-                        (p[i] if i < len(p) else "").ljust(w)
-                        for p, w in zip(parts, widths, strict=True)
-                    )
-                    + " "
-                )
+            if not any("\n" in c for c in row):
+                lines.append(one_line.format(*row))
+            else:
+                self._wrapped_row(row, widths, lines)
             if k == 0:
                 lines.append(" " + "─" * (total - 2) + " ")
         lines.append(blank)
         return lines
+
+    @staticmethod
+    def _wrapped_row(row: tuple[str, ...], widths: list[int], lines: list[str]) -> None:
+        """The lines of a table row some of whose cells are wrapped over several lines (top
+        aligned), appended to `lines`."""
+        parts = [c.split("\n") for c in row]
+        for i in range(max(map(len, parts))):
+            lines.append(
+                " "
+                + "   ".join(
+                    (p[i] if i < len(p) else "").ljust(w)
+                    for p, w in zip(parts, widths, strict=True)
+                )
+                + " "
+            )
 
 
 def _column_widths(cells: list[tuple[str, ...]]) -> list[int]:
