@@ -549,7 +549,8 @@ MAX_TILING_DEVICES = 1024
 #: tilings of up to so many devices lay out in one gather (`_gathered`); bigger ones dim by
 #: dim, without the [devices, rank] index array
 MAX_GATHER_DEVICES = 4096
-#: dim splits a run keeps, of at most so many shards (4 arrays: 2 KB each, 8 MB in all)
+#: dim splits a run keeps, of at most so many shards (their shards read and, once asked,
+#: 4 arrays: at most 2 KB each, 8 MB in all)
 MAX_SPLITS = 4096
 MAX_SPLIT_SHARDS = 64
 
@@ -952,8 +953,9 @@ def _gathered(
 
 
 def _split(n: int, k: int, rule: str, dim: int, splits: Table | None) -> DimSplit:
-    """`split_dim`, remembered in `splits` (a run's dims repeat across shapes that do not:
-    16 us of a 48 us layout of two dims) for splits of at most MAX_SPLIT_SHARDS shards."""
+    """`split_dim`, remembered in `splits` for splits of at most MAX_SPLIT_SHARDS shards:
+    a run's dims repeat across shapes that do not, and a split keeps the shards read of it
+    (`DimSplit.part`) and its arrays once made."""
     if splits is None or k > MAX_SPLIT_SHARDS:
         return split_dim(n, k, rule, dim=dim)
     key = (n, k, rule)

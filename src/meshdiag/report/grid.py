@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -78,8 +79,8 @@ SMALL_INDEX = 4096
 class TileIndex:
     """The tiles of a layout, built on demand.
 
-    The member devices are sorted by tile once (numpy); any tile, or the k-th tile in
-    row-major order, is then built alone. A million-device layout has up to a million tiles:
+    The member devices are sorted by tile once per tiling (`Layout.tile_order`); any tile,
+    or the k-th tile in row-major order, is then built alone from the dims' splits. A million-device layout has up to a million tiles:
     pictures and tables look at a few of them and must not build the rest.
     """
 
@@ -203,9 +204,14 @@ def choose_dims(
 
 
 def grid_cells(lay: Layout, max_facets: int = MAX_FACETS) -> int:
-    """Cells a full picture of the layout has (facets × rows × columns), without planning it."""
-    rows_d, cols_d, facet_d, _ = choose_dims(lay.shape, lay.tiles, max_facets)
-    return math.prod(lay.tiles[d] for d in facet_d + rows_d + cols_d)
+    """Cells a full picture of the layout has (facets × rows × columns), without planning it
+    (once per tiling: it depends on the rank and the tile counts alone)."""
+    known = lay.by_tiling("grid.cells")
+    n = known.get(max_facets)
+    if n is None:
+        rows_d, cols_d, facet_d, _ = choose_dims(lay.shape, lay.tiles, max_facets)
+        n = known[max_facets] = math.prod(lay.tiles[d] for d in facet_d + rows_d + cols_d)
+    return n
 
 
 def plan_grid(
@@ -221,25 +227,23 @@ def plan_grid(
     million tiles plans only what it draws. `index`: the layout's tiles, when the caller
     has them."""
     tiles = index if index is not None else TileIndex(lay)
-    sk = _skeleton(lay, tiles, max_facets, max_rows, max_cols)
-    rows_d, cols_d, facet_d = sk.rows_d, sk.cols_d, sk.facet_d
-    t, shape = lay.tiles, lay.shape
-
-    row_weights = _weights(shape, t, rows_d, sk.row_idx)
-    col_weights = _weights(shape, t, cols_d, sk.col_idx)
+    sk = _skeleton(lay, lambda: tiles, max_facets, max_rows, max_cols)
+    row_weights, col_weights = sk.weights(lay)
     nth = tiles.nth
     facets = []
     for fidx, cells in sk.facets:
-        title = None
-        if facet_d:
-            title = ", ".join(
-                f"dim{d}={i}/{t[d]} [{min(i * -(-shape[d] // t[d]), shape[d])}:"
-                f"{min((i + 1) * -(-shape[d] // t[d]), shape[d])}]"
-                for d, i in zip(facet_d, fidx, strict=True)
-            )
         grid = tuple([tuple([None if k is None else nth(k) for k in row]) for row in cells])
-        facets.append(Facet(title, grid, row_weights, col_weights, sk.total_rows, sk.total_cols))
-    return GridPlan(rows_d, cols_d, facet_d, tuple(facets), sk.projected)
+        facets.append(
+            Facet(
+                sk.title(lay, fidx),
+                grid,
+                row_weights,
+                col_weights,
+                sk.total_rows,
+                sk.total_cols,
+            )
+        )
+    return GridPlan(sk.row_dims, sk.col_dims, sk.facet_dims, tuple(facets), sk.projected)
 
 
 def _weights(
@@ -269,9 +273,9 @@ class _Skeleton(NamedTuple):
     columns and facets, the rows' and columns' tile coordinates, and per facet its
     coordinates and each cell's tile (its place in the tile order; None: no device)."""
 
-    rows_d: tuple[int, ...]
-    cols_d: tuple[int, ...]
-    facet_d: tuple[int, ...]
+    row_dims: tuple[int, ...]
+    col_dims: tuple[int, ...]
+    facet_dims: tuple[int, ...]
     projected: bool
     row_idx: list[tuple[int, ...]]
     col_idx: list[tuple[int, ...]]
@@ -279,17 +283,37 @@ class _Skeleton(NamedTuple):
     total_cols: int
     facets: list[tuple[tuple[int, ...], list[list[int | None]]]]
 
+    def weights(self, lay: Layout) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The rows' and the columns' extents in `lay` (`_weights`)."""
+        return (
+            _weights(lay.shape, lay.tiles, self.row_dims, self.row_idx),
+            _weights(lay.shape, lay.tiles, self.col_dims, self.col_idx),
+        )
+
+    def title(self, lay: Layout, fidx: tuple[int, ...]) -> str | None:
+        """The title of the facet at `fidx` in `lay` (`dim0=1/2 [16:32]`), None without
+        facets."""
+        if not self.facet_dims:
+            return None
+        t, shape = lay.tiles, lay.shape
+        return ", ".join(
+            f"dim{d}={i}/{t[d]} [{min(i * -(-shape[d] // t[d]), shape[d])}:"
+            f"{min((i + 1) * -(-shape[d] // t[d]), shape[d])}]"
+            for d, i in zip(self.facet_dims, fidx, strict=True)
+        )
+
 
 def _skeleton(
     lay: Layout,
-    tiles: TileIndex,
+    index: Callable[[], TileIndex],
     max_facets: int,
     max_rows: int | None,
     max_cols: int | None,
 ) -> _Skeleton:
     """The layout's grid skeleton, worked out once per tiling (`Layout.by_tiling`: the dims
     a picture shows depend on the rank and the tile counts only, a cell's tile on the tile
-    assignment; a big file draws a few shardings on shapes that never repeat)."""
+    assignment; a big file draws a few shardings on shapes that never repeat). `index`
+    gives the layout's tiles, asked for only when the skeleton is worked out."""
     import itertools
 
     known = lay.by_tiling("grid.skeletons")
@@ -309,6 +333,7 @@ def _skeleton(
     def number(dims: tuple[int, ...], idx: tuple[int, ...]) -> int:
         return sum(i * stride[d] for d, i in zip(dims, idx, strict=True))
 
+    position = index().position
     row_idx = ranges(rows_d, max_rows)
     col_idx = ranges(cols_d, max_cols)
     row_lin = [number(rows_d, r) for r in row_idx]
@@ -317,7 +342,7 @@ def _skeleton(
     for fidx in ranges(facet_d, None):
         # a cell's tile number (row-major): the facet's, its row's and its column's parts
         base = number(facet_d, fidx)
-        facets.append((fidx, [[tiles.position(base + r + c) for c in col_lin] for r in row_lin]))
+        facets.append((fidx, [[position(base + r + c) for c in col_lin] for r in row_lin]))
     sk = known[key] = _Skeleton(
         rows_d,
         cols_d,
