@@ -573,3 +573,55 @@ def test_plain_mesh_grid_is_what_rich_draws(axes, width, color):
     assert wide == (grid.cells_width() > width)
     if not wide:
         assert all(str(d) in drawn for d in range(math.prod(n for _, n in axes)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _pictured_layouts(),
+    st.sampled_from([24, 40, 60, 80, 120, 200]),
+    st.sampled_from([4, 8, 32, 64]),
+    st.sampled_from([None, 1, 3]),
+)
+def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extra):
+    """A compact picture of a matrix whose tiles are all whole is drawn without planning
+    it (`_matrix`): where it is, its grid is the one `plan_grid` and `_drawn` make (with
+    devices the sharding leaves out, `extra`, and short, empty or padded tiles about)."""
+    from meshdiag.report.grid import LayoutPicture
+
+    if extra is not None and lay.kind == "tiled":  # more devices than the sharding names
+        lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
+    pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, compact=True)
+    direct = pic._matrix(width)
+    if direct is None:
+        return
+    drawn = pic._drawn(plan_grid(lay, index=pic._tiles()), width)
+    assert drawn is not None and len(drawn) == 1
+    assert (direct.widths, direct.heights, direct.lines) == (
+        drawn[0].widths,
+        drawn[0].heights,
+        drawn[0].lines,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "shape", "split", "direct"),
+    [
+        ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", (16, 9640), "xla", True),
+        ("{devices=[2,4]<=[8]}", (16, 48), "chunk", True),
+        ("{devices=[2,4]<=[8]}", (16, 40), "xla", True),
+        ("{devices=[2,4]<=[8]}", (15, 48), "xla", False),  # a padded row of tiles
+        ("{devices=[2,4]<=[8]}", (16, 46), "chunk", False),  # a short last chunk
+        ("{devices=[2,4]<=[8]}", (16, 48), "array-split", True),
+        ("{devices=[2,4]<=[8]}", (16, 46), "array-split", False),  # shorter shards
+        ("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}", (9640, 9648), "xla", False),
+    ],
+)
+def test_the_usual_matrix_is_drawn_directly(text, shape, split, direct):
+    """A compact picture of a matrix with whole tiles that fits the console takes the
+    direct way; an uneven one, or one too wide for its cells (a table), is planned."""
+    from meshdiag.report.grid import LayoutPicture
+
+    lay = layout(parse_gspmd(text), shape, split=split)
+    pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
+    assert (pic._matrix(80) is not None) == direct
+    assert pic.plain(80) == _rich_draws(pic, 80)

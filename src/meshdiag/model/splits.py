@@ -9,7 +9,7 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -33,6 +33,8 @@ class DimSplit:
     n: int
     k: int
     rule: SplitRule
+    #: what renderers work out from the split alone, once (a run keeps its splits)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def whole(self) -> bool:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
     from meshdiag.layouts.engine import Layout
+    from meshdiag.model.splits import DimSplit
 
 Status = Literal["ok", "short", "empty", "absent"]
 
@@ -414,17 +415,40 @@ def cell_lines(
         return ["—"]
     if texts is None:  # the same groups in every layout of a sharding
         texts = lay.by_tiling("grid.devices")
-    key = (tile.devices, width)
-    devices = texts.get(key)
-    if devices is None:
-        devices = texts[key] = compress_devices(tile.devices, max_chars=width)
-    lines = [devices]
+    lines = [_devices_text(texts, tile.devices, width)]
     if tile.status != "absent":
         lines.append(slice_text(lay, tile, dims))
     mark = mark_text(lay, tile)
     if mark:
         lines.append(mark)
     return lines
+
+
+def _devices_text(known: dict, devices: tuple[int, ...], width: int | None) -> str:
+    """A cell's device list as text (`compress_devices`), kept in `known` by devices and
+    width (`Layout.by_tiling("grid.devices")`)."""
+    key = (devices, width)
+    text = known.get(key)
+    if text is None:
+        text = known[key] = compress_devices(devices, max_chars=width)
+    return text
+
+
+def _whole_ranges(s: DimSplit) -> list[str] | None:
+    """Each shard's range as a picture prints it (`a:b`), or None when some shard is not a
+    whole tile (shorter, empty or without data: its cell has a mark); once per split."""
+    known = s.derived
+    if "grid.ranges" in known:
+        return known["grid.ranges"]
+    out: list[str] | None = []
+    for i in range(s.k):
+        (a, b), held, _, fit = s.part(i)
+        if fit or not held:
+            out = None
+            break
+        out.append(f"{a}:{b}")  # type: ignore[union-attr]
+    known["grid.ranges"] = out
+    return out
 
 
 def dims_text(shape: tuple[int, ...]) -> str:
@@ -746,10 +770,15 @@ class LayoutPicture:
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
         lay = self.layout
-        plan = drawn = None
-        if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
+        plan = None
+        matrix = self._matrix(width)
+        if matrix is not None:  # (its header is the general one: a rank-2 plan adds no note)
+            drawn: list[_DrawnFacet] | None = [matrix]
+        elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
+        else:
+            drawn = None
         if drawn is None:
             out = header_lines(lay, self.sharding_text, None, legend=self.legend)
             cells = self._table_cells(width)
@@ -775,6 +804,52 @@ class LayoutPicture:
             if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
                 return None
         return "\n".join(out) + "\n"
+
+    def _matrix(self, width: int) -> _DrawnFacet | None:
+        """The drawn grid of a big file's usual picture, made directly: a compact picture of
+        a matrix whose tiles are all whole (each cell its devices and `[a:b, c:d]`, no
+        mark) and fit `width` as they are. None for any other: `plan_grid` and `_drawn`
+        draw it then (where this draws, they draw the same: tested). Planned in general,
+        such a picture was two thirds of drawing it."""
+        lay = self.layout
+        t = lay.tiling
+        if not self.compact or lay.rank != 2 or t is None or lay.partial or not t.every_member:
+            return None
+        rows, cols = lay.tiles
+        if rows * cols > self.max_cells:
+            return None
+        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
+        if row_ranges is None or col_ranges is None:
+            return None
+        devices = t.derived.get("grid.matrix")
+        if devices is None:  # each cell's devices as text, once per tiling (every tile held)
+            tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
+            devices = t.derived["grid.matrix"] = [
+                [_devices_text(known, tile(r * cols + c)[1], None) for c in range(cols)]
+                for r in range(rows)
+            ]
+        texts = [
+            [(d, f"[{a}, {b}]") for d, b in zip(drow, col_ranges, strict=True)]
+            for drow, a in zip(devices, row_ranges, strict=True)
+        ]
+        natural = [
+            max(MIN_LABEL_WIDTH - 2, *map(len, chain.from_iterable(column))) + 2
+            for column in zip(*texts, strict=True)
+        ]
+        room = width - (cols + 1)  # borders
+        if sum(natural) > room:  # (the general path elides device lists, or draws a table)
+            return None
+        n = lay.shape[1]
+        c = -(-n // cols)
+        weights = tuple([max(0, min((j + 1) * c, n) - min(j * c, n)) for j in range(cols)])
+        widths = distribute(weights, natural, min(room, max(sum(natural), 60)))
+        if sum(widths) > room:
+            widths = natural
+        lines = [
+            [[d.center(w), r.center(w)] for (d, r), w in zip(row, widths, strict=True)]
+            for row in texts
+        ]
+        return _DrawnFacet(None, [], widths, [2] * rows, lines)
 
     # table fallback ---------------------------------------------------------------------
     def _table(self, width: int):
