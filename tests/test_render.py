@@ -575,9 +575,18 @@ def test_plain_mesh_grid_is_what_rich_draws(axes, width, color):
         assert all(str(d) in drawn for d in range(math.prod(n for _, n in axes)))
 
 
+#: untiled layouts of a matrix (every device, or one, holds it whole: one cell)
+_UNTILED_MATRICES = st.builds(
+    lambda text, shape, n: layout(parse_gspmd(text), shape, num_devices=n),
+    st.sampled_from(["{replicated}", "{maximal device=3}", "{manual}", "{unknown}", "{unreduced}"]),
+    st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    st.integers(4, 600),
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    _pictured_layouts(),
+    st.one_of(_pictured_layouts(), _UNTILED_MATRICES),
     st.sampled_from([24, 40, 60, 80, 120, 200]),
     st.sampled_from([4, 8, 32, 64]),
     st.sampled_from([None, 1, 3]),
@@ -614,6 +623,10 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
         ("{devices=[2,4]<=[8]}", (16, 48), "array-split", True),
         ("{devices=[2,4]<=[8]}", (16, 46), "array-split", False),  # shorter shards
         ("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}", (9640, 9648), "xla", False),
+        ("{replicated}", (16, 48), "xla", True),
+        ("{maximal device=3}", (16, 48), "xla", True),
+        ("{replicated}", (0, 48), "xla", False),  # an empty cell
+        ("{unreduced}", (16, 48), "xla", False),  # partial sums: a mark
     ],
 )
 def test_the_usual_matrix_is_drawn_directly(text, shape, split, direct):

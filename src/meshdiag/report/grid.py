@@ -813,21 +813,29 @@ class LayoutPicture:
         such a picture was two thirds of drawing it."""
         lay = self.layout
         t = lay.tiling
-        if not self.compact or lay.rank != 2 or t is None or lay.partial or not t.every_member:
+        if not self.compact or lay.rank != 2 or lay.partial:
             return None
         rows, cols = lay.tiles
         if rows * cols > self.max_cells:
             return None
-        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
-        if row_ranges is None or col_ranges is None:
+        if t is None:  # untiled: one cell, the whole tensor on the devices holding data
+            if 0 in lay.shape:
+                return None
+            row_ranges, col_ranges = [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"]
+            devices = [[compress_devices(lay.tile_order().tile(0)[1])]]
+        elif not t.every_member:
             return None
-        devices = t.derived.get("grid.matrix")
-        if devices is None:  # each cell's devices as text, once per tiling (every tile held)
-            tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
-            devices = t.derived["grid.matrix"] = [
-                [_devices_text(known, tile(r * cols + c)[1], None) for c in range(cols)]
-                for r in range(rows)
-            ]
+        else:
+            row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
+            if row_ranges is None or col_ranges is None:
+                return None
+            devices = t.derived.get("grid.matrix")
+            if devices is None:  # each cell's devices as text, once per tiling (all held)
+                tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
+                devices = t.derived["grid.matrix"] = [
+                    [_devices_text(known, tile(r * cols + c)[1], None) for c in range(cols)]
+                    for r in range(rows)
+                ]
         texts = [
             [(d, f"[{a}, {b}]") for d, b in zip(drow, col_ranges, strict=True)]
             for drow, a in zip(devices, row_ranges, strict=True)
