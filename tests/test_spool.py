@@ -68,3 +68,30 @@ def test_inspect_output_same_serial_and_parallel(tmp_path):
         ]
         assert outs[0] == outs[1] and len(outs[0]) > least
     assert list(spool_tmp.iterdir()) == []  # the spool directory is removed
+
+
+def test_a_serial_json_run_writes_straight_out(tmp_path, monkeypatch, capfdbinary):
+    """One process (`--jobs 1`): each batch's JSON goes straight to the output, joined by
+    ", ", and no spool file is written (a big file's whole JSON went through one); the
+    document is the one the spooling parallel run writes (above)."""
+    import json
+    from pathlib import Path
+
+    from meshdiag.cli.app import main
+
+    def no_spool(self):
+        raise AssertionError("a serial JSON run wrote a spool file")
+
+    monkeypatch.setattr(spool._Writer, "_rotate", no_spool)
+    monkeypatch.setattr("meshdiag.ir.batches.MAX_FILES", 2)  # batches joined by the writer
+    root = Path(__file__).resolve().parent.parent
+    files = [str(p) for p in sorted((root / "fixtures/jax").glob("*.mlir"))]
+    try:
+        main(["inspect", "-q", "-j1", "-f", "json", *files])
+    except SystemExit as e:
+        assert e.code in (0, 1)
+    out = capfdbinary.readouterr().out
+    doc = json.loads(out)
+    assert out == (json.dumps(doc) + "\n").encode()  # one json.dumps, separators and all
+    assert [f["path"] for f in doc["files"]] == files and len(files) > 3
+    assert spool._WRITER is None  # the run's direct writer is gone with it

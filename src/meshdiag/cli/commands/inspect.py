@@ -92,7 +92,11 @@ def inspect(
     results = None
     try:
         if fmt == "json":
-            state = (global_mesh, target, split_rule, layouts, None, spool.directory, bool(html))
+            spool_dir: str | None = spool.directory
+            if not parallel:  # one process: each batch's JSON straight out, joined by ", "
+                spool.direct(sys.stdout.buffer, b", ")
+                spool_dir = None
+            state = (global_mesh, target, split_rule, layouts, None, spool_dir, bool(html))
             results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
             summary = _write_json(results, progress, spool, skipped)
         else:
@@ -157,7 +161,7 @@ def _write_json(results, progress, spool, skipped: list[str]):
     findings: list[str] = []
     made = False
     for i, (paths, spooled, found, part, parts) in enumerate(_whole_files(results)):
-        if i:
+        if i and not spool.is_direct:  # (a direct writer puts it before the batch's JSON)
             out.write(b", ")
         if parts is None:
             spool.copy(spooled, out)  # the batch's files, joined by ", " already
