@@ -594,17 +594,23 @@ _UNTILED_MATRICES = st.builds(
 )
 def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extra):
     """A compact picture of a matrix whose tiles are all whole is drawn without planning
-    it (`_matrix`): where it is, its grid is the one `plan_grid` and `_drawn` make (with
-    devices the sharding leaves out, `extra`, and short, empty or padded tiles about)."""
+    it (`_matrix`): where it is, its grid is the one `plan_grid` and `_drawn` make, and
+    where it says no grid fits, theirs does not (with devices the sharding leaves out,
+    `extra`, and short, empty or padded tiles about)."""
     from meshdiag.report.grid import LayoutPicture
 
     if extra is not None and lay.kind == "tiled":  # more devices than the sharding names
         lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
+    from meshdiag.report.grid import _TABLE
+
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, compact=True)
     direct = pic._matrix(width)
     if direct is None:
         return
     drawn = pic._drawn(plan_grid(lay, index=pic._tiles()), width)
+    if direct is _TABLE:  # no grid fits: the planned one does not either
+        assert drawn is None
+        return
     assert drawn is not None and len(drawn) == 1
     assert (direct.widths, direct.heights, direct.lines) == (
         drawn[0].widths,
@@ -614,28 +620,46 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
 
 
 @pytest.mark.parametrize(
-    ("text", "shape", "split", "direct"),
+    ("text", "shape", "split", "way"),
     [
-        ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", (16, 9640), "xla", True),
-        ("{devices=[2,4]<=[8]}", (16, 48), "chunk", True),
-        ("{devices=[2,4]<=[8]}", (16, 40), "xla", True),
-        ("{devices=[2,4]<=[8]}", (15, 48), "xla", False),  # a padded row of tiles
-        ("{devices=[2,4]<=[8]}", (16, 46), "chunk", False),  # a short last chunk
-        ("{devices=[2,4]<=[8]}", (16, 48), "array-split", True),
-        ("{devices=[2,4]<=[8]}", (16, 46), "array-split", False),  # shorter shards
-        ("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}", (9640, 9648), "xla", False),
-        ("{replicated}", (16, 48), "xla", True),
-        ("{maximal device=3}", (16, 48), "xla", True),
-        ("{replicated}", (0, 48), "xla", False),  # an empty cell
-        ("{unreduced}", (16, 48), "xla", False),  # partial sums: a mark
+        ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", (16, 9640), "xla", "direct"),
+        ("{devices=[2,4]<=[8]}", (16, 48), "chunk", "direct"),
+        ("{devices=[2,4]<=[8]}", (16, 40), "xla", "direct"),
+        ("{devices=[2,4]<=[8]}", (15, 48), "xla", "planned"),  # a padded row of tiles
+        ("{devices=[2,4]<=[8]}", (16, 46), "chunk", "planned"),  # a short last chunk
+        ("{devices=[2,4]<=[8]}", (16, 48), "array-split", "direct"),
+        ("{devices=[2,4]<=[8]}", (16, 46), "array-split", "planned"),  # shorter shards
+        ("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}", (9640, 9648), "xla", "table"),
+        ("{devices=[1,8]<=[8]}", (8, 8 * 10**6), "xla", "table"),
+        ("{replicated}", (16, 48), "xla", "direct"),
+        ("{maximal device=3}", (16, 48), "xla", "direct"),
+        ("{replicated}", (0, 48), "xla", "planned"),  # an empty cell
+        ("{unreduced}", (16, 48), "xla", "planned"),  # partial sums: a mark
     ],
 )
-def test_the_usual_matrix_is_drawn_directly(text, shape, split, direct):
+def test_the_usual_matrix_is_drawn_directly(text, shape, split, way):
     """A compact picture of a matrix with whole tiles that fits the console takes the
-    direct way; an uneven one, or one too wide for its cells (a table), is planned."""
-    from meshdiag.report.grid import LayoutPicture
+    direct way, and one whose cells no grid can fit is a table without a grid planned
+    first; an uneven one is planned."""
+    _drawn_way(text, shape, split, 80, way)
+
+
+def test_a_matrix_whose_device_lists_do_not_fit_is_planned():
+    """Cells too wide for the console only for their device lists are planned: the grid
+    elides the lists (`0,2,5,7,…(+4)`) rather than giving up for a table."""
+    text = "{devices=[1,2,8]0,2,5,7,8,11,13,14,1,3,4,6,9,10,12,15 last_tile_dim_replicate}"
+    drawn = _drawn_way(text, (8, 16), "xla", 40, "planned")
+    assert "0,2,5,7,…(+4)" in drawn and "table instead" not in drawn
+
+
+def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str:
+    from meshdiag.report.grid import _TABLE, LayoutPicture
 
     lay = layout(parse_gspmd(text), shape, split=split)
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
-    assert (pic._matrix(80) is not None) == direct
-    assert pic.plain(80) == _rich_draws(pic, 80)
+    got = pic._matrix(width)
+    assert way == ("table" if got is _TABLE else "planned" if got is None else "direct")
+    drawn = pic.plain(width)
+    assert drawn == _rich_draws(pic, width)
+    assert ("table instead of a grid" in drawn) == (way == "table")
+    return drawn

@@ -589,6 +589,10 @@ def table_rows(
     return rows, elided
 
 
+#: `LayoutPicture._matrix`'s answer for a matrix no grid of which fits the console
+_TABLE = object()
+
+
 class _DrawnFacet(NamedTuple):
     """One facet's grid as drawn: tiles by row, column widths, row heights, and each cell's
     lines centred in its column."""
@@ -772,8 +776,10 @@ class LayoutPicture:
         lay = self.layout
         plan = None
         matrix = self._matrix(width)
-        if matrix is not None:  # (its header is the general one: a rank-2 plan adds no note)
-            drawn: list[_DrawnFacet] | None = [matrix]
+        if matrix is _TABLE:  # no grid fits: a table, with no grid planned in vain
+            drawn: list[_DrawnFacet] | None = None
+        elif matrix is not None:  # (its header is the general one: a rank-2 plan adds no note)
+            drawn = [matrix]  # type: ignore[list-item]
         elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
@@ -805,12 +811,13 @@ class LayoutPicture:
                 return None
         return "\n".join(out) + "\n"
 
-    def _matrix(self, width: int) -> _DrawnFacet | None:
+    def _matrix(self, width: int) -> _DrawnFacet | object | None:
         """The drawn grid of a big file's usual picture, made directly: a compact picture of
         a matrix whose tiles are all whole (each cell its devices and `[a:b, c:d]`, no
-        mark) and fit `width` as they are. None for any other: `plan_grid` and `_drawn`
-        draw it then (where this draws, they draw the same: tested). Planned in general,
-        such a picture was two thirds of drawing it."""
+        mark) and fit `width` as they are; `_TABLE` when no grid of them can fit (eliding
+        device lists would not help). None for any other: `plan_grid` and `_drawn` draw
+        it then (where this draws or gives up, they draw the same or give up: tested).
+        Planned in general, such a picture was two thirds of drawing it."""
         lay = self.layout
         t = lay.tiling
         if not self.compact or lay.rank != 2 or lay.partial:
@@ -845,7 +852,12 @@ class LayoutPicture:
             for column in zip(*texts, strict=True)
         ]
         room = width - (cols + 1)  # borders
-        if sum(natural) > room:  # (the general path elides device lists, or draws a table)
+        if sum(natural) > room:
+            # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
+            # cannot help when those are too wide together or a range does not fit one
+            narrow = MIN_CELL_WIDTH + 6
+            if narrow * cols > room or any(len(r) + 2 > narrow for _, r in chain(*texts)):
+                return _TABLE
             return None
         n = lay.shape[1]
         c = -(-n // cols)
