@@ -374,6 +374,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n, index=None: ([row], 0))
+            mp.setattr(LayoutPicture, "_matrix_rows", lambda self: None)  # (rows from tiles)
             return pic._table_lines(pic._table_cells(200), 200)
 
     assert table("[bold]x[/bold]") is None
@@ -663,3 +664,37 @@ def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str
     assert drawn == _rich_draws(pic, width)
     assert ("table instead of a grid" in drawn) == (way == "table")
     return drawn
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_pictured_layouts(), _UNTILED_MATRICES), st.sampled_from([2, 4, 8, 32, 64]))
+def test_a_matrix_table_made_directly_is_the_tiles_table(lay, max_cells):
+    """The table of a matrix whose tiles are all whole, made without building its tiles
+    (`_matrix_rows`), is the one `table_rows` makes from them."""
+    from meshdiag.report.grid import LayoutPicture, TileIndex, table_rows
+
+    pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False)
+    direct = pic._matrix_rows()
+    if direct is None:
+        return
+    assert (direct, 0) == table_rows(lay, max_cells, TileIndex(lay))
+
+
+def test_the_usual_matrix_table_is_made_directly():
+    from meshdiag.report.grid import LayoutPicture, TileIndex, table_rows
+
+    text = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
+    for shape, direct in (((9640, 9648), True), ((9640, 9647), False)):  # (padded: planned)
+        pic = LayoutPicture(layout(parse_gspmd(text), shape), "s", use_color=False)
+        assert (pic._matrix_rows() is not None) == direct
+        assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)
+    # long device lists, elided in the table as in its tiles' one
+    tile0 = [0, 1, 3, 4, 6, 9, 10, 12, 15, 17, 18, 20, 23, 25, 28, 30]
+    devices = tile0 + [d for d in range(32) if d not in tile0]
+    text = f"{{devices=[1,2,16]{','.join(map(str, devices))} last_tile_dim_replicate}}"
+    lay = layout(parse_gspmd(text), (8, 2 * 10**7))
+    pic = LayoutPicture(lay, "s", use_color=False, compact=True)
+    rows = pic._matrix_rows()
+    assert rows is not None and rows[0].devices.endswith("…(+3)")
+    assert (rows, 0) == table_rows(lay, 64, TileIndex(lay))
+    assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)

@@ -871,6 +871,37 @@ class LayoutPicture:
         ]
         return _DrawnFacet(None, [], widths, [2] * rows, lines)
 
+    def _matrix_rows(self) -> list[TableRow | None] | None:
+        """`table_rows` of a matrix whose tiles are all whole, made directly: each row the
+        tile, its devices, `[a:b, c:d]`, the tile's size as its shard and buffer, no note
+        (a big file's tables are mostly such). None for any other layout, or one with more
+        tiles than the table shows (`table_rows` elides the middle)."""
+        lay = self.layout
+        t = lay.tiling
+        if lay.rank != 2 or t is None or lay.partial or not t.every_member:
+            return None
+        rows, cols = lay.tiles
+        if rows * cols > self.max_cells:
+            return None
+        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
+        if row_ranges is None or col_ranges is None:
+            return None
+        tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
+        # (a whole tile is ceil(n/k) long: its shard and its buffer)
+        size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
+        return [
+            TableRow(
+                f"({r},{c})",
+                _devices_text(known, tile(r * cols + c)[1], 40),
+                f"[{a}, {b}]",
+                size,
+                size,
+                "",
+            )
+            for r, a in enumerate(row_ranges)
+            for c, b in enumerate(col_ranges)
+        ]
+
     # table fallback ---------------------------------------------------------------------
     def _table(self, width: int):
         from rich import box
@@ -906,7 +937,10 @@ class LayoutPicture:
         slices and notes over several lines of their cells (`_wrapped`). Squeezing a table
         in, rich narrowed its devices and tile columns first, to nothing when slices were
         long: an uneven 2-D layout on an 80-column console lost both."""
-        rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
+        rows = self._matrix_rows()
+        elided = 0
+        if rows is None:
+            rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
         out: list[tuple[str, ...]] = [TABLE_COLUMNS]
         for r in rows:
             if r is None:
