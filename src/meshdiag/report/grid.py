@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -255,18 +255,19 @@ def _weights(
 ) -> tuple[int, ...]:
     """Each row's (column's) extent along its `dims`: the product of its tiles' lengths, as
     `xla` splits them, for the tile coordinates `idx`."""
-
-    def extent(d: int, i: int) -> int:
-        n, k = shape[d], tiles[d]
-        c = -(-n // k)
-        return max(0, min((i + 1) * c, n) - min(i * c, n))
-
     if len(dims) == 1:  # (most grids: one dim each way)
         (d,) = dims
-        n = shape[d]
-        c = -(-n // tiles[d])
-        return tuple([max(0, min((i + 1) * c, n) - min(i * c, n)) for (i,) in idx])
-    return tuple(math.prod(extent(d, i) for d, i in zip(dims, r, strict=True)) for r in idx)
+        return tuple(_extents(shape[d], tiles[d], [i for (i,) in idx]))
+    return tuple(
+        math.prod(_extents(shape[d], tiles[d], (i,))[0] for d, i in zip(dims, r, strict=True))
+        for r in idx
+    )
+
+
+def _extents(n: int, k: int, idx: Iterable[int]) -> list[int]:
+    """The lengths of tiles `idx` of a dim of `n` split into `k`, as `xla` splits it."""
+    c = -(-n // k)
+    return [max(0, min((i + 1) * c, n) - min(i * c, n)) for i in idx]
 
 
 class _Skeleton(NamedTuple):
@@ -859,9 +860,7 @@ class LayoutPicture:
             if narrow * cols > room or any(len(r) + 2 > narrow for _, r in chain(*texts)):
                 return _TABLE
             return None
-        n = lay.shape[1]
-        c = -(-n // cols)
-        weights = tuple([max(0, min((j + 1) * c, n) - min(j * c, n)) for j in range(cols)])
+        weights = tuple(_extents(lay.shape[1], cols, range(cols)))
         widths = distribute(weights, natural, min(room, max(sum(natural), 60)))
         if sum(widths) > room:
             widths = natural
