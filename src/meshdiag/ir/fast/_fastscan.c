@@ -669,7 +669,6 @@ Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m) {
             best = k;
     return best;
 }
-#define anchor_of fs_anchor_of
 
 /* The first occurrence of `w` (m >= 1 bytes, its rarest byte at `a`) in b[0, n), or NULL.
  * memchr finds the candidates for the rarest byte; memcmp checks the word (portable: no
@@ -732,7 +731,7 @@ static PyObject *word_lines(PyObject *Py_UNUSED(self), PyObject *const *args, Py
         PyObject *word = PyTuple_GET_ITEM(words, k);
         const char *w = PyBytes_AS_STRING(word);
         Py_ssize_t m = PyBytes_GET_SIZE(word);
-        Py_ssize_t a = anchor_of(w, m);
+        Py_ssize_t a = fs_anchor_of(w, m);
         Py_ssize_t pos = 0;
         while (pos < n) {
             const char *hit = find_word(b + pos, n - pos, w, m, a);
@@ -828,7 +827,7 @@ static PyObject *find_any(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         int done[MAX_FIND_WORDS] = {0};
         for (Py_ssize_t k = 0; k < count; k++) {
             ws[k] = PyTuple_GET_ITEM(args[1], k);
-            anchors[k] = anchor_of(PyBytes_AS_STRING(ws[k]), PyBytes_GET_SIZE(ws[k]));
+            anchors[k] = fs_anchor_of(PyBytes_AS_STRING(ws[k]), PyBytes_GET_SIZE(ws[k]));
         }
         for (Py_ssize_t k = 0; k < count; k++) {
             if (done[k])
@@ -858,7 +857,7 @@ static PyObject *find_any(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         Py_ssize_t limit = best < 0 ? n : best - 1 + m;
         if (limit > n)
             limit = n;
-        const char *hit = find_word(b, limit, w, m, anchor_of(w, m));
+        const char *hit = find_word(b, limit, w, m, fs_anchor_of(w, m));
         if (hit != NULL)
             best = hit - b;
     }

@@ -49,10 +49,11 @@ PyObject *fs_constraint_fields(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *fs_entry_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_constraint_fields_doc[];
 extern const char fs_entry_fields_doc[];
+/* _fastscan.c: where in `w` (m >= 1 bytes) its rarest byte is, by how often bytes occur
+ * in dumps */
+Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
 /* where `needle` first is in s[a:b] (-1: nowhere), and how many times, not overlapping
  * (str.find, str.count) */
-/* Where in `w` (m >= 1 bytes) its rarest byte is, by how often bytes occur in dumps */
-Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
@@ -72,9 +73,6 @@ int fs_fields(PyObject *v, PyObject **out);
 
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */
 int fs_values_init(void);
-/* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
- * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
- * error set */
 /* The prototypes found last in one call, by their sharding text (in the caller's buffer
  * for the call): see proto_of in _values.c. Zeroed to start, cleared at the end. */
 #define FS_PROTO_CACHE 4
@@ -85,6 +83,9 @@ typedef struct {
     int next;
 } FsProtoCache;
 void fs_proto_cache_clear(FsProtoCache *cache);
+/* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
+ * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
+ * error set (`cache`: the call's FsProtoCache, or NULL) */
 int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
                   PyObject *lines_out, PyObject *items_out, FsProtoCache *cache);
 PyObject *fs_plain_line_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -237,8 +237,9 @@ static PyObject *line_fields(PyObject *const *args, Py_ssize_t nargs, const char
     int got = read(s, PyUnicode_GET_LENGTH(line), &f, &shape);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("(NNnnNN)", fs_ascii_part(s, f.name_a, f.name_b), fs_ascii_part(s, f.op_a, f.op_b),
-                         f.start, f.stop, shape, fs_ascii_part(s, f.dt, f.dt_end));
+    return Py_BuildValue("(NNnnNN)", fs_ascii_part(s, f.name_a, f.name_b),
+                         fs_ascii_part(s, f.op_a, f.op_b), f.start, f.stop, shape,
+                         fs_ascii_part(s, f.dt, f.dt_end));
 }
 
 const char fs_constraint_fields_doc[] =
