@@ -324,7 +324,7 @@ def test_streamed_json_and_tile_index_match_the_direct_ones(
 
     if not small:
         monkeypatch.setattr(grid, "SMALL_INDEX", 0)
-        monkeypatch.setattr(engine, "LISTED_DEVICES", 0)
+        monkeypatch.setattr(engine, "LISTED_ORDER_DEVICES", 0)
 
     lay = layout(parse_sharding(text), shape, split=split, num_devices=n)
     buf = io.StringIO()

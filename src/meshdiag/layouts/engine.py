@@ -30,6 +30,7 @@ from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.model.splits import DimSplit, check_rule, split_dim
+from meshdiag.model.tiles import LISTED_IOTA_DEVICES
 from meshdiag.notation.detect import parse_sharding
 
 if TYPE_CHECKING:
@@ -115,15 +116,21 @@ class Layout:
     ranges: tuple[DimSplit, ...] = field(default=(), repr=False)
     #: the one device holding data (maximal kind); None: every device
     only: int | None = field(default=None, repr=False)
-    #: True when every device holds data, none empty and none padded, as worked out from
-    #: the dims' splits (a picture's header then looks at no device); False or None: not
-    #: so, or not worked out
-    whole_shards: bool | None = field(default=None, repr=False)
     #: len(shape), kept: renderers ask for it hundreds of times a picture
     rank: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rank", len(self.shape))
+
+    @property
+    def whole_shards(self) -> bool:
+        """Every device holds data, none empty and none padded, as the dims' splits say (a
+        picture's header then looks at no device)."""
+        t = self.tiling
+        if t is None:
+            return self.only is None and 0 not in self.shape
+        # (a whole split holds data in every shard: every device the sharding names does)
+        return t.every_member and all(s.whole for s in self.ranges)
 
     @cached_property
     def arrays(self) -> DeviceArrays:
@@ -165,11 +172,6 @@ class Layout:
         if self.tiling is None:  # untiled: the whole tensor
             shape = self.shape
             return tuple((0, n) for n in shape), shape, 2 if 0 in shape else 0
-        if len(index) == 2:  # (most pictures: a matrix; unrolled, a third of the loop's time)
-            a, b = self.ranges[0].part(index[0]), self.ranges[1].part(index[1])
-            if not (a[1] and b[1]):
-                return None
-            return (a[0], b[0]), (a[2], b[2]), max(a[3], b[3])
         slices = []
         buffer = []
         worst = 0
@@ -347,7 +349,7 @@ class Layout:
 
 #: up to so many devices `TileOrder.tile` reads a tile from lists made once, rather than
 #: by numpy calls a tile
-LISTED_DEVICES = 4096
+LISTED_ORDER_DEVICES = 4096
 
 
 class TileOrder:
@@ -416,7 +418,7 @@ class TileOrder:
         n = lay.num_devices
         if lay.only is not None:
             return cls(lay.tiles, 1, lists=([lay.only], [0], [1], [0]))
-        if n > LISTED_DEVICES:
+        if n > LISTED_ORDER_DEVICES:
             import numpy as np
 
             arrays = (
@@ -460,7 +462,7 @@ class TileOrder:
         made = self._tiles.get(k)
         if made is not None:
             return made
-        if self.count <= LISTED_DEVICES:  # a few devices: from lists, made once
+        if self.count <= LISTED_ORDER_DEVICES:  # a few devices: from lists, made once
             devs, first, end, lins = self.lists()
             group = tuple(devs[first[k] : end[k]])
             lin = lins[k]
@@ -665,7 +667,6 @@ def _whole(
         manual=sharding.kind in ("manual", "unknown"),
         notes=notes,
         only=only,
-        whole_shards=only is None and all(d > 0 for d in shape),
     )
 
 
@@ -738,8 +739,8 @@ class _TilingGrid(NamedTuple):
 
 
 #: tilings of up to so many devices are checked and ordered in Python (no numpy: a big
-#: file's pictures need none)
-MAX_LISTED_TILING = 1024
+#: file's pictures need none), their devices listed so too (`TileAssignment.devices`)
+MAX_LISTED_TILING = LISTED_IOTA_DEVICES
 
 
 def _tiling(sharding: HloSharding, rank: int, num_devices: int | None) -> _Tiling:
@@ -889,8 +890,6 @@ def _tiled(
         notes=t.notes,
         tiling=t,
         ranges=ranges,
-        # (a whole split holds data in every shard: every device the sharding names does)
-        whole_shards=t.every_member and all(s.whole for s in ranges),
     )
 
 

@@ -50,7 +50,7 @@ def canonicalize_iota(
 
 #: up to so many devices `TileAssignment.devices` lists an iota assignment in Python (a
 #: picture of a few devices needs no numpy)
-LISTED_DEVICES = 1024
+LISTED_IOTA_DEVICES = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,7 +144,7 @@ class TileAssignment:
         """Row-major device list (V1 form)."""
         if self.explicit is not None:
             return self.explicit
-        if self._array is None and self.num_devices <= LISTED_DEVICES:  # (no numpy for a few)
+        if self._array is None and self.num_devices <= LISTED_IOTA_DEVICES:  # (no numpy for a few)
             return self._first_devices(self.num_devices)
         return tuple(int(x) for x in self.array().reshape(-1))
 
