@@ -35,6 +35,8 @@ class DimSplit:
     rule: SplitRule
     #: what renderers work out from the split alone, once (a run keeps its splits)
     derived: dict = field(default_factory=dict, compare=False, repr=False)
+    #: the shards read so far (`part`)
+    _parts: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def whole(self) -> bool:
@@ -56,10 +58,6 @@ class DimSplit:
         if got is None:
             got = parts[i] = self._part(i)
         return got
-
-    @cached_property
-    def _parts(self) -> dict[int, tuple[tuple[int, int], bool, int, int]]:
-        return {}
 
     def _part(self, i: int) -> tuple[tuple[int, int], bool, int, int]:
         n, k = self.n, self.k
