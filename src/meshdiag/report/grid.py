@@ -81,8 +81,9 @@ class TileIndex:
     """The tiles of a layout, built on demand.
 
     The member devices are sorted by tile once per tiling (`Layout.tile_order`); any tile,
-    or the k-th tile in row-major order, is then built alone from the dims' splits. A million-device layout has up to a million tiles:
-    pictures and tables look at a few of them and must not build the rest.
+    or the k-th tile in row-major order, is then built alone from the dims' splits. A
+    million-device layout has up to a million tiles: pictures and tables look at a few of
+    them and must not build the rest.
     """
 
     def __init__(self, lay: Layout):
@@ -812,46 +813,59 @@ class LayoutPicture:
                 return None
         return "\n".join(out) + "\n"
 
-    def _matrix(self, width: int) -> _DrawnFacet | object | None:
-        """The drawn grid of a big file's usual picture, made directly: a compact picture of
-        a matrix whose tiles are all whole (each cell its devices and `[a:b, c:d]`, no
-        mark) and fit `width` as they are; `_TABLE` when no grid of them can fit (eliding
-        device lists would not help). None for any other: `plan_grid` and `_drawn` draw
-        it then (where this draws or gives up, they draw the same or give up: tested).
-        Planned in general, such a picture was two thirds of drawing it."""
+    def _whole_matrix(self) -> tuple[list[str], list[str], list[list[tuple[int, ...]]]] | None:
+        """(each row's range text, each column's, each cell's devices) of a matrix whose
+        tiles are all whole (no cell has a mark) and number at most `max_cells`; None for
+        any other layout. A cell's devices are kept per tiling."""
         lay = self.layout
-        t = lay.tiling
-        if not self.compact or lay.rank != 2 or lay.partial:
+        if lay.rank != 2 or lay.partial:
             return None
         rows, cols = lay.tiles
         if rows * cols > self.max_cells:
             return None
+        t = lay.tiling
         if t is None:  # untiled: one cell, the whole tensor on the devices holding data
             if 0 in lay.shape:
                 return None
-            row_ranges, col_ranges = [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"]
-            devices = [[compress_devices(lay.tile_order().tile(0)[1])]]
-        elif not t.every_member:
+            cell = lay.tile_order().tile(0)[1]
+            return [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], [[cell]]
+        if not t.every_member:
             return None
-        else:
-            row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
-            if row_ranges is None or col_ranges is None:
-                return None
-            devices = t.derived.get("grid.matrix")
-            if devices is None:  # each cell's devices as text, once per tiling (all held)
-                tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
-                devices = t.derived["grid.matrix"] = [
-                    [_devices_text(known, tile(r * cols + c)[1], None) for c in range(cols)]
-                    for r in range(rows)
-                ]
+        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
+        if row_ranges is None or col_ranges is None:
+            return None
+        groups = t.derived.get("grid.matrix")
+        if groups is None:  # (every tile held: the k-th in the tile order is tile k)
+            tile = lay.tile_order().tile
+            groups = t.derived["grid.matrix"] = [
+                [tile(r * cols + c)[1] for c in range(cols)] for r in range(rows)
+            ]
+        return row_ranges, col_ranges, groups
+
+    def _matrix(self, width: int) -> _DrawnFacet | object | None:
+        """The drawn grid of a big file's usual picture, made directly: a compact picture of
+        a matrix whose tiles are all whole (`_whole_matrix`: each cell its devices and
+        `[a:b, c:d]`) that fits `width` as it is; `_TABLE` when no grid of them can fit
+        (eliding device lists would not help). None for any other: `plan_grid` and
+        `_drawn` draw it then (where this draws or gives up, they draw the same or give up:
+        tested). Planned in general, such a picture was two thirds of drawing it."""
+        whole = self._whole_matrix() if self.compact else None
+        if whole is None:
+            return None
+        row_ranges, col_ranges, groups = whole
+        known = self.layout.by_tiling("grid.devices")
         texts = [
-            [(d, f"[{a}, {b}]") for d, b in zip(drow, col_ranges, strict=True)]
-            for drow, a in zip(devices, row_ranges, strict=True)
+            [
+                (_devices_text(known, g, None), f"[{a}, {b}]")
+                for g, b in zip(row, col_ranges, strict=True)
+            ]
+            for row, a in zip(groups, row_ranges, strict=True)
         ]
         natural = [
             max(MIN_LABEL_WIDTH - 2, *map(len, chain.from_iterable(column))) + 2
             for column in zip(*texts, strict=True)
         ]
+        cols = len(col_ranges)
         room = width - (cols + 1)  # borders
         if sum(natural) > room:
             # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
@@ -860,7 +874,7 @@ class LayoutPicture:
             if narrow * cols > room or any(len(r) + 2 > narrow for _, r in chain(*texts)):
                 return _TABLE
             return None
-        weights = tuple(_extents(lay.shape[1], cols, range(cols)))
+        weights = tuple(_extents(self.layout.shape[1], cols, range(cols)))
         widths = distribute(weights, natural, min(room, max(sum(natural), 60)))
         if sum(widths) > room:
             widths = natural
@@ -868,37 +882,26 @@ class LayoutPicture:
             [[d.center(w), r.center(w)] for (d, r), w in zip(row, widths, strict=True)]
             for row in texts
         ]
-        return _DrawnFacet(None, [], widths, [2] * rows, lines)
+        return _DrawnFacet(None, [], widths, [2] * len(row_ranges), lines)
 
     def _matrix_rows(self) -> list[TableRow | None] | None:
-        """`table_rows` of a matrix whose tiles are all whole, made directly: each row the
-        tile, its devices, `[a:b, c:d]`, the tile's size as its shard and buffer, no note
-        (a big file's tables are mostly such). None for any other layout, or one with more
-        tiles than the table shows (`table_rows` elides the middle)."""
+        """`table_rows` of a matrix whose tiles are all whole (`_whole_matrix`), made
+        directly: each row the tile, its devices, `[a:b, c:d]`, the tile's size as its shard
+        and buffer, no note (a big file's tables are mostly such). None for any other
+        layout, or one with more tiles than the table shows (`table_rows` elides the
+        middle)."""
+        whole = self._whole_matrix()
+        if whole is None:
+            return None
+        row_ranges, col_ranges, groups = whole
         lay = self.layout
-        t = lay.tiling
-        if lay.rank != 2 or t is None or lay.partial or not t.every_member:
-            return None
-        rows, cols = lay.tiles
-        if rows * cols > self.max_cells:
-            return None
-        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
-        if row_ranges is None or col_ranges is None:
-            return None
-        tile, known = lay.tile_order().tile, lay.by_tiling("grid.devices")
+        known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
         return [
-            TableRow(
-                f"({r},{c})",
-                _devices_text(known, tile(r * cols + c)[1], 40),
-                f"[{a}, {b}]",
-                size,
-                size,
-                "",
-            )
-            for r, a in enumerate(row_ranges)
-            for c, b in enumerate(col_ranges)
+            TableRow(f"({r},{c})", _devices_text(known, g, 40), f"[{a}, {b}]", size, size, "")
+            for r, (a, row) in enumerate(zip(row_ranges, groups, strict=True))
+            for c, (b, g) in enumerate(zip(col_ranges, row, strict=True))
         ]
 
     # table fallback ---------------------------------------------------------------------
