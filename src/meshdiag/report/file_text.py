@@ -275,9 +275,9 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if isinstance(part, Cached):  # made only now: it was not rendered before
         part = part.renderable
     text = None
-    if part.__class__ in (LayoutPicture, MeshGrid) and console.color_system is None:
-        if console.soft_wrap:  # the same text, drawn without rich's tables
-            text = part.plain(console.width)
+    plain = console.color_system is None and console.soft_wrap
+    if plain and part.__class__ in (LayoutPicture, MeshGrid):
+        text = part.plain(console.width)  # the same text, drawn without rich's tables
     if text is None:
         with console.capture() as cap:
             console.print(part)
