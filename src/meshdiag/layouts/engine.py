@@ -418,15 +418,14 @@ class TileOrder:
         n = lay.num_devices
         if lay.only is not None:
             return cls(lay.tiles, 1, lists=([lay.only], [0], [1], [0]))
-        if n > LISTED_ORDER_DEVICES:
-            import numpy as np
+        if n <= LISTED_ORDER_DEVICES:
+            return cls(lay.tiles, n, lists=(list(range(n)), [0], [n], [0]))
+        import numpy as np  # (a million devices: not a list of them)
 
-            arrays = (
-                np.arange(n, dtype=np.int64),
-                *(np.array([x], dtype=np.int64) for x in (0, n, 0)),
-            )
-            return cls(lay.tiles, n, arrays)  # type: ignore[arg-type]
-        return cls(lay.tiles, n, lists=(list(range(n)), [0], [n], [0]))
+        def one(x: int) -> np.ndarray:
+            return np.array([x], dtype=np.int64)
+
+        return cls(lay.tiles, n, (np.arange(n, dtype=np.int64), one(0), one(n), one(0)))
 
     def _as_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:
