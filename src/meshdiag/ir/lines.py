@@ -251,14 +251,9 @@ def scan_plain_py(
         end = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
         item = get(buf[ls:end], _UNKNOWN) if known else _UNKNOWN
         if item is _UNKNOWN:
-            if read < budget and protos:
-                # latin-1 decodes any bytes; a line that is not ASCII is refused in there
-                v = plain_value_py(buf[ls:end].decode("latin-1"), lineno, protos)
-                if v is not None:
-                    lines_out.append(lineno)
-                    items_out.append(v)
-                    read += 1
-                    continue
+            if read < budget and plain_line_py(buf[ls:end], lineno, protos, lines_out, items_out):
+                read += 1
+                continue
             return ls, end, lineno, le + 1, read
         if item is None:  # known to yield nothing
             continue
@@ -271,6 +266,7 @@ def plain_line_py(raw: bytes, lineno: int, protos: dict, lines_out: list, items_
     """The plain constraint or op line `raw` (`fields.plain_value_py`) appended as the value
     made from its sharding's prototype in `protos`, as `scan_plain_py` appends it; False,
     nothing appended, for any other line. The reference for the native `plain_line`."""
+    # (latin-1 decodes any bytes; a line that is not ASCII is refused in there)
     v = plain_value_py(raw.decode("latin-1"), lineno, protos) if protos else None
     if v is None:
         return False
