@@ -197,12 +197,12 @@ import sys
 from meshdiag.ir import parts as P
 P.SPLIT_BYTES = 1
 P.PART_BYTES = 4096
-cut = P.split_file
-def split_file(path, size, jobs):
+cut = P.file_parts
+def file_parts(path, size, jobs):
     parts = cut(path, size, jobs)
     sys.stderr.write(f"parts: {len(parts or ())}\n")
     return parts
-P.split_file = split_file
+P.file_parts = file_parts
 from meshdiag.cli.app import main
 sys.argv = ["meshdiag", *sys.argv[1:]]
 main()
@@ -322,3 +322,23 @@ def test_inspect_of_a_file_without_splits_in_parts(tmp_path, fmt):
     assert made and made[0] > 2
     assert one.returncode == cut.returncode
     assert cut.stdout == one.stdout
+
+
+def test_parts_are_given_before_the_lines_after_them_are_counted(
+    tmp_path, small_parts, monkeypatch
+):
+    """The first part goes to a worker before any line is counted, and each later part's
+    lines are counted when it is taken (the workers start while the parent counts)."""
+    small_parts(2000)
+    path, data = every_source_twice(tmp_path)
+    counted = []
+    newlines = P._newlines
+    monkeypatch.setattr(P, "_newlines", lambda *a: counted.append(a[1:]) or newlines(*a))
+    parts = P.file_parts(str(path), len(data), 8)
+    assert parts is not None and len(parts) > 2 and not counted
+    taken = iter(parts)
+    first = next(taken)
+    assert (first.start, first.line, counted) == (0, 1, [])
+    second = next(taken)
+    assert counted == [(0, second.start)]
+    assert [second, *taken] == P.split_file(str(path), len(data), 8)[1:]

@@ -20,7 +20,7 @@ from meshdiag.checks.context import CheckContext
 from meshdiag.errors import MeshdiagError
 from meshdiag.fileio import describe_os_error
 from meshdiag.ir.model import FileReport
-from meshdiag.ir.parts import FilePart, split_file
+from meshdiag.ir.parts import FilePart, Parts, file_parts
 from meshdiag.ir.scan import partitioned_by_name, read_ahead, read_small_file
 from meshdiag.lint.config import CONFIG_NAMES, LintSettings
 from meshdiag.lint.meshfile import MESH_FILE_CODES, MESH_SUFFIXES, as_module, read_mesh_file
@@ -533,10 +533,10 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
     return findings
 
 
-def _split(path: str, size: int, jobs: int) -> list[FilePart] | None:
+def _split(path: str, size: int, jobs: int) -> Parts | None:
     """A big dump file's parts for the workers (`ir.parts`); mesh config files are read
     whole."""
-    return None if path.endswith(MESH_SUFFIXES) else split_file(path, size, jobs)
+    return None if path.endswith(MESH_SUFFIXES) else file_parts(path, size, jobs)
 
 
 def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -> list[Finding]:

@@ -62,7 +62,7 @@ def inspect(
     from meshdiag.cleanup import signals_deferred
     from meshdiag.cli.commands import inspect_worker as worker
     from meshdiag.ir.batches import stream
-    from meshdiag.ir.parts import split_file
+    from meshdiag.ir.parts import file_parts
     from meshdiag.ir.scan import expand_paths
     from meshdiag.pipeline.inspect import default_jobs, map_files
     from meshdiag.pipeline.spool import SpoolDir
@@ -84,7 +84,7 @@ def inspect(
     # enough bytes to pay for them. A big MLIR file is read in parts by several workers
     # (`ir.parts`), but for the directory report and --html (whose summaries count files)
     dirs = any(p != "-" and os.path.isdir(p) for p in paths)
-    split = split_file if html is None and (fmt == "json" or not dirs) else None
+    split = file_parts if html is None and (fmt == "json" or not dirs) else None
     batches, parallel = stream(chain([first], walk), n, split)
     par = {"parallel": parallel, "chunksize": 1}
     spool = SpoolDir()
