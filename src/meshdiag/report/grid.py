@@ -629,6 +629,20 @@ def _box_lines(f: _DrawnFacet) -> list[str]:
     return out
 
 
+class _MatrixCells(NamedTuple):
+    """The cells of a matrix of whole tiles (`LayoutPicture._whole_matrix`), kept per
+    tiling: each cell's devices, their text, and each column's longest text."""
+
+    groups: list[list[tuple[int, ...]]]
+    texts: list[list[str]]
+    widest: list[int]
+
+    @classmethod
+    def of(cls, groups: list[list[tuple[int, ...]]]) -> _MatrixCells:
+        texts = [[compress_devices(g) for g in row] for row in groups]
+        return cls(groups, texts, [max(map(len, column)) for column in zip(*texts, strict=True)])
+
+
 # -- the rich renderable -------------------------------------------------------------------
 
 
@@ -781,7 +795,9 @@ class LayoutPicture:
         if matrix is _TABLE:  # no grid fits: a table, with no grid planned in vain
             drawn: list[_DrawnFacet] | None = None
         elif matrix is not None:  # (its header is the general one: a rank-2 plan adds no note)
-            drawn = [matrix]  # type: ignore[list-item]
+            out = header_lines(lay, self.sharding_text, None, legend=self.legend)
+            out.extend(matrix)  # type: ignore[arg-type]
+            return self._checked(out)
         elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
@@ -801,6 +817,12 @@ class LayoutPicture:
                 if f.title:
                     out.append(f.title)
                 out.extend(_box_lines(f))
+        return self._checked(out)
+
+    @staticmethod
+    def _checked(out: list[str]) -> str | None:
+        """The picture's `out` lines as text, or None when rich must draw it: characters
+        not one column each, or not printable."""
         flat = "".join(out)
         # each distinct character one column (rich's `cell_len` of a whole picture went
         # character by character in Python: a third of drawing it); a picture of printable
@@ -813,10 +835,10 @@ class LayoutPicture:
                 return None
         return "\n".join(out) + "\n"
 
-    def _whole_matrix(self) -> tuple[list[str], list[str], list[list[tuple[int, ...]]]] | None:
-        """(each row's range text, each column's, each cell's devices) of a matrix whose
+    def _whole_matrix(self) -> tuple[list[str], list[str], _MatrixCells] | None:
+        """(each row's range text, each column's, the cells' devices) of a matrix whose
         tiles are all whole (no cell has a mark) and number at most `max_cells`; None for
-        any other layout. A cell's devices are kept per tiling."""
+        any other layout. The cells are kept per tiling."""
         lay = self.layout
         if lay.rank != 2 or lay.partial:
             return None
@@ -827,43 +849,38 @@ class LayoutPicture:
         if t is None:  # untiled: one cell, the whole tensor on the devices holding data
             if 0 in lay.shape:
                 return None
-            cell = lay.tile_order().tile(0)[1]
-            return [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], [[cell]]
+            cells = _MatrixCells.of([[lay.tile_order().tile(0)[1]]])
+            return [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], cells
         if not t.every_member:
             return None
         row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
         if row_ranges is None or col_ranges is None:
             return None
-        groups = t.derived.get("grid.matrix")
-        if groups is None:  # (every tile held: the k-th in the tile order is tile k)
+        cells = t.derived.get("grid.matrix")
+        if cells is None:  # (every tile held: the k-th in the tile order is tile k)
             tile = lay.tile_order().tile
-            groups = t.derived["grid.matrix"] = [
-                [tile(r * cols + c)[1] for c in range(cols)] for r in range(rows)
-            ]
-        return row_ranges, col_ranges, groups
+            cells = t.derived["grid.matrix"] = _MatrixCells.of(
+                [[tile(r * cols + c)[1] for c in range(cols)] for r in range(rows)]
+            )
+        return row_ranges, col_ranges, cells
 
-    def _matrix(self, width: int) -> _DrawnFacet | object | None:
-        """The drawn grid of a big file's usual picture, made directly: a compact picture of
-        a matrix whose tiles are all whole (`_whole_matrix`: each cell its devices and
-        `[a:b, c:d]`) that fits `width` as it is; `_TABLE` when no grid of them can fit
-        (eliding device lists would not help). None for any other: `plan_grid` and
-        `_drawn` draw it then (where this draws or gives up, they draw the same or give up:
-        tested). Planned in general, such a picture was two thirds of drawing it."""
+    def _matrix(self, width: int) -> list[str] | object | None:
+        """The lines of a big file's usual picture's grid, made directly: a compact picture
+        of a matrix whose tiles are all whole (`_whole_matrix`: each cell two lines, its
+        devices and `[a:b, c:d]`) that fits `width` as it is; `_TABLE` when no grid of them
+        can fit (eliding device lists would not help). None for any other: `plan_grid`,
+        `_drawn` and `_box_lines` draw it then (where this draws or gives up, they draw the
+        same or give up: tested). Planned in general, such a picture was two thirds of
+        drawing it, and boxed in general a fifth of the rest."""
         whole = self._whole_matrix() if self.compact else None
         if whole is None:
             return None
-        row_ranges, col_ranges, groups = whole
-        known = self.layout.by_tiling("grid.devices")
-        texts = [
-            [
-                (_devices_text(known, g, None), f"[{a}, {b}]")
-                for g, b in zip(row, col_ranges, strict=True)
-            ]
-            for row, a in zip(groups, row_ranges, strict=True)
-        ]
+        row_ranges, col_ranges, cells = whole
+        # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b)
+        longest_row = max(map(len, row_ranges))
         natural = [
-            max(MIN_LABEL_WIDTH - 2, *map(len, chain.from_iterable(column))) + 2
-            for column in zip(*texts, strict=True)
+            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + 4) + 2
+            for devices, b in zip(cells.widest, col_ranges, strict=True)
         ]
         cols = len(col_ranges)
         room = width - (cols + 1)  # borders
@@ -871,18 +888,28 @@ class LayoutPicture:
             # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
             # cannot help when those are too wide together or a range does not fit one
             narrow = MIN_CELL_WIDTH + 6
-            if narrow * cols > room or any(len(r) + 2 > narrow for _, r in chain(*texts)):
+            if narrow * cols > room or longest_row + max(map(len, col_ranges)) + 6 > narrow:
                 return _TABLE
             return None
-        weights = tuple(_extents(self.layout.shape[1], cols, range(cols)))
-        widths = distribute(weights, natural, min(room, max(sum(natural), 60)))
+        # `distribute` by the columns' extents, which are equal: every tile is whole
+        share = min(room, max(sum(natural), 60)) // cols
+        widths = [max(w, share) for w in natural]
         if sum(widths) > room:
             widths = natural
-        lines = [
-            [[d.center(w), r.center(w)] for (d, r), w in zip(row, widths, strict=True)]
-            for row in texts
-        ]
-        return _DrawnFacet(None, [], widths, [2] * len(row_ranges), lines)
+        # `_box_lines` of it: each row's cells two lines high, devices over range
+        bars = ["─" * w for w in widths]
+        between = "├" + "┼".join(bars) + "┤"
+        out = ["┌" + "┬".join(bars) + "┐"]
+        ranged = list(zip(col_ranges, widths, strict=True))
+        for a, texts in zip(row_ranges, cells.texts, strict=True):
+            if len(out) > 1:
+                out.append(between)
+            out.append(
+                "│" + "│".join([d.center(w) for d, w in zip(texts, widths, strict=True)]) + "│"
+            )
+            out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
+        out.append("└" + "┴".join(bars) + "┘")
+        return out
 
     def _matrix_rows(self) -> list[TableRow | None] | None:
         """`table_rows` of a matrix whose tiles are all whole (`_whole_matrix`), made
@@ -893,14 +920,14 @@ class LayoutPicture:
         whole = self._whole_matrix()
         if whole is None:
             return None
-        row_ranges, col_ranges, groups = whole
+        row_ranges, col_ranges, cells = whole
         lay = self.layout
         known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
         return [
             TableRow(f"({r},{c})", _devices_text(known, g, 40), f"[{a}, {b}]", size, size, "")
-            for r, (a, row) in enumerate(zip(row_ranges, groups, strict=True))
+            for r, (a, row) in enumerate(zip(row_ranges, cells.groups, strict=True))
             for c, (b, g) in enumerate(zip(col_ranges, row, strict=True))
         ]
 
