@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scan_reference import value_fields
 
@@ -538,6 +538,11 @@ HLO_PIECES = [
     edits=st.lists(
         st.tuples(st.floats(0, 1), st.integers(0, 3), st.sampled_from(HLO_PIECES)), max_size=3
     ),
+)
+@example(  # a tab among the dims (the general path strips it: so does the native one)
+    base="  %x.0 = f32[4,16,32]{2,1,0} parameter(0), sharding={devices=[2,1,1,4]<=[8]}",
+    parts=[],
+    edits=[(0.125, 0, "\t")],
 )
 def test_native_hlo_fields_match_their_twin_on_edited_lines(base, parts, edits):
     line = edited(base or "".join(parts), edits)

@@ -672,15 +672,24 @@ int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
     PyObject *dims = PyList_New(0);
     if (dims == NULL)
         return -1;
-    for (Py_ssize_t k = q + 1; k < close;) { /* `d,d,...`: digits each, none empty */
-        Py_ssize_t a = k;
-        while (k < close && is_digit(s[k]))
+    /* `d,d,...`: digits each, none empty, whitespace around any (`hlo_shapes` strips it) */
+    Py_ssize_t last = close;
+    while (last > q + 1 && is_space(s[last - 1]))
+        last--;
+    for (Py_ssize_t k = q + 1; k < last;) {
+        while (k < last && is_space(s[k]))
             k++;
-        if (k == a || (k < close && s[k] != ',') || (k < close && k + 1 == close)) {
+        Py_ssize_t a = k;
+        while (k < last && is_digit(s[k]))
+            k++;
+        Py_ssize_t b = k;
+        while (k < last && is_space(s[k]))
+            k++;
+        if (b == a || (k < last && s[k] != ',') || (k < last && k + 1 == last)) {
             Py_DECREF(dims);
             return 0;
         }
-        PyObject *digits = PyUnicode_FromStringAndSize(s + a, k - a);
+        PyObject *digits = PyUnicode_FromStringAndSize(s + a, b - a);
         PyObject *d = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
         Py_XDECREF(digits);
         if (d == NULL || PyList_Append(dims, d) < 0) {
@@ -689,7 +698,7 @@ int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
             return -1;
         }
         Py_DECREF(d);
-        if (k < close)
+        if (k < last)
             k++; /* the comma */
     }
     /* HLO_OPCODE at the space: `\s*([\w\-]+)\(`, not a custom call */
