@@ -126,7 +126,7 @@ def test_tuple_elements_grouped_under_their_own_sharding(dump):
                 own = [
                     t
                     for t, (_, _, vals) in groups.items()
-                    if any(w.name == v.name and w.column == v.column for w in vals.values())
+                    if any(w.name == v.name and w.column == v.column for w in vals)
                 ]
                 from meshdiag.pipeline.inspect import gspmd_text
 

@@ -42,7 +42,7 @@ def _native(items, part, memos, keep=FIRST_LOCATIONS):
 
 def _plain(groups):
     """Groups as comparable data: the values by identity."""
-    return [(t, n, firsts, list(d)) for t, (n, firsts, d) in groups.items()]
+    return [(t, n, firsts, [id(v) for v in d]) for t, (n, firsts, d) in groups.items()]
 
 
 @needs_native

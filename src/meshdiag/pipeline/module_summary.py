@@ -121,8 +121,7 @@ def _shardings(
 ) -> Iterator[ShardingLine]:
     lines = m.lines
     pictures = 0
-    for text, (count, firsts, distinct) in groups.items():
-        vals = list(distinct.values())
+    for text, (count, firsts, vals) in groups.items():
         g = gspmd_text(vals[0], memos)
         picture = None
         if pictures < MAX_PICTURES:
@@ -166,7 +165,7 @@ def _picture(
 def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     """Per distinct sharding text, in order of first use: [how many values have it, the
     first FIRST_LOCATIONS as (name, row, column), its distinct values as the module holds
-    them (by identity)]. Memoised by the module's column entries: a real pass dump repeats
+    them (by identity), in order]. Memoised by the module's column entries: a real pass dump repeats
     most modules' annotated lines exactly (27 of 36 modules of one every-pass XLA dump of a
     sharded MLP)."""
     items = m.items
@@ -199,6 +198,7 @@ def text_groups_py(items: Sequence, part: bool, memos: RunMemos) -> dict[str, li
     one (`ir/fast/_groups.c`, which takes a big file's million values of their own)."""
     by_text: dict[str, list] = {}
     get = by_text.get
+    seen: set[int] = set()  # the values grouped, by identity (a shared line's come again)
     for i, item in enumerate(items):
         if item.__class__ is Value:  # a value of its own line: its row, as `_rows` makes it
             text = item.text
@@ -209,13 +209,16 @@ def text_groups_py(items: Sequence, part: bool, memos: RunMemos) -> dict[str, li
             rows = _rows(item, part, memos)
         for text, name, col, v in rows:
             e = get(text)
-            if e is None:
-                by_text[text] = [1, [(name, i, col)], {id(v): v}]
+            if e is None:  # (a value is grouped under one text only: new here)
+                by_text[text] = [1, [(name, i, col)], [v]]
+                seen.add(id(v))
             else:
                 e[0] += 1
                 if e[0] <= FIRST_LOCATIONS:
                     e[1].append((name, i, col))
-                e[2][id(v)] = v
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    e[2].append(v)
     return by_text
 
 

@@ -19,63 +19,108 @@ int fs_groups_init(void) {
     return SDY == NULL || PER_VALUE == NULL ? -1 : 0;
 }
 
-/* Count one value of `text` at row `i` into `groups` (text -> [count, firsts, {id: value}]),
- * keeping the first `keep` (name, row, column), and always the first: 0, or -1 with an
- * error set */
+/* The values seen so far in a call, by address: a value is its group's once (an entry
+ * shared by several lines gives the same values again). A set of pointers in C: a Python
+ * dict of ids cost an int and an insertion a value, most of grouping a big file's values. */
+typedef struct {
+    void **slot;
+    size_t mask, used;
+} Seen;
+
+static size_t seen_hash(const void *p) {
+    return (size_t)(((uintptr_t)p >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
+}
+
+/* 1 when `p` is new (now added), 0 when seen before, -1 with a MemoryError set */
+static int seen_add(Seen *s, void *p) {
+    if (2 * (s->used + 1) > s->mask + 1) { /* at most half full: grow */
+        size_t cap = s->mask ? 2 * (s->mask + 1) : 64;
+        void **slot = PyMem_Calloc(cap, sizeof(void *));
+        if (slot == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t k = 0; s->mask && k <= s->mask; k++) {
+            if (s->slot[k] == NULL)
+                continue;
+            size_t h = seen_hash(s->slot[k]) & (cap - 1);
+            while (slot[h] != NULL)
+                h = (h + 1) & (cap - 1);
+            slot[h] = s->slot[k];
+        }
+        PyMem_Free(s->slot);
+        s->slot = slot;
+        s->mask = cap - 1;
+    }
+    size_t h = seen_hash(p) & s->mask;
+    while (s->slot[h] != NULL) {
+        if (s->slot[h] == p)
+            return 0;
+        h = (h + 1) & s->mask;
+    }
+    s->slot[h] = p;
+    s->used++;
+    return 1;
+}
+
+/* Count one value of `text` at row `i` into `groups` (text -> [count, firsts, values]),
+ * keeping the first `keep` (name, row, column), and always the first, and the value when
+ * not `seen` before: 0, or -1 with an error set */
 static int count(PyObject *groups, PyObject *text, PyObject *name, PyObject *i,
-                 PyObject *column, PyObject *v, Py_ssize_t keep) {
-    PyObject *id = PyLong_FromVoidPtr(v);
-    if (id == NULL)
-        return -1;
-    int failed = 1;
+                 PyObject *column, PyObject *v, Py_ssize_t keep, Seen *seen) {
     PyObject *e = PyDict_GetItemWithError(groups, text); /* borrowed */
     if (e == NULL) {
         if (PyErr_Occurred())
-            goto done;
+            return -1;
+        int failed = 1;
         PyObject *where = PyTuple_Pack(3, name, i, column);
         PyObject *firsts = where == NULL ? NULL : PyList_New(1);
-        PyObject *distinct = firsts == NULL ? NULL : PyDict_New();
-        PyObject *one = distinct == NULL ? NULL : PyLong_FromLong(1);
-        if (one != NULL) {
+        PyObject *values = firsts == NULL ? NULL : PyList_New(1);
+        PyObject *one = values == NULL ? NULL : PyLong_FromLong(1);
+        int fresh = one == NULL ? -1 : seen_add(seen, v);
+        if (fresh >= 0) {
             PyList_SET_ITEM(firsts, 0, Py_NewRef(where));
-            PyObject *entry = PyDict_SetItem(distinct, id, v) < 0 ? NULL : PyList_New(3);
+            /* (a value is seen under one text only: new here) */
+            PyList_SET_ITEM(values, 0, Py_NewRef(v));
+            PyObject *entry = PyList_New(3);
             if (entry != NULL) {
                 PyList_SET_ITEM(entry, 0, Py_NewRef(one));
                 PyList_SET_ITEM(entry, 1, Py_NewRef(firsts));
-                PyList_SET_ITEM(entry, 2, Py_NewRef(distinct));
+                PyList_SET_ITEM(entry, 2, Py_NewRef(values));
             }
             failed = entry == NULL || PyDict_SetItem(groups, text, entry) < 0;
             Py_XDECREF(entry);
         }
         Py_XDECREF(where);
         Py_XDECREF(firsts);
-        Py_XDECREF(distinct);
+        Py_XDECREF(values);
         Py_XDECREF(one);
-        goto done;
+        return failed ? -1 : 0;
     }
-    if (!PyList_CheckExact(e) || PyList_GET_SIZE(e) != 3) {
+    if (!PyList_CheckExact(e) || PyList_GET_SIZE(e) != 3 ||
+        !PyList_CheckExact(PyList_GET_ITEM(e, 2))) {
         PyErr_SetString(PyExc_TypeError, "text_groups: a group must be [count, firsts, values]");
-        goto done;
+        return -1;
     }
     Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(e, 0));
     if (n == -1 && PyErr_Occurred())
-        goto done;
+        return -1;
     PyObject *more = PyLong_FromSsize_t(n + 1);
     if (more == NULL)
-        goto done;
+        return -1;
     PyList_SetItem(e, 0, more); /* steals `more` */
     if (n + 1 <= keep) {
         PyObject *where = PyTuple_Pack(3, name, i, column);
         if (where == NULL || PyList_Append(PyList_GET_ITEM(e, 1), where) < 0) {
             Py_XDECREF(where);
-            goto done;
+            return -1;
         }
         Py_DECREF(where);
     }
-    failed = PyDict_SetItem(PyList_GET_ITEM(e, 2), id, v) < 0;
-done:
-    Py_DECREF(id);
-    return failed ? -1 : 0;
+    int fresh = seen_add(seen, v);
+    if (fresh < 0)
+        return -1;
+    return fresh ? PyList_Append(PyList_GET_ITEM(e, 2), v) : 0;
 }
 
 /* The text a value of its own is grouped under (a new reference): its text for a Shardy
@@ -102,7 +147,7 @@ const char fs_text_groups_doc[] =
     "text_groups(items, value_type, own_text, rows, keep) -> dict\n\n"
     "The values of a module's column entries `items` grouped by their own sharding text, as\n"
     "pipeline.module_summary.text_groups_py groups them: text -> [count, the first `keep`\n"
-    "(name, row, column), {id(value): value}], in order of first use. A `value_type` entry\n"
+    "(name, row, column), its distinct values (by identity)], in order of first use. A `value_type` entry\n"
     "is one value (its text, or own_text(value) when it is not a plain Shardy sharding);\n"
     "any other entry's values are rows(entry): (text, name, column, value) each.";
 
@@ -121,6 +166,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         return NULL;
     PyTypeObject *type = (PyTypeObject *)args[1];
     PyObject *own_text = args[2], *rows_of = args[3];
+    Seen seen = {NULL, 0, 0};
     PyObject *groups = PyDict_New();
     if (groups == NULL)
         goto fail;
@@ -137,7 +183,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         } else if (got == 0) { /* a value of its own */
             PyObject *text = text_of(item, f, own_text);
             failed = text == NULL ||
-                     count(groups, text, f[FV_NAME], row, f[FV_COLUMN], item, keep) < 0;
+                     count(groups, text, f[FV_NAME], row, f[FV_COLUMN], item, keep, &seen) < 0;
             Py_XDECREF(text);
         } else if (Py_TYPE(item) == type) {
             PyErr_SetString(PyExc_TypeError, "text_groups: a value with an unset field");
@@ -154,7 +200,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
                     break;
                 }
                 failed = count(groups, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1), row,
-                               PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), keep) < 0;
+                               PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), keep, &seen) < 0;
             }
             Py_XDECREF(fast);
             Py_XDECREF(rows);
@@ -164,9 +210,11 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
             goto fail;
     }
     Py_DECREF(items);
+    PyMem_Free(seen.slot);
     return groups;
 fail:
     Py_XDECREF(groups);
     Py_DECREF(items);
+    PyMem_Free(seen.slot);
     return NULL;
 }
