@@ -72,6 +72,14 @@ def ref_brace_end(s: str, pos: int) -> int:
     return -1
 
 
+def ref_split_group(s: str, pos: int) -> tuple[int, list[tuple[int, int]]]:
+    """A group opening at s[pos] (else none): where it ends, and the pieces inside."""
+    if not (0 <= pos < len(s)) or s[pos] not in "<[{(":
+        return -1, []
+    end = ref_match_end(s, pos)
+    return (end, ref_split_top(s, pos + 1, end - 1)) if end >= 0 else (-1, [])
+
+
 def ref_split_top(s: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of `s[start:end]` separated by commas at bracket depth 0 (quotes respected)."""
     spans = []
@@ -156,6 +164,7 @@ def test_helpers_match_the_reference(s, data):
     if s:
         assert text.match_end(s, pos) == ref_match_end(s, pos)
         assert text.brace_end(s, pos) == ref_brace_end(s, pos)
+    assert text.split_group(s, pos) == ref_split_group(s, pos)
 
 
 def test_real_annotated_lines():
@@ -177,6 +186,7 @@ def test_real_annotated_lines():
                 assert text.match_end(line, pos) == ref_match_end(line, pos)
                 assert text.brace_end(line, pos) == ref_brace_end(line, pos)
                 assert text.split_top(line, pos, len(line)) == ref_split_top(line, pos, len(line))
+                assert text.split_group(line, pos) == ref_split_group(line, pos)
                 assert text.op_result_types(line, pos) == ref_op_result_types(line, pos)
     assert n > 100
 
@@ -257,6 +267,7 @@ def test_native_match_end_matches_python():
             assert text._native_top_colon(s, pos) == text._top_colon(s, pos)
             for end in range(pos, min(len(s), pos + 12) + 1):
                 assert text._native_split_top(s, pos, end) == text.split_top_py(s, pos, end)
+            assert text._native_split_group(s, pos) == text.split_group_py(s, pos)
 
 
 @settings(max_examples=2000, deadline=None, derandomize=True)

@@ -18,6 +18,7 @@ from meshdiag.ir.text import (
     match_end,
     op_operands,
     op_result_types,
+    split_group,
     split_top,
     string_end,
     unescape,
@@ -201,7 +202,7 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     """`func.func @f(%arg0: t {attrs}, ...) -> (t {attrs}, ...)`."""
     if "sharding" not in line:
         return
-    rparen = match_end(line, lparen)
+    rparen, spans = split_group(line, lparen)
     if rparen < 0:  # garbled or truncated: read each `%argN:` piece up to the next one
         starts = [m.start() for m in re.finditer(r"%[\w.$\-]+\s*:", line)] + [len(line)]
         for a, e in zip(starts, starts[1:], strict=False):
@@ -211,7 +212,6 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     entry = fields.signature_entry
-    spans = split_top(line, lparen + 1, rparen - 1)
     k = 0
     batch = True  # worth asking for plain entries made from prototypes
     while k < len(spans):
@@ -237,11 +237,10 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     while p < len(line) and line[p] == " ":
         p += 1
     if line.startswith("(", p):
-        rend = match_end(line, p)
+        rend, spans = split_group(line, p)
         if rend < 0:
             b.problem("function results: unbalanced parentheses", lineno, p + 1)
             return
-        spans = split_top(line, p + 1, rend - 1)
     else:  # a single result type, possibly with attributes
         brace = line.find("{", p)
         end = match_end(line, brace) if brace >= 0 else -1

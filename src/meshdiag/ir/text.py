@@ -76,6 +76,7 @@ def match_end_py(s: str, pos: int) -> int:
 _native_match_end = native("match_end")
 _native_split_top = native("split_top")
 _native_top_colon = native("top_colon")
+_native_split_group = native("split_group")
 
 
 def brace_end(s: str, pos: int) -> int:
@@ -125,6 +126,24 @@ def split_top_py(s: str, start: int, end: int) -> list[tuple[int, int]]:
     if item < end or spans:
         spans.append((item, end))
     return spans
+
+
+def split_group(s: str, pos: int) -> tuple[int, list[tuple[int, int]]]:
+    """The bracket group opening at `s[pos]`: the index after its closing bracket
+    (`match_end`) and the spans between its top-level commas (`split_top` of its inside);
+    (-1, []) when it does not close, or `s[pos]` opens no group. Native (one pass) when the
+    extension is built."""
+    if _native_split_group is not None:
+        return _native_split_group(s, pos)
+    return split_group_py(s, pos)
+
+
+def split_group_py(s: str, pos: int) -> tuple[int, list[tuple[int, int]]]:
+    """`split_group` in Python: the reference for the native one, and the fallback."""
+    if not (0 <= pos < len(s)) or s[pos] not in _OPEN:
+        return -1, []
+    end = match_end_py(s, pos)
+    return (end, split_top_py(s, pos + 1, end - 1)) if end >= 0 else (-1, [])
 
 
 def string_end(s: str, pos: int) -> int:

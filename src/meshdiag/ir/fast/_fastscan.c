@@ -586,6 +586,154 @@ static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     return spans;
 }
 
+/* ---- split_group: match_end and split_top of a bracket group in one pass ---------------
+ * A function signature is one line of tens of kilobytes (a program of 400 parameters):
+ * finding its closing parenthesis and then splitting what is between at top-level commas
+ * read it twice. */
+
+/* The index after the bracket closing data[pos] (match_end_of's answer), the top-level
+ * commas of the group (at its own depth) appended to `commas` (`*ncommas` of `*cap`, grown
+ * on the heap from the caller's buffer `small` when full); -1 when the text ends first or a
+ * closer does not match, -2 with a MemoryError set. */
+static inline __attribute__((always_inline)) Py_ssize_t
+group_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t **commas,
+         Py_ssize_t *ncommas, Py_ssize_t *cap, Py_ssize_t *small) {
+    char sm[256];
+    char *stack = sm;
+    Py_ssize_t depth_cap = (Py_ssize_t)sizeof(sm), depth = 0, result = -1;
+    for (Py_ssize_t p = pos; p < n; p++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *b = data;
+            while (p < n && !STOP[b[p]])
+                p++;
+            if (p == n)
+                break;
+        }
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        char want = 0;
+        switch (c) {
+        case '"': {
+            Py_ssize_t q = p + 1;
+            while (q < n) {
+                Py_UCS4 d = PyUnicode_READ(kind, data, q);
+                if (d == '"')
+                    break;
+                q += d == '\\' ? 2 : 1;
+            }
+            p = q;
+            continue;
+        }
+        case ',':
+            if (depth == 1) {
+                if (*ncommas == *cap) {
+                    Py_ssize_t ncap = *cap * 2;
+                    Py_ssize_t *bigger = PyMem_Malloc((size_t)ncap * sizeof(Py_ssize_t));
+                    if (bigger == NULL) {
+                        result = -2;
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    memcpy(bigger, *commas, (size_t)*ncommas * sizeof(Py_ssize_t));
+                    if (*commas != small)
+                        PyMem_Free(*commas);
+                    *commas = bigger;
+                    *cap = ncap;
+                }
+                (*commas)[(*ncommas)++] = p;
+            }
+            continue;
+        case '<': want = '>'; break;
+        case '[': want = ']'; break;
+        case '{': want = '}'; break;
+        case '(': want = ')'; break;
+        case '>':
+            if (p > 0 && PyUnicode_READ(kind, data, p - 1) == '-')
+                continue; /* `->` */
+            /* fall through */
+        case ']':
+        case '}':
+        case ')':
+            if (depth == 0 || stack[depth - 1] != (char)c)
+                goto done;
+            if (--depth == 0) {
+                result = p + 1;
+                goto done;
+            }
+            continue;
+        default:
+            continue;
+        }
+        if (depth == depth_cap) {
+            Py_ssize_t ncap = depth_cap * 2;
+            char *bigger = PyMem_Malloc((size_t)ncap);
+            if (bigger == NULL) {
+                result = -2;
+                PyErr_NoMemory();
+                goto done;
+            }
+            memcpy(bigger, stack, (size_t)depth);
+            if (stack != sm)
+                PyMem_Free(stack);
+            stack = bigger;
+            depth_cap = ncap;
+        }
+        stack[depth++] = want;
+    }
+done:
+    if (stack != sm)
+        PyMem_Free(stack);
+    return result;
+}
+
+static PyObject *split_group(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *s;
+    Py_ssize_t pos, unused;
+    if (read_str_args(args, nargs, 2, &s, &pos, &unused) < 0)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t small[64], *commas = small, ncommas = 0, cap = 64, end = -1;
+    Py_UCS4 open = pos >= 0 && pos < n ? PyUnicode_READ(kind, data, pos) : 0;
+    if (open != '<' && open != '[' && open != '{' && open != '(')
+        return Py_BuildValue("(nN)", (Py_ssize_t)-1, PyList_New(0)); /* no group opens there */
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        end = group_of(PyUnicode_1BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        end = group_of(PyUnicode_2BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+        break;
+    default:
+        end = group_of(PyUnicode_4BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+    }
+    PyObject *spans = end == -2 ? NULL : PyList_New(0);
+    if (spans != NULL && end >= 0) {
+        /* split_top(s, pos + 1, end - 1): the pieces between the commas, and the last one
+         * when it is not empty or there were commas */
+        Py_ssize_t item = pos + 1, stop = end - 1;
+        for (Py_ssize_t k = 0; k < ncommas && spans != NULL; k++) {
+            if (append_span(spans, item, commas[k]) < 0)
+                Py_CLEAR(spans);
+            item = commas[k] + 1;
+        }
+        if (spans != NULL && (item < stop || ncommas > 0) && append_span(spans, item, stop) < 0)
+            Py_CLEAR(spans);
+    }
+    if (commas != small)
+        PyMem_Free(commas);
+    if (spans == NULL)
+        return NULL;
+    PyObject *out = Py_BuildValue("(nN)", end < 0 ? (Py_ssize_t)-1 : end, spans);
+    return out;
+}
+
+PyDoc_STRVAR(split_group_doc,
+             "split_group(s, pos) -> (end, spans)\n\n"
+             "The bracket group opening at s[pos]: match_end(s, pos) and, when it closes,\n"
+             "split_top(s, pos + 1, end - 1), read in one pass; (-1, []) when it does not\n"
+             "close or s[pos] opens none (see meshdiag.ir.text.split_group_py).");
+
 /* fs_top_colon's body, for a constant `kind` each (see match_end_of) */
 static inline __attribute__((always_inline)) void
 top_colon_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
@@ -888,6 +1036,7 @@ static PyMethodDef methods[] = {
     {"scan_known", (PyCFunction)(void (*)(void))scan_known, METH_FASTCALL, scan_known_doc},
     {"scan_plain", (PyCFunction)(void (*)(void))scan_plain, METH_FASTCALL, scan_plain_doc},
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
+    {"split_group", (PyCFunction)(void (*)(void))split_group, METH_FASTCALL, split_group_doc},
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
     {"count_lines", (PyCFunction)count_lines, METH_O, count_lines_doc},
