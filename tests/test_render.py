@@ -696,3 +696,22 @@ def test_the_usual_matrix_table_is_made_directly():
     assert rows is not None and rows[0].devices.endswith("…(+3)")
     assert (rows, 0) == table_rows(lay, 64, TileIndex(lay))
     assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)
+
+
+def test_whole_ranges_are_the_shards_when_every_one_is_a_whole_tile():
+    """A split's range texts for a direct picture (`_whole_ranges`), worked out from n and k,
+    are its shards' ranges when every shard is a whole tile (`DimSplit.part`: held, fit 0),
+    and None otherwise, under every rule."""
+    from meshdiag.model.splits import SPLIT_RULES, split_dim
+    from meshdiag.report.grid import _whole_ranges
+
+    for rule in SPLIT_RULES:
+        for n in range(0, 60):
+            for k in range(1, 14):
+                if rule == "even" and n % k:
+                    continue
+                s = split_dim(n, k, rule)
+                parts = [s.part(i) for i in range(k)]
+                whole = all(held and not fit for _, held, _, fit in parts)
+                want = [f"{a}:{b}" for (a, b), *_ in parts] if whole else None
+                assert _whole_ranges(split_dim(n, k, rule)) == want, (n, k, rule)

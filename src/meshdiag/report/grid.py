@@ -442,13 +442,13 @@ def _whole_ranges(s: DimSplit) -> list[str] | None:
     known = s.derived
     if "grid.ranges" in known:
         return known["grid.ranges"]
-    out: list[str] | None = []
-    for i in range(s.k):
-        (a, b), held, _, fit = s.part(i)
-        if fit or not held:
-            out = None
-            break
-        out.append(f"{a}:{b}")  # type: ignore[union-attr]
+    # every rule's shards are whole tiles (`DimSplit.part`'s fit 0, held) exactly when they
+    # split a dim of elements evenly: then shard i is [i*c, (i+1)*c) under each
+    n, k = s.n, s.k
+    out = None
+    if n > 0 and n % k == 0:
+        c = n // k
+        out = [f"{i * c}:{i * c + c}" for i in range(k)]
     known["grid.ranges"] = out
     return out
 
