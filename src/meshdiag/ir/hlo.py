@@ -15,7 +15,7 @@ from meshdiag.ir.text import (
     hlo_sharding_braces,
     keyed,
     match_end,
-    split_top,
+    split_group,
     string_end,
     unescape,
 )
@@ -172,10 +172,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
 
 def _operands(line: str, paren: int) -> list[str]:
     """The operand names of an instruction whose operand list opens at `paren`."""
-    end = match_end(line, paren)
-    if end < 0:
-        return []
-    return [line[a:e].strip() for a, e in split_top(line, paren + 1, end - 1)]
+    return [line[a:e].strip() for a, e in split_group(line, paren)[1]]
 
 
 def _emit(b, name, parsed, shapes, lineno, col, text, notation, kind, op) -> None:

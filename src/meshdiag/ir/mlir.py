@@ -450,10 +450,7 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
         axes = tuple(x.strip().strip('"') for x in ma.group(1).split(",") if x.strip())
     region = ManualRegion(indent, axes if manual else ())
     paren = line.find("(", line.find("computation"))
-    pend = match_end(line, paren) if paren >= 0 else -1
-    operands = (
-        [line[a:e].strip() for a, e in split_top(line, paren + 1, pend - 1)] if pend > 0 else []
-    )
+    operands = [line[a:e].strip() for a, e in split_group(line, paren)[1]] if paren >= 0 else []
     # region arguments: the parenthesised list after the shardings / manual_axes
     after = max(
         line.rfind("manual_axes="), line.rfind("out_shardings=["), line.rfind("in_shardings=[")
@@ -461,20 +458,18 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
     local: list[tuple[tuple[int, ...] | None, str | None]] = []
     rp = line.find("(", after) if after >= 0 else -1
     if rp >= 0:
-        rpe = match_end(line, rp)
-        if rpe > 0:
-            local = [b.cache.tensor_type(line[a:e]) for a, e in split_top(line, rp + 1, rpe - 1)]
+        local = [b.cache.tensor_type(line[a:e]) for a, e in split_group(line, rp)[1]]
     kinds = ("manual_in", "manual_out") if manual else ("named_in", "named_out")
     for key, kind in zip(("in_shardings=[", "out_shardings=["), kinds, strict=True):
         i = line.find(key)
         if i < 0:
             continue
         lb = i + len(key) - 1
-        le = match_end(line, lb)
+        le, spans = split_group(line, lb)
         if le < 0:
             b.problem(f"{key[:-2]}: the list is not closed", lineno, lb + 1)
             continue
-        for k, (a, e) in enumerate(split_top(line, lb + 1, le - 1)):
+        for k, (a, e) in enumerate(spans):
             while a < e and line[a] == " ":
                 a += 1
             text = line[a:e].strip()

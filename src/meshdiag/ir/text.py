@@ -244,11 +244,10 @@ def op_operands(line: str, start: int) -> list[tuple[str, str]]:
     function type after the last top-level ` : ` (`(t1, t2) -> ...`); a type is "" where
     the line gives none."""
     body = strip_loc(line)
-    paren = body.find("(", start)
-    end = match_end(body, paren) if paren >= 0 else -1
+    end, spans = split_group(body, body.find("(", start))
     if end < 0:
         return []
-    names = [body[a:b].strip() for a, b in split_top(body, paren + 1, end - 1)]
+    names = [body[a:b].strip() for a, b in spans]
     names = [n for n in names if n]
     if _native_top_colon is not None:
         colon, arrow = _native_top_colon(body, start)
