@@ -354,8 +354,34 @@ static const unsigned char STOP[256] = {
     ['>'] = 1, [']'] = 1, ['}'] = 1, [')'] = 1, [','] = 2,
 };
 
+/* The top-level commas of a bracket group (split_group): their offsets, in a buffer of the
+ * caller's grown on the heap when full */
+typedef struct {
+    Py_ssize_t *at, n, cap, *small;
+} Commas;
+
+/* Record a comma at `p`: 0, or -1 with a MemoryError set */
+static int commas_push(Commas *c, Py_ssize_t p) {
+    if (c->n == c->cap) {
+        Py_ssize_t *bigger = PyMem_Malloc((size_t)c->cap * 2 * sizeof(Py_ssize_t));
+        if (bigger == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(bigger, c->at, (size_t)c->n * sizeof(Py_ssize_t));
+        if (c->at != c->small)
+            PyMem_Free(c->at);
+        c->at = bigger;
+        c->cap *= 2;
+    }
+    c->at[c->n++] = p;
+    return 0;
+}
+
+/* With `commas` (a constant NULL at match_end's calls: the compiler drops what it does),
+ * the commas at the group's own depth are recorded too */
 static inline __attribute__((always_inline)) Py_ssize_t
-match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos, Commas *commas) {
     if (pos < 0)
         pos = 0;
     char small[256];
@@ -364,8 +390,12 @@ match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     for (Py_ssize_t p = pos; p < n; p++) {
         if (kind == PyUnicode_1BYTE_KIND) {
             const Py_UCS1 *b = data;
-            while (p < n && STOP[b[p]] != 1)
-                p++;
+            if (commas != NULL) /* stops at commas too */
+                while (p < n && !STOP[b[p]])
+                    p++;
+            else
+                while (p < n && STOP[b[p]] != 1)
+                    p++;
             if (p == n)
                 break;
         }
@@ -383,6 +413,12 @@ match_end_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
             p = q; /* the loop's p++ steps past the closing quote */
             continue;
         }
+        case ',':
+            if (commas != NULL && depth == 1 && commas_push(commas, p) < 0) {
+                result = -2;
+                goto done;
+            }
+            continue;
         case '<': want = '>'; break;
         case '[': want = ']'; break;
         case '{': want = '}'; break;
@@ -430,11 +466,11 @@ done:
 Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     switch (kind) {
     case PyUnicode_1BYTE_KIND:
-        return match_end_of(PyUnicode_1BYTE_KIND, data, n, pos);
+        return match_end_of(PyUnicode_1BYTE_KIND, data, n, pos, NULL);
     case PyUnicode_2BYTE_KIND:
-        return match_end_of(PyUnicode_2BYTE_KIND, data, n, pos);
+        return match_end_of(PyUnicode_2BYTE_KIND, data, n, pos, NULL);
     default:
-        return match_end_of(PyUnicode_4BYTE_KIND, data, n, pos);
+        return match_end_of(PyUnicode_4BYTE_KIND, data, n, pos, NULL);
     }
 }
 
@@ -591,100 +627,6 @@ static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
  * finding its closing parenthesis and then splitting what is between at top-level commas
  * read it twice. */
 
-/* The index after the bracket closing data[pos] (match_end_of's answer), the top-level
- * commas of the group (at its own depth) appended to `commas` (`*ncommas` of `*cap`, grown
- * on the heap from the caller's buffer `small` when full); -1 when the text ends first or a
- * closer does not match, -2 with a MemoryError set. */
-static inline __attribute__((always_inline)) Py_ssize_t
-group_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t **commas,
-         Py_ssize_t *ncommas, Py_ssize_t *cap, Py_ssize_t *small) {
-    char sm[256];
-    char *stack = sm;
-    Py_ssize_t depth_cap = (Py_ssize_t)sizeof(sm), depth = 0, result = -1;
-    for (Py_ssize_t p = pos; p < n; p++) {
-        if (kind == PyUnicode_1BYTE_KIND) {
-            const Py_UCS1 *b = data;
-            while (p < n && !STOP[b[p]])
-                p++;
-            if (p == n)
-                break;
-        }
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        char want = 0;
-        switch (c) {
-        case '"': {
-            Py_ssize_t q = p + 1;
-            while (q < n) {
-                Py_UCS4 d = PyUnicode_READ(kind, data, q);
-                if (d == '"')
-                    break;
-                q += d == '\\' ? 2 : 1;
-            }
-            p = q;
-            continue;
-        }
-        case ',':
-            if (depth == 1) {
-                if (*ncommas == *cap) {
-                    Py_ssize_t ncap = *cap * 2;
-                    Py_ssize_t *bigger = PyMem_Malloc((size_t)ncap * sizeof(Py_ssize_t));
-                    if (bigger == NULL) {
-                        result = -2;
-                        PyErr_NoMemory();
-                        goto done;
-                    }
-                    memcpy(bigger, *commas, (size_t)*ncommas * sizeof(Py_ssize_t));
-                    if (*commas != small)
-                        PyMem_Free(*commas);
-                    *commas = bigger;
-                    *cap = ncap;
-                }
-                (*commas)[(*ncommas)++] = p;
-            }
-            continue;
-        case '<': want = '>'; break;
-        case '[': want = ']'; break;
-        case '{': want = '}'; break;
-        case '(': want = ')'; break;
-        case '>':
-            if (p > 0 && PyUnicode_READ(kind, data, p - 1) == '-')
-                continue; /* `->` */
-            /* fall through */
-        case ']':
-        case '}':
-        case ')':
-            if (depth == 0 || stack[depth - 1] != (char)c)
-                goto done;
-            if (--depth == 0) {
-                result = p + 1;
-                goto done;
-            }
-            continue;
-        default:
-            continue;
-        }
-        if (depth == depth_cap) {
-            Py_ssize_t ncap = depth_cap * 2;
-            char *bigger = PyMem_Malloc((size_t)ncap);
-            if (bigger == NULL) {
-                result = -2;
-                PyErr_NoMemory();
-                goto done;
-            }
-            memcpy(bigger, stack, (size_t)depth);
-            if (stack != sm)
-                PyMem_Free(stack);
-            stack = bigger;
-            depth_cap = ncap;
-        }
-        stack[depth++] = want;
-    }
-done:
-    if (stack != sm)
-        PyMem_Free(stack);
-    return result;
-}
-
 static PyObject *split_group(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     PyObject *s;
     Py_ssize_t pos, unused;
@@ -693,39 +635,40 @@ static PyObject *split_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
-    Py_ssize_t small[64], *commas = small, ncommas = 0, cap = 64, end = -1;
     Py_UCS4 open = pos >= 0 && pos < n ? PyUnicode_READ(kind, data, pos) : 0;
     if (open != '<' && open != '[' && open != '{' && open != '(')
         return Py_BuildValue("(nN)", (Py_ssize_t)-1, PyList_New(0)); /* no group opens there */
+    Py_ssize_t small[64];
+    Commas commas = {small, 0, 64, small};
+    Py_ssize_t end;
     switch (kind) {
     case PyUnicode_1BYTE_KIND:
-        end = group_of(PyUnicode_1BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+        end = match_end_of(PyUnicode_1BYTE_KIND, data, n, pos, &commas);
         break;
     case PyUnicode_2BYTE_KIND:
-        end = group_of(PyUnicode_2BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+        end = match_end_of(PyUnicode_2BYTE_KIND, data, n, pos, &commas);
         break;
     default:
-        end = group_of(PyUnicode_4BYTE_KIND, data, n, pos, &commas, &ncommas, &cap, small);
+        end = match_end_of(PyUnicode_4BYTE_KIND, data, n, pos, &commas);
     }
     PyObject *spans = end == -2 ? NULL : PyList_New(0);
     if (spans != NULL && end >= 0) {
         /* split_top(s, pos + 1, end - 1): the pieces between the commas, and the last one
          * when it is not empty or there were commas */
         Py_ssize_t item = pos + 1, stop = end - 1;
-        for (Py_ssize_t k = 0; k < ncommas && spans != NULL; k++) {
-            if (append_span(spans, item, commas[k]) < 0)
+        for (Py_ssize_t k = 0; k < commas.n && spans != NULL; k++) {
+            if (append_span(spans, item, commas.at[k]) < 0)
                 Py_CLEAR(spans);
-            item = commas[k] + 1;
+            item = commas.at[k] + 1;
         }
-        if (spans != NULL && (item < stop || ncommas > 0) && append_span(spans, item, stop) < 0)
+        if (spans != NULL && (item < stop || commas.n > 0) && append_span(spans, item, stop) < 0)
             Py_CLEAR(spans);
     }
-    if (commas != small)
-        PyMem_Free(commas);
+    if (commas.at != small)
+        PyMem_Free(commas.at);
     if (spans == NULL)
         return NULL;
-    PyObject *out = Py_BuildValue("(nN)", end < 0 ? (Py_ssize_t)-1 : end, spans);
-    return out;
+    return Py_BuildValue("(nN)", end < 0 ? (Py_ssize_t)-1 : end, spans);
 }
 
 PyDoc_STRVAR(split_group_doc,
