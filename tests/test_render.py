@@ -598,7 +598,7 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
     it (`_matrix`): where it is, its grid is the one `plan_grid` and `_drawn` make, and
     where it says no grid fits, theirs does not (with devices the sharding leaves out,
     `extra`, and short, empty or padded tiles about)."""
-    from meshdiag.report.grid import LayoutPicture, _box_lines
+    from meshdiag.report.grid import LayoutPicture, _box_lines, header_lines
 
     if extra is not None and lay.kind == "tiled":  # more devices than the sharding names
         lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
@@ -608,12 +608,14 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
     direct = pic._matrix(width)
     if direct is None:
         return
-    drawn = pic._drawn(plan_grid(lay, index=pic._tiles()), width)
+    plan = plan_grid(lay, index=pic._tiles())
+    drawn = pic._drawn(plan, width)
     if direct is _TABLE:  # no grid fits: the planned one does not either
         assert drawn is None
         return
     assert drawn is not None and len(drawn) == 1 and drawn[0].title is None
-    assert direct == _box_lines(drawn[0])
+    assert direct.lines == _box_lines(drawn[0])
+    assert header_lines(lay, "s", direct.plan) == header_lines(lay, "s", plan)
 
 
 @pytest.mark.parametrize(
@@ -623,6 +625,12 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
         ("{devices=[2,4]<=[8]}", (16, 48), "chunk", "direct"),
         ("{devices=[2,4]<=[8]}", (16, 40), "xla", "direct"),
         ("{devices=[1,3]<=[3]}", (10000, 30000), "xla", "direct"),  # ranges widen cells
+        ("{devices=[4]<=[4]}", (400000,), "xla", "direct"),  # one row, `[a:b]` cells
+        ("{devices=[2,1,4]<=[8]}", (8, 5, 16), "xla", "direct"),  # dims 0 and 2 shown
+        ("{devices=[1,1,8]<=[8]}", (3, 5, 16), "chunk", "direct"),  # one split dim of three
+        ("{devices=[2,4,1,1]<=[8]}", (4, 8, 3, 3), "xla", "direct"),
+        ("{devices=[2,2,2]<=[8]}", (4, 4, 4), "xla", "planned"),  # facets
+        ("{devices=[2,1,4]<=[8]}", (8, 0, 16), "xla", "planned"),  # an empty dim not shown
         ("{devices=[2,4]<=[8]}", (15, 48), "xla", "planned"),  # a padded row of tiles
         ("{devices=[2,4]<=[8]}", (16, 46), "chunk", "planned"),  # a short last chunk
         ("{devices=[2,4]<=[8]}", (16, 48), "array-split", "direct"),

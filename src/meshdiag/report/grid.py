@@ -630,8 +630,8 @@ def _box_lines(f: _DrawnFacet) -> list[str]:
 
 
 class _MatrixCells(NamedTuple):
-    """The cells of a matrix of whole tiles (`LayoutPicture._whole_matrix`), kept per
-    tiling: each cell's devices, their text, and each column's longest text."""
+    """The cells of a grid of whole tiles (`LayoutPicture._whole_grid`), kept per tiling:
+    each cell's devices, their text, and each column's longest text."""
 
     groups: list[list[tuple[int, ...]]]
     texts: list[list[str]]
@@ -641,6 +641,25 @@ class _MatrixCells(NamedTuple):
     def of(cls, groups: list[list[tuple[int, ...]]]) -> _MatrixCells:
         texts = [[compress_devices(g) for g in row] for row in groups]
         return cls(groups, texts, [max(map(len, column)) for column in zip(*texts, strict=True)])
+
+
+class _WholeGrid(NamedTuple):
+    """A grid of whole tiles as the direct picture draws it (`LayoutPicture._whole_grid`):
+    its rows' ranges (of the dim on rows; None when one row shows no dim), its columns',
+    its cells, and the plan its header's notes name (from rank 3 on; else None)."""
+
+    rows: list[str] | None
+    cols: list[str]
+    cells: _MatrixCells
+    plan: GridPlan | None
+
+
+class _Direct(NamedTuple):
+    """A picture's grid drawn directly (`LayoutPicture._matrix`): its lines, and the plan
+    the header's notes name (None: none)."""
+
+    lines: list[str]
+    plan: GridPlan | None
 
 
 # -- the rich renderable -------------------------------------------------------------------
@@ -794,9 +813,10 @@ class LayoutPicture:
         matrix = self._matrix(width)
         if matrix is _TABLE:  # no grid fits: a table, with no grid planned in vain
             drawn: list[_DrawnFacet] | None = None
-        elif matrix is not None:  # (its header is the general one: a rank-2 plan adds no note)
-            out = header_lines(lay, self.sharding_text, None, legend=self.legend)
-            out.extend(matrix)  # type: ignore[arg-type]
+        elif matrix is not None:
+            direct: _Direct = matrix  # type: ignore[assignment]
+            out = header_lines(lay, self.sharding_text, direct.plan, legend=self.legend)
+            out.extend(direct.lines)
             return self._checked(out)
         elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
@@ -835,51 +855,65 @@ class LayoutPicture:
                 return None
         return "\n".join(out) + "\n"
 
-    def _whole_matrix(self) -> tuple[list[str], list[str], _MatrixCells] | None:
-        """(each row's range text, each column's, the cells' devices) of a matrix whose
-        tiles are all whole (no cell has a mark) and number at most `max_cells`; None for
-        any other layout. The cells are kept per tiling."""
+    def _whole_grid(self) -> _WholeGrid | None:
+        """The direct picture's grid (`_WholeGrid`) of a layout whose tiles are all whole
+        (no cell has a mark), that a plan would draw as one grid of at most `max_cells`
+        cells without a projection: a matrix, or one or two split dims of any other rank.
+        None for any other layout. The cells are kept per tiling."""
         lay = self.layout
-        if lay.rank != 2 or lay.partial:
-            return None
-        rows, cols = lay.tiles
-        if rows * cols > self.max_cells:
+        if lay.rank == 0 or lay.partial:
             return None
         t = lay.tiling
         if t is None:  # untiled: one cell, the whole tensor on the devices holding data
-            if 0 in lay.shape:
+            if lay.rank != 2 or 0 in lay.shape:
                 return None
             cells = _MatrixCells.of([[lay.tile_order().tile(0)[1]]])
-            return [f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], cells
+            return _WholeGrid([f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], cells, None)
         if not t.every_member:
             return None
-        row_ranges, col_ranges = (_whole_ranges(s) for s in lay.ranges)
-        if row_ranges is None or col_ranges is None:
+        tiles = lay.tiles
+        rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, tiles, self.max_facets)
+        if facet_d or projected or len(rows_d) > 1 or len(cols_d) != 1:
             return None
-        cells = t.derived.get("grid.matrix")
-        if cells is None:  # (every tile held: the k-th in the tile order is tile k)
+        rows = tiles[rows_d[0]] if rows_d else 1
+        cols = tiles[cols_d[0]]
+        if rows * cols > self.max_cells:
+            return None
+        ranges = [_whole_ranges(s) for s in lay.ranges]  # (every dim's: a mark otherwise)
+        if any(r is None for r in ranges):
+            return None
+        key = ("grid.matrix", rows_d, cols_d)
+        cells = t.derived.get(key)
+        if cells is None:
+            # every tile is held: the k-th in the tile order is tile k, row-major; the
+            # dims after the one on rows are unsplit but the one on columns, so row r and
+            # column c is tile r * cols + c
             tile = lay.tile_order().tile
-            cells = t.derived["grid.matrix"] = _MatrixCells.of(
+            cells = t.derived[key] = _MatrixCells.of(
                 [[tile(r * cols + c)[1] for c in range(cols)] for r in range(rows)]
             )
-        return row_ranges, col_ranges, cells
+        # from rank 3 on the header names the dims the cells show (`_plan_notes`)
+        plan = GridPlan(rows_d, cols_d, (), (), False) if lay.rank >= 3 else None
+        row_ranges = ranges[rows_d[0]] if rows_d else None
+        return _WholeGrid(row_ranges, ranges[cols_d[0]], cells, plan)  # type: ignore[arg-type]
 
-    def _matrix(self, width: int) -> list[str] | object | None:
+    def _matrix(self, width: int) -> _Direct | object | None:
         """The lines of a big file's usual picture's grid, made directly: a compact picture
-        of a matrix whose tiles are all whole (`_whole_matrix`: each cell two lines, its
-        devices and `[a:b, c:d]`) that fits `width` as it is; `_TABLE` when no grid of them
-        can fit (eliding device lists would not help). None for any other: `plan_grid`,
-        `_drawn` and `_box_lines` draw it then (where this draws or gives up, they draw the
-        same or give up: tested). Planned in general, such a picture was two thirds of
-        drawing it, and boxed in general a fifth of the rest."""
-        whole = self._whole_matrix() if self.compact else None
+        whose tiles are all whole (`_whole_grid`: each cell two lines, its devices and its
+        ranges, `[a:b, c:d]` or `[a:b]`) that fits `width` as it is; `_TABLE` when no grid
+        of them can fit (eliding device lists would not help). None for any other:
+        `plan_grid`, `_drawn` and `_box_lines` draw it then (where this draws or gives up,
+        they draw the same or give up: tested). Planned in general, such a picture was two
+        thirds of drawing it, and boxed in general a fifth of the rest."""
+        whole = self._whole_grid() if self.compact else None
         if whole is None:
             return None
-        row_ranges, col_ranges, cells = whole
-        # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b)
-        longest_row = max(map(len, row_ranges))
+        row_ranges, col_ranges, cells, plan = whole
+        # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b,
+        # `[b]` 2 more than b)
+        longest_row, brackets = (max(map(len, row_ranges)), 4) if row_ranges else (0, 2)
         natural = [
-            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + 4) + 2
+            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
             for devices, b in zip(cells.widest, col_ranges, strict=True)
         ]
         cols = len(col_ranges)
@@ -888,7 +922,8 @@ class LayoutPicture:
             # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
             # cannot help when those are too wide together or a range does not fit one
             narrow = MIN_CELL_WIDTH + 6
-            if narrow * cols > room or longest_row + max(map(len, col_ranges)) + 6 > narrow:
+            widest_range = longest_row + max(map(len, col_ranges)) + brackets
+            if narrow * cols > room or widest_range + 2 > narrow:
                 return _TABLE
             return None
         # `distribute` by the columns' extents, which are equal: every tile is whole
@@ -901,33 +936,36 @@ class LayoutPicture:
         between = "├" + "┼".join(bars) + "┤"
         out = ["┌" + "┬".join(bars) + "┐"]
         ranged = list(zip(col_ranges, widths, strict=True))
-        for a, texts in zip(row_ranges, cells.texts, strict=True):
+        for a, texts in zip(row_ranges or [None], cells.texts, strict=True):
             if len(out) > 1:
                 out.append(between)
             out.append(
                 "│" + "│".join([d.center(w) for d, w in zip(texts, widths, strict=True)]) + "│"
             )
-            out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
+            if a is None:
+                out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
+            else:
+                out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
         out.append("└" + "┴".join(bars) + "┘")
-        return out
+        return _Direct(out, plan)
 
     def _matrix_rows(self) -> list[TableRow | None] | None:
-        """`table_rows` of a matrix whose tiles are all whole (`_whole_matrix`), made
+        """`table_rows` of a matrix whose tiles are all whole (`_whole_grid`), made
         directly: each row the tile, its devices, `[a:b, c:d]`, the tile's size as its shard
         and buffer, no note (a big file's tables are mostly such). None for any other
         layout, or one with more tiles than the table shows (`table_rows` elides the
         middle)."""
-        whole = self._whole_matrix()
+        lay = self.layout
+        whole = self._whole_grid() if lay.rank == 2 else None
         if whole is None:
             return None
-        row_ranges, col_ranges, cells = whole
-        lay = self.layout
+        row_ranges, col_ranges, cells, _ = whole
         known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
         return [
             TableRow(f"({r},{c})", _devices_text(known, g, 40), f"[{a}, {b}]", size, size, "")
-            for r, (a, row) in enumerate(zip(row_ranges, cells.groups, strict=True))
+            for r, (a, row) in enumerate(zip(row_ranges, cells.groups, strict=True))  # type: ignore[arg-type]
             for c, (b, g) in enumerate(zip(col_ranges, row, strict=True))
         ]
 
