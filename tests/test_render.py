@@ -594,10 +594,10 @@ _UNTILED_MATRICES = st.builds(
     st.sampled_from([None, 1, 3]),
 )
 def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extra):
-    """A compact picture of a matrix whose tiles are all whole is drawn without planning
-    it (`_matrix`): where it is, its grid is the one `plan_grid` and `_drawn` make, and
-    where it says no grid fits, theirs does not (with devices the sharding leaves out,
-    `extra`, and short, empty or padded tiles about)."""
+    """A compact picture whose tiles are all whole is drawn without planning it
+    (`_matrix`): where it is, its grids are the ones `plan_grid` and `_drawn` make (titled
+    as theirs) under the same header, and where it says no grid fits, theirs does not (with
+    devices the sharding leaves out, `extra`, and short, empty or padded tiles about)."""
     from meshdiag.report.grid import LayoutPicture, _box_lines, header_lines
 
     if extra is not None and lay.kind == "tiled":  # more devices than the sharding names
@@ -613,8 +613,10 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
     if direct is _TABLE:  # no grid fits: the planned one does not either
         assert drawn is None
         return
-    assert drawn is not None and len(drawn) == 1 and drawn[0].title is None
-    assert direct.lines == _box_lines(drawn[0])
+    assert drawn is not None
+    assert direct.lines == [
+        x for f in drawn for x in ([f.title] if f.title else []) + _box_lines(f)
+    ]
     assert header_lines(lay, "s", direct.plan) == header_lines(lay, "s", plan)
 
 
@@ -629,7 +631,9 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
         ("{devices=[2,1,4]<=[8]}", (8, 5, 16), "xla", "direct"),  # dims 0 and 2 shown
         ("{devices=[1,1,8]<=[8]}", (3, 5, 16), "chunk", "direct"),  # one split dim of three
         ("{devices=[2,4,1,1]<=[8]}", (4, 8, 3, 3), "xla", "direct"),
-        ("{devices=[2,2,2]<=[8]}", (4, 4, 4), "xla", "planned"),  # facets
+        ("{devices=[2,2,2]<=[8]}", (4, 4, 4), "xla", "direct"),  # two facets of 2 × 2
+        ("{devices=[2,2,2,2]<=[16]}", (4, 4, 6, 8), "chunk", "direct"),  # facets by 2 dims
+        ("{devices=[2,4,4]<=[32]}", (4, 8, 8), "xla", "direct"),  # 32 cells: all drawn
         ("{devices=[2,1,4]<=[8]}", (8, 0, 16), "xla", "planned"),  # an empty dim not shown
         ("{devices=[2,4]<=[8]}", (15, 48), "xla", "planned"),  # a padded row of tiles
         ("{devices=[2,4]<=[8]}", (16, 46), "chunk", "planned"),  # a short last chunk
@@ -648,6 +652,18 @@ def test_the_usual_matrix_is_drawn_directly(text, shape, split, way):
     direct way, and one whose cells no grid can fit is a table without a grid planned
     first; an uneven one is planned."""
     _drawn_way(text, shape, split, 80, way)
+
+
+def test_facets_of_more_cells_than_shown_are_a_table():
+    """Facets whose cells together are more than the picture shows are not drawn directly
+    (a grid of 2 × 4 × 8 cells, 32 shown at most): rich's table, as the plan decides."""
+    from meshdiag.report.grid import LayoutPicture
+
+    lay = layout(parse_gspmd("{devices=[2,4,8]<=[64]}"), (4, 8, 8))
+    pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
+    assert pic._matrix(200) is None
+    drawn = pic.plain(200)
+    assert drawn == _rich_draws(pic, 200) and "table instead of a grid" in drawn
 
 
 @pytest.mark.parametrize("shape", [(8, 16), (100, 18)])  # ranges up to the narrow cell's

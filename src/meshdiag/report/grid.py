@@ -15,6 +15,7 @@ with the middle elided is drawn instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -644,13 +645,14 @@ class _MatrixCells(NamedTuple):
 
 
 class _WholeGrid(NamedTuple):
-    """A grid of whole tiles as the direct picture draws it (`LayoutPicture._whole_grid`):
-    its rows' ranges (of the dim on rows; None when one row shows no dim), its columns',
-    its cells, and the plan its header's notes name (from rank 3 on; else None)."""
+    """The grids of whole tiles the direct picture draws (`LayoutPicture._whole_grid`): their
+    rows' ranges (of the dim on rows; None when one row shows no dim), their columns', each
+    grid's title (None for a single grid) and cells, and the plan the header's notes name
+    (from rank 3 on; else None)."""
 
     rows: list[str] | None
     cols: list[str]
-    cells: _MatrixCells
+    grids: list[tuple[str | None, _MatrixCells]]
     plan: GridPlan | None
 
 
@@ -856,10 +858,10 @@ class LayoutPicture:
         return "\n".join(out) + "\n"
 
     def _whole_grid(self) -> _WholeGrid | None:
-        """The direct picture's grid (`_WholeGrid`) of a layout whose tiles are all whole
-        (no cell has a mark), that a plan would draw as one grid of at most `max_cells`
-        cells without a projection: a matrix, or one or two split dims of any other rank.
-        None for any other layout. The cells are kept per tiling."""
+        """The direct picture's grids (`_WholeGrid`) of a layout whose tiles are all whole
+        (no cell has a mark), that a plan would draw without a projection in at most
+        `max_cells` cells: a matrix, or one or two split dims on rows and columns and any
+        others as facets. None for any other layout. The cells are kept per tiling."""
         lay = self.layout
         if lay.rank == 0 or lay.partial:
             return None
@@ -868,37 +870,47 @@ class LayoutPicture:
             if lay.rank != 2 or 0 in lay.shape:
                 return None
             cells = _MatrixCells.of([[lay.tile_order().tile(0)[1]]])
-            return _WholeGrid([f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], cells, None)
+            return _WholeGrid([f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], [(None, cells)], None)
         if not t.every_member:
             return None
         tiles = lay.tiles
         rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, tiles, self.max_facets)
-        if facet_d or projected or len(rows_d) > 1 or len(cols_d) != 1:
+        if projected or len(rows_d) > 1 or len(cols_d) != 1:
             return None
         rows = tiles[rows_d[0]] if rows_d else 1
         cols = tiles[cols_d[0]]
-        if rows * cols > self.max_cells:
+        if math.prod(tiles[d] for d in facet_d) * rows * cols > self.max_cells:
             return None
-        ranges = [_whole_ranges(s) for s in lay.ranges]  # (every dim's: a mark otherwise)
-        if any(r is None for r in ranges):
+        maybe = [_whole_ranges(s) for s in lay.ranges]  # (every dim's: a mark otherwise)
+        ranges = [r for r in maybe if r is not None]
+        if len(ranges) < len(maybe):
             return None
-        key = ("grid.matrix", rows_d, cols_d)
-        cells = t.derived.get(key)
-        if cells is None:
-            # every tile is held: the k-th in the tile order is tile k, row-major; the
-            # dims after the one on rows are unsplit but the one on columns, so row r and
-            # column c is tile r * cols + c
+        cells_of = t.derived.get("grid.matrix")
+        if cells_of is None:
+            # every tile is held: the k-th in the tile order is tile k, row-major. The facet
+            # dims come first, the rows' next, then the columns' (other dims are unsplit):
+            # facet f's row r and column c is tile f * rows * cols + r * cols + c
             tile = lay.tile_order().tile
-            cells = t.derived[key] = _MatrixCells.of(
-                [[tile(r * cols + c)[1] for c in range(cols)] for r in range(rows)]
-            )
+            cells_of = t.derived["grid.matrix"] = [
+                _MatrixCells.of(
+                    [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
+                )
+                for base in range(0, math.prod(tiles), rows * cols)
+            ]
+        titles: list[str | None] = [None]
+        if facet_d:  # `dim0=1/2 [16:32]` (`_Skeleton.title`)
+            named = [
+                [f"dim{d}={i}/{tiles[d]} [{r}]" for i, r in enumerate(ranges[d])] for d in facet_d
+            ]
+            titles = [", ".join(f) for f in itertools.product(*named)]
         # from rank 3 on the header names the dims the cells show (`_plan_notes`)
-        plan = GridPlan(rows_d, cols_d, (), (), False) if lay.rank >= 3 else None
+        plan = GridPlan(rows_d, cols_d, facet_d, (), False) if lay.rank >= 3 else None
         row_ranges = ranges[rows_d[0]] if rows_d else None
-        return _WholeGrid(row_ranges, ranges[cols_d[0]], cells, plan)  # type: ignore[arg-type]
+        grids = list(zip(titles, cells_of, strict=True))
+        return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
 
     def _matrix(self, width: int) -> _Direct | object | None:
-        """The lines of a big file's usual picture's grid, made directly: a compact picture
+        """The lines of a big file's usual picture's grids, made directly: a compact picture
         whose tiles are all whole (`_whole_grid`: each cell two lines, its devices and its
         ranges, `[a:b, c:d]` or `[a:b]`) that fits `width` as it is; `_TABLE` when no grid
         of them can fit (eliding device lists would not help). None for any other:
@@ -908,45 +920,52 @@ class LayoutPicture:
         whole = self._whole_grid() if self.compact else None
         if whole is None:
             return None
-        row_ranges, col_ranges, cells, plan = whole
+        row_ranges, col_ranges, grids, plan = whole
         # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b,
         # `[b]` 2 more than b)
         longest_row, brackets = (max(map(len, row_ranges)), 4) if row_ranges else (0, 2)
-        natural = [
-            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
-            for devices, b in zip(cells.widest, col_ranges, strict=True)
-        ]
         cols = len(col_ranges)
         room = width - (cols + 1)  # borders
-        if sum(natural) > room:
+        naturals = [
+            [
+                max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
+                for devices, b in zip(cells.widest, col_ranges, strict=True)
+            ]
+            for _, cells in grids
+        ]
+        if any(sum(natural) > room for natural in naturals):
             # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
-            # cannot help when those are too wide together or a range does not fit one
+            # cannot help when those are too wide together or a range does not fit one (the
+            # ranges are every grid's)
             narrow = MIN_CELL_WIDTH + 6
             widest_range = longest_row + max(map(len, col_ranges)) + brackets
             if narrow * cols > room or widest_range + 2 > narrow:
                 return _TABLE
             return None
-        # `distribute` by the columns' extents, which are equal: every tile is whole
-        share = min(room, max(sum(natural), 60)) // cols
-        widths = [max(w, share) for w in natural]
-        if sum(widths) > room:
-            widths = natural
-        # `_box_lines` of it: each row's cells two lines high, devices over range
-        bars = ["─" * w for w in widths]
-        between = "├" + "┼".join(bars) + "┤"
-        out = ["┌" + "┬".join(bars) + "┐"]
-        ranged = list(zip(col_ranges, widths, strict=True))
-        for a, texts in zip(row_ranges or [None], cells.texts, strict=True):
-            if len(out) > 1:
-                out.append(between)
-            out.append(
-                "│" + "│".join([d.center(w) for d, w in zip(texts, widths, strict=True)]) + "│"
-            )
-            if a is None:
-                out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
-            else:
-                out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
-        out.append("└" + "┴".join(bars) + "┘")
+        out: list[str] = []
+        for (title, cells), natural in zip(grids, naturals, strict=True):
+            if title:
+                out.append(title)
+            # `distribute` by the columns' extents, which are equal: every tile is whole
+            share = min(room, max(sum(natural), 60)) // cols
+            widths = [max(w, share) for w in natural]
+            if sum(widths) > room:
+                widths = natural
+            # `_box_lines` of it: each row's cells two lines high, devices over range
+            bars = ["─" * w for w in widths]
+            between = "├" + "┼".join(bars) + "┤"
+            out.append("┌" + "┬".join(bars) + "┐")
+            ranged = list(zip(col_ranges, widths, strict=True))
+            for r, (a, texts) in enumerate(zip(row_ranges or [None], cells.texts, strict=True)):
+                if r:
+                    out.append(between)
+                devices = [d.center(w) for d, w in zip(texts, widths, strict=True)]
+                out.append("│" + "│".join(devices) + "│")
+                if a is None:
+                    out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
+                else:
+                    out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
+            out.append("└" + "┴".join(bars) + "┘")
         return _Direct(out, plan)
 
     def _matrix_rows(self) -> list[TableRow | None] | None:
@@ -959,7 +978,8 @@ class LayoutPicture:
         whole = self._whole_grid() if lay.rank == 2 else None
         if whole is None:
             return None
-        row_ranges, col_ranges, cells, _ = whole
+        row_ranges, col_ranges, grids, _ = whole
+        cells = grids[0][1]  # (a matrix: one grid)
         known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
