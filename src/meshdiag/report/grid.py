@@ -969,25 +969,52 @@ class LayoutPicture:
         return _Direct(out, plan)
 
     def _matrix_rows(self) -> list[TableRow | None] | None:
-        """`table_rows` of a matrix whose tiles are all whole (`_whole_grid`), made
-        directly: each row the tile, its devices, `[a:b, c:d]`, the tile's size as its shard
-        and buffer, no note (a big file's tables are mostly such). None for any other
-        layout, or one with more tiles than the table shows (`table_rows` elides the
-        middle)."""
+        """`table_rows` of a layout whose tiles are all whole, made directly: each row the
+        tile, its devices, its ranges (`slice_text`'s), the tile's size as its shard and
+        buffer, no note (a big file's tables are mostly such). None for any other layout,
+        or one with more tiles than the table shows (`table_rows` elides the middle)."""
         lay = self.layout
-        whole = self._whole_grid() if lay.rank == 2 else None
-        if whole is None:
+        tiles, rank = lay.tiles, lay.rank
+        if rank == 0 or lay.partial or math.prod(tiles) > self.max_cells:
             return None
-        row_ranges, col_ranges, grids, _ = whole
-        cells = grids[0][1]  # (a matrix: one grid)
+        t = lay.tiling
+        if t is None:  # untiled: one tile, the whole tensor on the devices holding data
+            whole = self._whole_grid() if rank == 2 else None  # (a matrix of one cell)
+            if whole is None:
+                return None
+            groups = whole.grids[0][1].groups
+            ranges = [whole.rows or [], whole.cols]
+        else:
+            if not t.every_member:
+                return None
+            maybe = [_whole_ranges(s) for s in lay.ranges]
+            ranges = [r for r in maybe if r is not None]
+            if len(ranges) < rank:
+                return None
+            tile = lay.tile_order().tile  # (every tile held: the k-th is tile k, row-major)
+            groups = [[tile(k)[1] for k in range(math.prod(tiles))]]
         known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
-        size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, lay.tiles, strict=True)))
-        return [
-            TableRow(f"({r},{c})", _devices_text(known, g, 40), f"[{a}, {b}]", size, size, "")
-            for r, (a, row) in enumerate(zip(row_ranges, cells.groups, strict=True))  # type: ignore[arg-type]
-            for c, (b, g) in enumerate(zip(col_ranges, row, strict=True))
-        ]
+        size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, tiles, strict=True)))
+        rows: list[TableRow | None] = []
+        cells = itertools.product(*(range(k) for k in tiles))
+        for index, g in zip(cells, (g for row in groups for g in row), strict=True):
+            if rank <= 2:
+                where = "[" + ", ".join([r[i] for r, i in zip(ranges, index, strict=True)]) + "]"
+            else:  # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
+                where = (
+                    "["
+                    + ", ".join(
+                        [
+                            ":" if k == 1 else r[i]
+                            for r, i, k in zip(ranges, index, tiles, strict=True)
+                        ]
+                    )
+                    + "]"
+                )
+            label = "(" + ",".join(map(str, index)) + ")"
+            rows.append(TableRow(label, _devices_text(known, g, 40), where, size, size, ""))
+        return rows
 
     # table fallback ---------------------------------------------------------------------
     def _table(self, width: int):
@@ -1054,10 +1081,12 @@ class LayoutPicture:
         would draw it otherwise: wider than the console even wrapped (rich squeezes it),
         or a cell holding what rich reads as markup."""
         # (one search of all cells first: a match never spans the space between two)
-        if _MARKUP.search(" ".join([c for row in cells for c in row])) and any(
+        flat = " ".join([c for row in cells for c in row])
+        if _MARKUP.search(flat) and any(
             _MARKUP.search(c) and not _as_is(c) for row in cells for c in row
         ):
             return None
+        wrapped = "\n" in flat  # (some cell over several lines: each row looked at)
         widths = _column_widths(cells)
         total = _table_width(widths)
         if total > width:
@@ -1066,7 +1095,7 @@ class LayoutPicture:
         lines = [blank]
         one_line = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "  # a row of 1-line cells
         for k, row in enumerate(cells):
-            if not any("\n" in c for c in row):
+            if not wrapped or not any("\n" in c for c in row):
                 lines.append(one_line.format(*row))
             else:
                 self._wrapped_row(row, widths, lines)
