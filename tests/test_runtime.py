@@ -53,3 +53,45 @@ def test_tune_gc_raises_the_young_threshold():
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_single_threaded_blas_sets_what_the_user_left_unset(monkeypatch):
+    """One BLAS thread for the command and its workers, a number the user set kept."""
+    for name in runtime.BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    runtime.single_threaded_blas()
+    import os
+
+    assert [os.environ[n] for n in runtime.BLAS_THREADS] == ["1", "3", "1"]
+
+
+#: the command as its own process, its environment shown where it would exit
+_SHOW_BLAS = """
+import os, sys
+from meshdiag.cli import runtime
+runtime.exit_now = lambda code: print([os.environ.get(n) for n in runtime.BLAS_THREADS])
+sys.argv = ["meshdiag", "--version"]
+from meshdiag.cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+"""
+
+
+def test_the_command_runs_with_one_blas_thread_but_not_main_called_in_process():
+    """The `meshdiag` process (main() without arguments) sets one BLAS thread before any
+    numpy import; main(argv) called in-process leaves its host's environment alone."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in runtime.BLAS_THREADS}
+    env["MKL_NUM_THREADS"] = "2"
+    got = subprocess.run([sys.executable, "-c", _SHOW_BLAS], capture_output=True, env=env, cwd=ROOT)
+    assert got.stdout.decode().strip().splitlines()[-1] == "['1', '1', '2']"
+    code = (
+        "import os\nfrom meshdiag.cli.app import main\ntry:\n    main(['--version'])\n"
+        "except SystemExit:\n    pass\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, cwd=ROOT)
+    assert got.stdout.decode().strip().splitlines()[-1] == "None"

@@ -165,9 +165,10 @@ def main(argv: list[str] | None = None) -> None:
         pass
     own_process = argv is None  # the `meshdiag` command itself, not a call in-process
     if own_process:
-        from meshdiag.cli.runtime import tune_gc
+        from meshdiag.cli.runtime import single_threaded_blas, tune_gc
 
         tune_gc()
+        single_threaded_blas()
     try:
         _run(argv)
     except SystemExit as e:
