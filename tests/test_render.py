@@ -374,7 +374,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n, index=None: ([row], 0))
-            mp.setattr(LayoutPicture, "_matrix_rows", lambda self: None)  # (rows from tiles)
+            mp.setattr(LayoutPicture, "_direct_rows", lambda self: None)  # (rows from tiles)
             return pic._table_lines(pic._table_cells(200), 200)
 
     assert table("[bold]x[/bold]") is None
@@ -595,7 +595,7 @@ _UNTILED_MATRICES = st.builds(
 )
 def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extra):
     """A compact picture whose tiles are all whole is drawn without planning it
-    (`_matrix`): where it is, its grids are the ones `plan_grid` and `_drawn` make (titled
+    (`_direct_grids`): where it is, its grids are the ones `plan_grid` and `_drawn` make (titled
     as theirs) under the same header, and where it says no grid fits, theirs does not (with
     devices the sharding leaves out, `extra`, and short, empty or padded tiles about)."""
     from meshdiag.report.grid import LayoutPicture, _box_lines, header_lines
@@ -605,7 +605,7 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
     from meshdiag.report.grid import _TABLE
 
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, compact=True)
-    direct = pic._matrix(width)
+    direct = pic._direct_grids(width)
     if direct is None:
         return
     plan = plan_grid(lay, index=pic._tiles())
@@ -661,7 +661,7 @@ def test_facets_of_more_cells_than_shown_are_a_table():
 
     lay = layout(parse_gspmd("{devices=[2,4,8]<=[64]}"), (4, 8, 8))
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
-    assert pic._matrix(200) is None
+    assert pic._direct_grids(200) is None
     drawn = pic.plain(200)
     assert drawn == _rich_draws(pic, 200) and "table instead of a grid" in drawn
 
@@ -680,7 +680,7 @@ def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str
 
     lay = layout(parse_gspmd(text), shape, split=split)
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
-    got = pic._matrix(width)
+    got = pic._direct_grids(width)
     assert way == ("table" if got is _TABLE else "planned" if got is None else "direct")
     drawn = pic.plain(width)
     assert drawn == _rich_draws(pic, width)
@@ -692,11 +692,11 @@ def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str
 @given(st.one_of(_pictured_layouts(), _UNTILED_MATRICES), st.sampled_from([2, 4, 8, 32, 64]))
 def test_a_matrix_table_made_directly_is_the_tiles_table(lay, max_cells):
     """The table of a matrix whose tiles are all whole, made without building its tiles
-    (`_matrix_rows`), is the one `table_rows` makes from them."""
+    (`_direct_rows`), is the one `table_rows` makes from them."""
     from meshdiag.report.grid import LayoutPicture, TileIndex, table_rows
 
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False)
-    direct = pic._matrix_rows()
+    direct = pic._direct_rows()
     if direct is None:
         return
     assert (direct, 0) == table_rows(lay, max_cells, TileIndex(lay))
@@ -708,7 +708,7 @@ def test_the_usual_matrix_table_is_made_directly():
     text = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
     for shape, direct in (((9640, 9648), True), ((9640, 9647), False)):  # (padded: planned)
         pic = LayoutPicture(layout(parse_gspmd(text), shape), "s", use_color=False)
-        assert (pic._matrix_rows() is not None) == direct
+        assert (pic._direct_rows() is not None) == direct
         assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)
     # long device lists, elided in the table as in its tiles' one
     tile0 = [0, 1, 3, 4, 6, 9, 10, 12, 15, 17, 18, 20, 23, 25, 28, 30]
@@ -716,7 +716,7 @@ def test_the_usual_matrix_table_is_made_directly():
     text = f"{{devices=[1,2,16]{','.join(map(str, devices))} last_tile_dim_replicate}}"
     lay = layout(parse_gspmd(text), (8, 2 * 10**7))
     pic = LayoutPicture(lay, "s", use_color=False, compact=True)
-    rows = pic._matrix_rows()
+    rows = pic._direct_rows()
     assert rows is not None and rows[0].devices.endswith("…(+3)")
     assert (rows, 0) == table_rows(lay, 64, TileIndex(lay))
     assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)

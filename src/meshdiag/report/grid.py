@@ -592,7 +592,7 @@ def table_rows(
     return rows, elided
 
 
-#: `LayoutPicture._matrix`'s answer for a matrix no grid of which fits the console
+#: `LayoutPicture._direct_grids`'s answer for a picture no grid of which fits the console
 _TABLE = object()
 
 
@@ -630,7 +630,7 @@ def _box_lines(f: _DrawnFacet) -> list[str]:
     return out
 
 
-class _MatrixCells(NamedTuple):
+class _GridCells(NamedTuple):
     """The cells of a grid of whole tiles (`LayoutPicture._whole_grid`), kept per tiling:
     each cell's devices, their text, and each column's longest text."""
 
@@ -639,7 +639,7 @@ class _MatrixCells(NamedTuple):
     widest: list[int]
 
     @classmethod
-    def of(cls, groups: list[list[tuple[int, ...]]]) -> _MatrixCells:
+    def of(cls, groups: list[list[tuple[int, ...]]]) -> _GridCells:
         texts = [[compress_devices(g) for g in row] for row in groups]
         return cls(groups, texts, [max(map(len, column)) for column in zip(*texts, strict=True)])
 
@@ -652,12 +652,12 @@ class _WholeGrid(NamedTuple):
 
     rows: list[str] | None
     cols: list[str]
-    grids: list[tuple[str | None, _MatrixCells]]
+    grids: list[tuple[str | None, _GridCells]]
     plan: GridPlan | None
 
 
 class _Direct(NamedTuple):
-    """A picture's grid drawn directly (`LayoutPicture._matrix`): its lines, and the plan
+    """A picture's grid drawn directly (`LayoutPicture._direct_grids`): its lines, and the plan
     the header's notes name (None: none)."""
 
     lines: list[str]
@@ -812,11 +812,10 @@ class LayoutPicture:
         not printable."""
         lay = self.layout
         plan = None
-        matrix = self._matrix(width)
-        if matrix is _TABLE:  # no grid fits: a table, with no grid planned in vain
+        direct = self._direct_grids(width)
+        if direct is _TABLE:  # no grid fits: a table, with no grid planned in vain
             drawn: list[_DrawnFacet] | None = None
-        elif matrix is not None:
-            direct: _Direct = matrix  # type: ignore[assignment]
+        elif isinstance(direct, _Direct):
             out = header_lines(lay, self.sharding_text, direct.plan, legend=self.legend)
             out.extend(direct.lines)
             return self._checked(out)
@@ -869,7 +868,7 @@ class LayoutPicture:
         if t is None:  # untiled: one cell, the whole tensor on the devices holding data
             if lay.rank != 2 or 0 in lay.shape:
                 return None
-            cells = _MatrixCells.of([[lay.tile_order().tile(0)[1]]])
+            cells = _GridCells.of([[lay.tile_order().tile(0)[1]]])
             return _WholeGrid([f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], [(None, cells)], None)
         if not t.every_member:
             return None
@@ -885,14 +884,14 @@ class LayoutPicture:
         ranges = [r for r in maybe if r is not None]
         if len(ranges) < len(maybe):
             return None
-        cells_of = t.derived.get("grid.matrix")
+        cells_of = t.derived.get("grid.direct_cells")
         if cells_of is None:
             # every tile is held: the k-th in the tile order is tile k, row-major. The facet
             # dims come first, the rows' next, then the columns' (other dims are unsplit):
             # facet f's row r and column c is tile f * rows * cols + r * cols + c
             tile = lay.tile_order().tile
-            cells_of = t.derived["grid.matrix"] = [
-                _MatrixCells.of(
+            cells_of = t.derived["grid.direct_cells"] = [
+                _GridCells.of(
                     [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
                 )
                 for base in range(0, math.prod(tiles), rows * cols)
@@ -909,7 +908,7 @@ class LayoutPicture:
         grids = list(zip(titles, cells_of, strict=True))
         return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
 
-    def _matrix(self, width: int) -> _Direct | object | None:
+    def _direct_grids(self, width: int) -> _Direct | object | None:
         """The lines of a big file's usual picture's grids, made directly: a compact picture
         whose tiles are all whole (`_whole_grid`: each cell two lines, its devices and its
         ranges, `[a:b, c:d]` or `[a:b]`) that fits `width` as it is; `_TABLE` when no grid
@@ -968,7 +967,7 @@ class LayoutPicture:
             out.append("└" + "┴".join(bars) + "┘")
         return _Direct(out, plan)
 
-    def _matrix_rows(self) -> list[TableRow | None] | None:
+    def _direct_rows(self) -> list[TableRow | None] | None:
         """`table_rows` of a layout whose tiles are all whole, made directly: each row the
         tile, its devices, its ranges (`slice_text`'s), the tile's size as its shard and
         buffer, no note (a big file's tables are mostly such). None for any other layout,
@@ -1051,7 +1050,7 @@ class LayoutPicture:
         slices and notes over several lines of their cells (`_wrapped`). Squeezing a table
         in, rich narrowed its devices and tile columns first, to nothing when slices were
         long: an uneven 2-D layout on an 80-column console lost both."""
-        rows = self._matrix_rows()
+        rows = self._direct_rows()
         elided = 0
         if rows is None:
             rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
