@@ -523,3 +523,22 @@ def test_md105_fast_answer_is_the_findings_answer(data):
     # another process (pickled with them), the same answer
     assert splits_evenly(h, shape) == (not found)
     assert splits_evenly(pickle.loads(pickle.dumps(h)), shape) == (not found)
+
+
+@pytest.mark.parametrize(
+    ("shape", "split", "says"),
+    [
+        ((7, 2), "xla", "device 3 holds 1 + 1 padding"),
+        ((5, 2), "xla", "device 2 holds 1 + 1 padding; device 3 holds only padding"),
+        ((7, 2), "chunk", "giving 4 chunks (2,2,2,1): device 3 holds a short chunk of 1"),
+        ((5, 2), "chunk", "(2,2,1): device 2 holds a short chunk of 1; device 3 holds nothing"),
+        ((7, 2), "array-split", "(2,2,2,1): devices 0-2 hold 2; device 3 holds 1"),
+    ],
+)
+def test_md105_says_which_devices_hold_what(shape, split, says):
+    """The devices of short, padded and empty shards, by rule (worked out by hand: 7 or 5
+    rows over 4 devices)."""
+    from meshdiag.checks.md105_uneven_shard import uneven_findings
+
+    (f,) = uneven_findings(parse_gspmd("{devices=[4,1]<=[4]}"), shape, split, where={})
+    assert f.message.endswith(says), f.message
