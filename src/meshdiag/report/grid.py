@@ -318,8 +318,6 @@ def _skeleton(
     a picture shows depend on the rank and the tile counts only, a cell's tile on the tile
     assignment; a big file draws a few shardings on shapes that never repeat). `index`
     gives the layout's tiles, asked for only when the skeleton is worked out."""
-    import itertools
-
     known = lay.by_tiling("grid.skeletons")
     key = (max_facets, max_rows, max_cols)
     sk = known.get(key)
@@ -452,6 +450,23 @@ def _whole_ranges(s: DimSplit) -> list[str] | None:
         out = [f"{i * c}:{i * c + c}" for i in range(k)]
     known["grid.ranges"] = out
     return out
+
+
+def _whole_tiles(lay: Layout) -> list[list[str]] | None:
+    """Each dim's shard ranges as pictures print them (`a:b`, `_whole_ranges`) when every
+    tile of `lay` is whole and held, so that no cell or table row has a mark: a tiling whose
+    devices all hold data and whose dims split evenly, or an untiled matrix with data; None
+    for any other layout."""
+    if lay.rank == 0 or lay.partial:
+        return None
+    t = lay.tiling
+    if t is None:  # untiled: one tile, the whole tensor on the devices holding data
+        return [[f"0:{n}"] for n in lay.shape] if lay.rank == 2 and 0 not in lay.shape else None
+    if not t.every_member:
+        return None
+    maybe = [_whole_ranges(s) for s in lay.ranges]
+    ranges = [r for r in maybe if r is not None]
+    return ranges if len(ranges) == len(maybe) else None
 
 
 def dims_text(shape: tuple[int, ...]) -> str:
@@ -858,19 +873,12 @@ class LayoutPicture:
 
     def _whole_grid(self) -> _WholeGrid | None:
         """The direct picture's grids (`_WholeGrid`) of a layout whose tiles are all whole
-        (no cell has a mark), that a plan would draw without a projection in at most
+        (`_whole_tiles`), that a plan would draw without a projection in at most
         `max_cells` cells: a matrix, or one or two split dims on rows and columns and any
         others as facets. None for any other layout. The cells are kept per tiling."""
         lay = self.layout
-        if lay.rank == 0 or lay.partial:
-            return None
-        t = lay.tiling
-        if t is None:  # untiled: one cell, the whole tensor on the devices holding data
-            if lay.rank != 2 or 0 in lay.shape:
-                return None
-            cells = _GridCells.of([[lay.tile_order().tile(0)[1]]])
-            return _WholeGrid([f"0:{lay.shape[0]}"], [f"0:{lay.shape[1]}"], [(None, cells)], None)
-        if not t.every_member:
+        ranges = _whole_tiles(lay)
+        if ranges is None:
             return None
         tiles = lay.tiles
         rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, tiles, self.max_facets)
@@ -880,17 +888,14 @@ class LayoutPicture:
         cols = tiles[cols_d[0]]
         if math.prod(tiles[d] for d in facet_d) * rows * cols > self.max_cells:
             return None
-        maybe = [_whole_ranges(s) for s in lay.ranges]  # (every dim's: a mark otherwise)
-        ranges = [r for r in maybe if r is not None]
-        if len(ranges) < len(maybe):
-            return None
-        cells_of = t.derived.get("grid.direct_cells")
+        derived = lay.tiling.derived if lay.tiling is not None else {}
+        cells_of = derived.get("grid.direct_cells")
         if cells_of is None:
             # every tile is held: the k-th in the tile order is tile k, row-major. The facet
             # dims come first, the rows' next, then the columns' (other dims are unsplit):
             # facet f's row r and column c is tile f * rows * cols + r * cols + c
             tile = lay.tile_order().tile
-            cells_of = t.derived["grid.direct_cells"] = [
+            cells_of = derived["grid.direct_cells"] = [
                 _GridCells.of(
                     [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
                 )
@@ -968,51 +973,37 @@ class LayoutPicture:
         return _Direct(out, plan)
 
     def _direct_rows(self) -> list[TableRow | None] | None:
-        """`table_rows` of a layout whose tiles are all whole, made directly: each row the
-        tile, its devices, its ranges (`slice_text`'s), the tile's size as its shard and
-        buffer, no note (a big file's tables are mostly such). None for any other layout,
-        or one with more tiles than the table shows (`table_rows` elides the middle)."""
+        """`table_rows` of a layout whose tiles are all whole (`_whole_tiles`), made
+        directly: each row the tile, its devices, its ranges (`slice_text`'s), the tile's
+        size as its shard and buffer, no note (a big file's tables are mostly such). None
+        for any other layout, or one with more tiles than the table shows (`table_rows`
+        elides the middle)."""
         lay = self.layout
-        tiles, rank = lay.tiles, lay.rank
-        if rank == 0 or lay.partial or math.prod(tiles) > self.max_cells:
+        tiles = lay.tiles
+        ranges = _whole_tiles(lay) if math.prod(tiles) <= self.max_cells else None
+        if ranges is None:
             return None
-        t = lay.tiling
-        if t is None:  # untiled: one tile, the whole tensor on the devices holding data
-            whole = self._whole_grid() if rank == 2 else None  # (a matrix of one cell)
-            if whole is None:
-                return None
-            groups = whole.grids[0][1].groups
-            ranges = [whole.rows or [], whole.cols]
-        else:
-            if not t.every_member:
-                return None
-            maybe = [_whole_ranges(s) for s in lay.ranges]
-            ranges = [r for r in maybe if r is not None]
-            if len(ranges) < rank:
-                return None
-            tile = lay.tile_order().tile  # (every tile held: the k-th is tile k, row-major)
-            groups = [[tile(k)[1] for k in range(math.prod(tiles))]]
+        tile = lay.tile_order().tile  # (every tile held: the k-th is tile k, row-major)
         known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, tiles, strict=True)))
         rows: list[TableRow | None] = []
-        cells = itertools.product(*(range(k) for k in tiles))
-        for index, g in zip(cells, (g for row in groups for g in row), strict=True):
-            if rank <= 2:
-                where = "[" + ", ".join([r[i] for r, i in zip(ranges, index, strict=True)]) + "]"
-            else:  # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
-                where = (
-                    "["
-                    + ", ".join(
-                        [
-                            ":" if k == 1 else r[i]
-                            for r, i, k in zip(ranges, index, tiles, strict=True)
-                        ]
-                    )
-                    + "]"
+        for k, index in enumerate(itertools.product(*(range(n) for n in tiles))):
+            # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
+            pieces = [
+                ":" if lay.rank >= 3 and n == 1 else r[i]
+                for r, i, n in zip(ranges, index, tiles, strict=True)
+            ]
+            rows.append(
+                TableRow(
+                    "(" + ",".join(map(str, index)) + ")",
+                    _devices_text(known, tile(k)[1], 40),
+                    "[" + ", ".join(pieces) + "]",
+                    size,
+                    size,
+                    "",
                 )
-            label = "(" + ",".join(map(str, index)) + ")"
-            rows.append(TableRow(label, _devices_text(known, g, 40), where, size, size, ""))
+            )
         return rows
 
     # table fallback ---------------------------------------------------------------------
