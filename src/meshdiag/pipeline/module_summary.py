@@ -165,9 +165,9 @@ def _picture(
 def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
     """Per distinct sharding text, in order of first use: [how many values have it, the
     first FIRST_LOCATIONS as (name, row, column), its distinct values as the module holds
-    them (by identity), in order]. Memoised by the module's column entries: a real pass dump repeats
-    most modules' annotated lines exactly (27 of 36 modules of one every-pass XLA dump of a
-    sharded MLP)."""
+    them (by identity), in order]. Memoised by the module's column entries: a real pass
+    dump repeats most modules' annotated lines exactly (27 of 36 modules of one every-pass
+    XLA dump of a sharded MLP)."""
     items = m.items
     part = m.partitioned
     memo = memos.content("module_summary.groups")

@@ -250,14 +250,15 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     """One renderable as `console` prints it: a piped colourless console's lines are their
     plain text (rich's soft wrap keeps them whole), others are rich's rendering (kept in
     `memos` by key for repeated parts: the console is part of the key)."""
-    if console.color_system is None and console.soft_wrap and part.__class__ in (Line, Text):
+    plain = console.color_system is None and console.soft_wrap  # (a colourless pipe)
+    if plain and part.__class__ in (Line, Text):
         # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
-        plain = part.plain  # type: ignore[union-attr]
+        text = part.plain  # type: ignore[union-attr]
         if part.__class__ is Line or (
             part.end == "\n"  # type: ignore[union-attr]
-            and all(ln.isprintable() for ln in plain.split("\n"))
+            and all(ln.isprintable() for ln in text.split("\n"))
         ):
-            return plain + "\n"
+            return text + "\n"
     if part.__class__ is Line:
         part = part.text()
     if isinstance(part, Cached):
@@ -275,7 +276,6 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if isinstance(part, Cached):  # made only now: it was not rendered before
         part = part.renderable
     text = None
-    plain = console.color_system is None and console.soft_wrap
     if plain and part.__class__ in (LayoutPicture, MeshGrid):
         text = part.plain(console.width)  # the same text, drawn without rich's tables
     if text is None:
