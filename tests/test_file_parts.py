@@ -342,3 +342,32 @@ def test_parts_are_given_before_the_lines_after_them_are_counted(
     second = next(taken)
     assert counted == [(0, second.start)]
     assert [second, *taken] == P.split_file(str(path), len(data), 8)[1:]
+
+
+PARTS_GONE = r"""
+import sys
+from meshdiag.ir import parts as P
+P.SPLIT_BYTES = 1
+P.PART_BYTES = 4096
+def gone(fd, start, stop):
+    raise FileNotFoundError(2, "No such file or directory")
+P._newlines = gone
+from meshdiag.cli.app import main
+sys.argv = ["meshdiag", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("command", ["inspect", "lint"])
+def test_a_big_file_gone_while_its_parts_go_out_is_one_line(tmp_path, command):
+    """A big file that cannot be read any more when its parts' lines are counted (removed
+    after it was cut) ends the run with one line naming it, not a traceback."""
+    path = tmp_path / "big.mlir"
+    path.write_text(corpus(list(range(len(SOURCES))) * 2, [0, 1, 2, 3]))
+    got = subprocess.run(
+        [sys.executable, "-c", PARTS_GONE, command, "-j2", str(path)], capture_output=True
+    )
+    err = got.stderr.decode()
+    assert got.returncode == 2 and "Traceback" not in err, err
+    assert f"cannot read {path}: No such file or directory" in err
+    assert len(err.strip().splitlines()) == 1, err

@@ -24,6 +24,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from meshdiag.errors import MeshdiagError
+from meshdiag.fileio import describe_os_error
 from meshdiag.ir.fast import native
 from meshdiag.ir.mlir import SECTION, module_header
 from meshdiag.ir.scan import BINARY_EXT, SNIFF
@@ -96,9 +98,14 @@ class Parts:
         try:
             for k, (start, stop) in enumerate(zip(starts, stops, strict=True)):
                 if k:
-                    if fd is None:
-                        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                    line += _newlines(fd, starts[k - 1], start)
+                    try:
+                        if fd is None:
+                            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                        line += _newlines(fd, starts[k - 1], start)
+                    except OSError as e:  # (gone or unreadable since it was cut)
+                        raise MeshdiagError(
+                            f"cannot read {self.path}: {describe_os_error(e)}"
+                        ) from None
                 yield FilePart(self.path, start, stop, line, k, count)
         finally:
             if fd is not None:
