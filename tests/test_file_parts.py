@@ -163,6 +163,8 @@ def test_cuts_do_not_depend_on_the_chunk_size(tmp_path, small_parts, monkeypatch
         assert part.line == data.count(b"\n", 0, part.start) + 1
         assert part.start == 0 or data[part.start - 1 : part.start + 8] == b"\n// -----"
     monkeypatch.setattr(P, "_CHUNK", chunk)
+    monkeypatch.setattr(P, "_FIRST_CHUNK", max(chunk // 4, 1))  # (doubled up to _CHUNK)
+    monkeypatch.setattr(P, "_COUNT_CHUNK", chunk)
     assert P.split_file(str(path), len(data), 8) == want
     # the same with the twin's count, and without os.preadv
     monkeypatch.setattr(P, "count_lines", P.count_lines_py)

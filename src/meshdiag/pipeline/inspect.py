@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import run_check
@@ -908,20 +908,27 @@ def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
 
 
 def value_layout(
-    v: Value, m: ModuleReport, mesh: Mesh | None, split: str, memos: RunMemos | None = None
+    v: Value,
+    m: ModuleReport,
+    mesh: Mesh | None,
+    split: str,
+    memos: RunMemos | None = None,
+    devices: int | None | Literal["ask"] = "ask",
 ):
     """The per-device Layout of `v` (None without a global shape or tiled form); the run's
     `memos` keep what its sharding's layouts share, not the layout itself (`layout`'s
-    `keep`)."""
-    if v.hlo is None or v.shape is None:
+    `keep`). `devices`: `num_devices(v, m, mesh)` when the caller has it."""
+    h = v.hlo
+    if h is None or v.shape is None:
         return None
+    n = num_devices(v, m, mesh) if devices == "ask" else devices
+    named = h.tile.num_devices if h.tile is not None else None  # (`h.num_devices`)
+    if named is not None and n is not None and named > n:
+        n = None  # the sharding names more devices than the module has: show them all
     from meshdiag.layouts.engine import layout
 
-    n = num_devices(v, m, mesh)
-    if v.hlo.num_devices is not None and n is not None and v.hlo.num_devices > n:
-        n = None  # the sharding names more devices than the module has: show them all
     try:
-        return layout(v.hlo, v.shape, split=split, num_devices=n, memos=memos, keep=False)
+        return layout(h, v.shape, split=split, num_devices=n, memos=memos, keep=False)
     except MeshdiagError:
         return None
 

@@ -150,15 +150,16 @@ def _picture(
     for v in vals:
         if v.shape is None or v.hlo is None:  # no picture without a global shape
             continue
-        key = (v.hlo, v.shape, num_devices(v, m, mesh), split, title)
+        n = num_devices(v, m, mesh)
+        key = (v.hlo, v.shape, n, split, title)
         has = known.get(key)
         if has is None:
-            lay = value_layout(v, m, mesh, split, memos)
+            lay = value_layout(v, m, mesh, split, memos, n)
             known.put(key, lay is not None)
             if lay is not None:
                 return Picture(title, key, lay)
         elif has:
-            return Picture(title, key, make=partial(value_layout, v, m, mesh, split, memos))
+            return Picture(title, key, make=partial(value_layout, v, m, mesh, split, memos, n))
     return None
 
 
