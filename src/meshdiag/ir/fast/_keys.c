@@ -153,11 +153,24 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
  * Equal identities make equal keys; unequal ones may still make equal keys (two equal
  * strings), which the dicts then find. */
 
+/* The splits (split_data_dims, borrowed from the call's `splits`) of the tiled forms last
+ * looked up, by their address: a module's values name a few, in turn, and asking the dict
+ * made an int of the address and compared it with the dict's own, a quarter of keying a
+ * value */
+#define SPLIT_WAYS 16
+typedef struct {
+    PyObject *hlo[SPLIT_WAYS], *split[SPLIT_WAYS];
+} LastSplit;
+
+static inline int split_way(PyObject *h) {
+    return (int)(((uintptr_t)h >> 4) % SPLIT_WAYS);
+}
+
 /* A key's "raw" form: per field code, the object's address (0-3), the rank + 1 (4, 0 for
  * None), the shape's address or 0 when it splits evenly (5). 1 done, 0 when a field is not
- * what it expects (the slow path decides), -1 error. */
+ * what it expects (the slow path decides), -1 error. `last`: the call's `LastSplit`. */
 static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject *splits,
-                   uintptr_t *raw) {
+                   LastSplit *last, uintptr_t *raw) {
     /* the value's field each of codes 0-3 names */
     static const int OBJECT_FIELD[] = {FV_NOTATION, FV_MESH_NAME, FV_SHARDING, FV_HLO};
     for (Py_ssize_t k = 0; k < nf; k++) {
@@ -184,13 +197,20 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject
                 raw[k] = 0;
                 break;
             }
-            PyObject *id = PyLong_FromVoidPtr(h);
-            if (id == NULL)
-                return -1;
-            PyObject *split = PyDict_GetItemWithError(splits, id); /* borrowed */
-            Py_DECREF(id);
-            if (split == NULL)
-                return PyErr_Occurred() ? -1 : 0; /* not asked yet: the slow path asks */
+            int way = split_way(h);
+            PyObject *split = last->split[way]; /* borrowed */
+            if (last->hlo[way] != h) {
+                PyObject *id = PyLong_FromVoidPtr(h);
+                if (id == NULL)
+                    return -1;
+                split = PyDict_GetItemWithError(splits, id);
+                Py_DECREF(id);
+                if (split == NULL)
+                    return PyErr_Occurred() ? -1 : 0; /* not asked yet: the slow path asks */
+                /* (the dict holds it to the end of the call: entries are only added) */
+                last->hlo[way] = h;
+                last->split[way] = split;
+            }
             int even = divides(split, shape);
             if (even < 0)
                 return -1;
@@ -293,6 +313,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     }
     Ids ids = {{NULL, NULL}, {NULL, NULL}};
     RawSet done_raw = {NULL, 0, 0, nf}; /* the raw keys of the values dealt with */
+    LastSplit last = {{NULL}, {NULL}};
     PyObject *result = NULL; /* the list, None (the twin decides) or NULL with an error */
     PyObject *seen = PyDict_New(), *splits = PyDict_New(), *out = PyList_New(0);
     if (seen == NULL || splits == NULL || out == NULL)
@@ -310,7 +331,7 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         size_t h = 0;
         /* (a short list is keyed the dict way: the table's allocation would cost more) */
         int have_raw = got == 0 && n_items >= RAW_MIN_ITEMS
-                           ? raw_key(codes, nf, fields, splits, raw)
+                           ? raw_key(codes, nf, fields, splits, &last, raw)
                            : 0;
         if (have_raw < 0)
             goto done;
