@@ -25,6 +25,7 @@ setup(
                 "src/meshdiag/ir/fast/_json.c",
                 "src/meshdiag/ir/fast/_keys.c",
                 "src/meshdiag/ir/fast/_groups.c",
+                "src/meshdiag/ir/fast/_grid.c",
             ],
             depends=["src/meshdiag/ir/fast/_fastscan.h"],
             define_macros=[("MESHDIAG_NEEDLES", WORDS["c_initializer"]())],

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from meshdiag.ir.fast import native
 from meshdiag.notation.devicelist import NOTATION, compress_devices
 
 if TYPE_CHECKING:
@@ -672,10 +673,10 @@ class _WholeGrid(NamedTuple):
 
 
 class _Direct(NamedTuple):
-    """A picture's grid drawn directly (`LayoutPicture._direct_grids`): its lines, and the plan
-    the header's notes name (None: none)."""
+    """A picture's grids drawn directly (`LayoutPicture._direct_grids`): their lines joined
+    by newlines, and the plan the header's notes name (None: none)."""
 
-    lines: list[str]
+    text: str
     plan: GridPlan | None
 
 
@@ -687,6 +688,88 @@ class _Direct(NamedTuple):
 #: one column wide for rich (tests/test_render.py checks each)
 _ONE_COLUMN = " -~\u2500-\u257f×…∅—"
 _OTHER_CHARACTER = re.compile(f"[^{_ONE_COLUMN}]")
+#: the same in lines joined by newlines
+_OTHER_IN_LINES = re.compile(f"[^{_ONE_COLUMN}\n]")
+
+
+def grid_text_py(
+    row_ranges: list[str] | None,
+    col_ranges: list[str],
+    grids: list[tuple[str | None, _GridCells]],
+    width: int,
+) -> str | int | None:
+    """The direct picture's grids (`_WholeGrid`: its rows' and columns' ranges, each grid's
+    title and cells) drawn for a console `width` wide, their lines joined by newlines: each
+    row's cells two lines high, devices over ranges (`[a:b, c:d]`, or `[a:b]` with no dim on
+    rows); 0 when no grid of them can fit (a table instead); None when the general path must
+    draw them (it elides device lists). The reference for the native `grid_text`
+    (`ir/fast/_grid.c`)."""
+    # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b, `[b]` 2
+    # more than b)
+    longest_row, brackets = (max(map(len, row_ranges)), 4) if row_ranges else (0, 2)
+    cols = len(col_ranges)
+    room = width - (cols + 1)  # borders
+    naturals = [
+        [
+            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
+            for devices, b in zip(cells.widest, col_ranges, strict=True)
+        ]
+        for _, cells in grids
+    ]
+    if any(sum(natural) > room for natural in naturals):
+        # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
+        # cannot help when those are too wide together or a range does not fit one (the
+        # ranges are every grid's)
+        narrow = MIN_CELL_WIDTH + 6
+        widest_range = longest_row + max(map(len, col_ranges)) + brackets
+        if narrow * cols > room or widest_range + 2 > narrow:
+            return 0
+        return None
+    out: list[str] = []
+    for (title, cells), natural in zip(grids, naturals, strict=True):
+        if title:
+            out.append(title)
+        # `distribute` by the columns' extents, which are equal: every tile is whole
+        share = min(room, max(sum(natural), 60)) // cols
+        widths = [max(w, share) for w in natural]
+        if sum(widths) > room:
+            widths = natural
+        # `_box_lines` of it
+        bars = ["─" * w for w in widths]
+        between = "├" + "┼".join(bars) + "┤"
+        out.append("┌" + "┬".join(bars) + "┐")
+        ranged = list(zip(col_ranges, widths, strict=True))
+        for r, (a, texts) in enumerate(zip(row_ranges or [None], cells.texts, strict=True)):
+            if r:
+                out.append(between)
+            devices = [d.center(w) for d, w in zip(texts, widths, strict=True)]
+            out.append("│" + "│".join(devices) + "│")
+            if a is None:
+                out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
+            else:
+                out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
+        out.append("└" + "┴".join(bars) + "┘")
+    return "\n".join(out)
+
+
+_native_grid_text = native("grid_text")
+
+
+def grid_text(
+    row_ranges: list[str] | None,
+    col_ranges: list[str],
+    grids: list[tuple[str | None, _GridCells]],
+    width: int,
+) -> str | int | None:
+    """`grid_text_py`, in C when built (`ir/fast/_grid.c`: a big file's ten thousand
+    pictures spent a third of their drawing here), for texts of ASCII."""
+    if _native_grid_text is not None:
+        got = _native_grid_text(
+            row_ranges, col_ranges, grids, width, MIN_LABEL_WIDTH, MIN_CELL_WIDTH
+        )
+        if got is not NotImplemented:
+            return got
+    return grid_text_py(row_ranges, col_ranges, grids, width)
 
 
 class LayoutPicture:
@@ -832,8 +915,7 @@ class LayoutPicture:
             drawn: list[_DrawnFacet] | None = None
         elif isinstance(direct, _Direct):
             out = header_lines(lay, self.sharding_text, direct.plan, legend=self.legend)
-            out.extend(direct.lines)
-            return self._checked(out)
+            return self._checked(out, direct.text)
         elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
@@ -856,19 +938,23 @@ class LayoutPicture:
         return self._checked(out)
 
     @staticmethod
-    def _checked(out: list[str]) -> str | None:
-        """The picture's `out` lines as text, or None when rich must draw it: characters
-        not one column each, or not printable."""
+    def _checked(out: list[str], lines: str = "") -> str | None:
+        """The picture's `out` lines, then `lines` (more of them, joined by newlines), as
+        text, or None when rich must draw it: characters not one column each, or not
+        printable."""
         flat = "".join(out)
         # each distinct character one column (rich's `cell_len` of a whole picture went
         # character by character in Python: a third of drawing it); a picture of printable
         # ASCII and the symbols pictures draw needs no look-up (the set of its characters
         # alone took 8 us)
-        if _OTHER_CHARACTER.search(flat) is not None:
+        if _OTHER_CHARACTER.search(flat) is not None or _OTHER_IN_LINES.search(lines):
             from rich.cells import get_character_cell_size
 
+            flat += lines.replace("\n", "")
             if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
                 return None
+        if lines:
+            out = [*out, lines]
         return "\n".join(out) + "\n"
 
     def _whole_grid(self) -> _WholeGrid | None:
@@ -915,8 +1001,8 @@ class LayoutPicture:
 
     def _direct_grids(self, width: int) -> _Direct | object | None:
         """The lines of a big file's usual picture's grids, made directly: a compact picture
-        whose tiles are all whole (`_whole_grid`: each cell two lines, its devices and its
-        ranges, `[a:b, c:d]` or `[a:b]`) that fits `width` as it is; `_TABLE` when no grid
+        whose tiles are all whole (`_whole_grid`, drawn by `grid_text`: each cell two lines,
+        its devices and its ranges) that fits `width` as it is; `_TABLE` when no grid
         of them can fit (eliding device lists would not help). None for any other:
         `plan_grid`, `_drawn` and `_box_lines` draw it then (where this draws or gives up,
         they draw the same or give up: tested). Planned in general, such a picture was two
@@ -925,52 +1011,12 @@ class LayoutPicture:
         if whole is None:
             return None
         row_ranges, col_ranges, grids, plan = whole
-        # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b,
-        # `[b]` 2 more than b)
-        longest_row, brackets = (max(map(len, row_ranges)), 4) if row_ranges else (0, 2)
-        cols = len(col_ranges)
-        room = width - (cols + 1)  # borders
-        naturals = [
-            [
-                max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
-                for devices, b in zip(cells.widest, col_ranges, strict=True)
-            ]
-            for _, cells in grids
-        ]
-        if any(sum(natural) > room for natural in naturals):
-            # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
-            # cannot help when those are too wide together or a range does not fit one (the
-            # ranges are every grid's)
-            narrow = MIN_CELL_WIDTH + 6
-            widest_range = longest_row + max(map(len, col_ranges)) + brackets
-            if narrow * cols > room or widest_range + 2 > narrow:
-                return _TABLE
+        text = grid_text(row_ranges, col_ranges, grids, width)
+        if text is None:
             return None
-        out: list[str] = []
-        for (title, cells), natural in zip(grids, naturals, strict=True):
-            if title:
-                out.append(title)
-            # `distribute` by the columns' extents, which are equal: every tile is whole
-            share = min(room, max(sum(natural), 60)) // cols
-            widths = [max(w, share) for w in natural]
-            if sum(widths) > room:
-                widths = natural
-            # `_box_lines` of it: each row's cells two lines high, devices over range
-            bars = ["─" * w for w in widths]
-            between = "├" + "┼".join(bars) + "┤"
-            out.append("┌" + "┬".join(bars) + "┐")
-            ranged = list(zip(col_ranges, widths, strict=True))
-            for r, (a, texts) in enumerate(zip(row_ranges or [None], cells.texts, strict=True)):
-                if r:
-                    out.append(between)
-                devices = [d.center(w) for d, w in zip(texts, widths, strict=True)]
-                out.append("│" + "│".join(devices) + "│")
-                if a is None:
-                    out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
-                else:
-                    out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
-            out.append("└" + "┴".join(bars) + "┘")
-        return _Direct(out, plan)
+        if text.__class__ is int:
+            return _TABLE
+        return _Direct(text, plan)  # type: ignore[arg-type]
 
     def _direct_rows(self) -> list[TableRow | None] | None:
         """`table_rows` of a layout whose tiles are all whole (`_whole_tiles`), made

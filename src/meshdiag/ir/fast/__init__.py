@@ -11,7 +11,8 @@ twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`), a module's values 
 `values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`), the checks' keys
 of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`) and a module's
 values grouped by their sharding text `text_groups` (`_groups.c`; twin
-`pipeline.module_summary.text_groups_py`). Each is
+`pipeline.module_summary.text_groups_py`) and a picture's grids of whole tiles drawn
+`grid_text` (`_grid.c`; twin `report.grid.grid_text_py`). Each is
 tested against its twin. `words.py` is the one list of candidate words both walkers use (setup.py hands it
 to the compiler). `native(name)` is how the rest of the scanner asks for one: None when the
 extension is not built or `MESHDIAG_PURE_PYTHON` is set, and the caller uses the twin.

@@ -998,6 +998,7 @@ static PyMethodDef methods[] = {
     {"text_groups", (PyCFunction)(void (*)(void))fs_text_groups, METH_FASTCALL,
      fs_text_groups_doc},
     {"new_keys", (PyCFunction)(void (*)(void))fs_new_keys, METH_FASTCALL, fs_new_keys_doc},
+    {"grid_text", (PyCFunction)(void (*)(void))fs_grid_text, METH_FASTCALL, fs_grid_text_doc},
     {NULL, NULL, 0, NULL},
 };
 
