@@ -121,51 +121,57 @@ static int take_loc(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
  * reference), the element type's span in *dt, *dt_end; NULL without an error when the text
  * has another form, NULL with an error when Python fails */
 static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
-    PyObject *dims = PyList_New(0);
-    if (dims == NULL)
+    /* the form first, counting the dims (a tuple made at once: a list grown and copied
+     * into one was three allocations a value, and a big file has a million) */
+    const char *s = c->s;
+    Py_ssize_t i = c->i, n = c->n, ndims = 0;
+    while (i < n && is_digit(s[i])) {
+        while (i < n && is_digit(s[i]))
+            i++;
+        if (i >= n || s[i] != 'x')
+            return NULL;
+        i++; /* the `x` */
+        ndims++;
+    }
+    if (i >= n)
         return NULL;
-    while (c->i < c->n && is_digit(c->s[c->i])) {
-        Py_ssize_t a = c->i;
-        while (c->i < c->n && is_digit(c->s[c->i]))
-            c->i++;
-        if (c->i >= c->n || c->s[c->i] != 'x')
-            goto other;
-        PyObject *d;
-        if (c->i - a <= 18) {
-            long long v = 0;
-            for (Py_ssize_t k = a; k < c->i; k++)
-                v = v * 10 + (c->s[k] - '0');
-            d = PyLong_FromLongLong(v);
+    char first = s[i];
+    if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '!'))
+        return NULL;
+    Py_ssize_t type_a = i++;
+    while (i < n && (is_word(s[i]) || s[i] == '.'))
+        i++;
+    if (i >= n || s[i] != '>')
+        return NULL;
+    PyObject *shape = PyTuple_New(ndims);
+    if (shape == NULL)
+        return NULL;
+    Py_ssize_t k = c->i;
+    for (Py_ssize_t d = 0; d < ndims; d++, k++) { /* (k++: the `x`) */
+        Py_ssize_t a = k;
+        while (is_digit(s[k]))
+            k++;
+        PyObject *v;
+        if (k - a <= 18) {
+            long long x = 0;
+            for (Py_ssize_t j = a; j < k; j++)
+                x = x * 10 + (s[j] - '0');
+            v = PyLong_FromLongLong(x);
         } else { /* more digits than a long long holds: Python's own conversion */
-            PyObject *digits = PyUnicode_FromStringAndSize(c->s + a, c->i - a);
-            d = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
+            PyObject *digits = PyUnicode_FromStringAndSize(s + a, k - a);
+            v = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
             Py_XDECREF(digits);
         }
-        if (d == NULL || PyList_Append(dims, d) < 0) {
-            Py_XDECREF(d);
-            Py_DECREF(dims);
+        if (v == NULL) {
+            Py_DECREF(shape);
             return NULL;
         }
-        Py_DECREF(d);
-        c->i++; /* the `x` */
+        PyTuple_SET_ITEM(shape, d, v);
     }
-    if (c->i >= c->n)
-        goto other;
-    char first = c->s[c->i];
-    if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '!'))
-        goto other;
-    *dt = c->i++;
-    while (c->i < c->n && (is_word(c->s[c->i]) || c->s[c->i] == '.'))
-        c->i++;
-    *dt_end = c->i;
-    if (!take(c, ">"))
-        goto other;
-    PyObject *shape = PyList_AsTuple(dims);
-    Py_DECREF(dims);
+    *dt = type_a;
+    *dt_end = i;
+    c->i = i + 1; /* the `>` */
     return shape;
-other:
-    Py_DECREF(dims);
-    return NULL;
 }
 
 /* Where `needle` (not empty) first is in s[a:b], or -1: each candidate found by its first
