@@ -922,7 +922,7 @@ def value_layout(
     if h is None or v.shape is None:
         return None
     n = num_devices(v, m, mesh) if devices == "ask" else devices
-    named = h.tile.num_devices if h.tile is not None else None  # (`h.num_devices`)
+    named = h.num_devices
     if named is not None and n is not None and named > n:
         n = None  # the sharding names more devices than the module has: show them all
     from meshdiag.layouts.engine import layout
