@@ -180,6 +180,8 @@ Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle
     Py_ssize_t m = (Py_ssize_t)strlen(needle);
     if (m == 0)
         return a <= b ? a : -1;
+    if (b - a < m) /* (most calls: a value's element type or location, a few bytes) */
+        return -1;
     /* memchr stops at the needle's rarest byte: at its first, `s` of `sdy.mesh @` stopped
      * at every `sdy.` of a sharding line */
     Py_ssize_t at = fs_anchor_of(needle, m);
