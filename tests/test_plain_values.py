@@ -352,6 +352,30 @@ def test_native_entry_values_read_like_their_twin(seed, k, lineno):
     assert outs[0] == outs[1]
 
 
+def test_names_and_columns_kept_by_content_stay_their_own():
+    """The native makers keep the names and ints they made in small tables by content
+    (`fs_str_piece`, `fs_int_piece`): 3,000 names of one length and their columns (more
+    than the tables' slots: some share one) read twice, each value's its own."""
+    parts = [
+        f'%a{i:04d}: tensor<{1000 + i}x{300 + i % 7}xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}'
+        for i in range(3000)
+    ]
+    line = "  func.func @main(" + ", ".join(parts) + ") -> f32 {"
+    start = line.index("(") + 1
+    from meshdiag.ir.text import match_end, split_top
+
+    spans = split_top(line, start, match_end(line, start - 1) - 1)
+    protos = {'#sdy.sharding<@mesh, [{"x"}, {}]>': _proto('#sdy.sharding<@mesh, [{"x"}, {}]>')}
+    for _ in range(2):
+        outs = []
+        for fn in (_fastscan.entry_values, fields.entry_values_py):
+            items_out: list = []
+            assert fn(line, spans, 0, 7, protos, [], items_out) == 3000
+            outs.append([value_fields(v) for v in items_out])
+        assert outs[0] == outs[1]
+        assert [v[0] for v in outs[0]] == [f"%a{i:04d}" for i in range(3000)]
+
+
 def test_native_readers_refuse_bad_arguments():
     with pytest.raises(TypeError):
         _fastscan.entry_values("x", [0], 0, 1, {"x": _proto("x")}, [], [])

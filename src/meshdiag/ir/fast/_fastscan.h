@@ -14,6 +14,11 @@ static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b)
     return o;
 }
 
+/* _values.c: s[a:b] (ASCII) as a str, and an int, each kept by content when made (a value's
+ * name, op and column, a tensor's dims repeat): new references, NULL with an error set */
+PyObject *fs_str_piece(const char *s, Py_ssize_t a, Py_ssize_t b);
+PyObject *fs_int_piece(long long v);
+
 /* _fastscan.c: index after the bracket closing data[pos] (quotes skipped, `->` is no
  * bracket); -1 when the text ends first, -2 with a MemoryError set */
 Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos);

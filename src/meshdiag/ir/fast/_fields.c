@@ -156,7 +156,7 @@ static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
             long long x = 0;
             for (Py_ssize_t j = a; j < k; j++)
                 x = x * 10 + (s[j] - '0');
-            v = PyLong_FromLongLong(x);
+            v = fs_int_piece(x);
         } else { /* more digits than a long long holds: Python's own conversion */
             PyObject *digits = PyUnicode_FromStringAndSize(s + a, k - a);
             v = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
