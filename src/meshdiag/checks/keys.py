@@ -22,7 +22,8 @@ The fields (`FIELDS`):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from meshdiag.ir.fast import native
@@ -74,7 +75,7 @@ class Decides:
     """A rule's key of a value: the tuple of the named `FIELDS` (`decides(v)` in Python;
     `codes` for the native `new_keys`; None: Python only)."""
 
-    __slots__ = ("fields", "codes", "_getters")
+    __slots__ = ("fields", "codes", "_getters", "of_full")
 
     def __init__(self, *fields: str) -> None:
         unknown = [f for f in fields if f not in FIELDS]
@@ -83,17 +84,23 @@ class Decides:
         self.fields = fields
         self.codes: tuple[int, ...] | None = tuple(FIELDS.index(f) for f in fields)
         self._getters = tuple(_GETTERS[f] for f in fields)
+        #: this key of a value whose key of every field (`ALL`) is the tuple given: picked
+        #: by an itemgetter (each rule picks its key of each of a module's distinct values)
+        self.of_full: Callable[[tuple], Hashable] = (
+            itemgetter(*self.codes) if len(self.codes) > 1 else _one(self.codes[0])
+        )
 
     def __call__(self, v: Value) -> Hashable:
         return tuple([g(v) for g in self._getters])
 
-    def of_full(self, full: tuple) -> Hashable:
-        """This key of a value whose key of every field (`ALL`) is `full`."""
-        assert self.codes is not None
-        return tuple([full[c] for c in self.codes])
-
     def __repr__(self) -> str:
         return f"Decides{self.fields!r}"
+
+
+def _one(code: int) -> Callable[[tuple], Hashable]:
+    """`of_full` of a key of one field: a tuple of it (an itemgetter of one index gives the
+    item itself)."""
+    return lambda full: (full[code],)
 
 
 #: every field: a value's full key, from which each rule's key is picked (`distinct`)
