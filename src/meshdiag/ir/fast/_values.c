@@ -165,6 +165,10 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
         return NULL;
     for (int i = 0; i < FV_N; i++)
         SLOT(v, i) = Py_NewRef(f[i]);
+    /* out of the garbage collector's lists: a value holds strs, ints, tuples of ints and
+     * parsed shardings, none of which refers back to it, so it is never in a cycle, and a
+     * million of them were each linked in and out and walked by young collections */
+    PyObject_GC_UnTrack(v);
     return v;
 }
 
