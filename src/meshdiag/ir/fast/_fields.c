@@ -168,6 +168,8 @@ static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
         }
         PyTuple_SET_ITEM(shape, d, v);
     }
+    PyObject_GC_UnTrack(shape); /* ints only: never in a cycle (Python's collector would
+                                 * find so at its next walk; a million of them) */
     *dt = type_a;
     *dt_end = i;
     c->i = i + 1; /* the `>` */
