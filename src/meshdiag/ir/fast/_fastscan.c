@@ -584,6 +584,9 @@ static int append_span(PyObject *spans, Py_ssize_t a, Py_ssize_t b) {
     PyObject *span = x != NULL && y != NULL ? PyTuple_Pack(2, x, y) : NULL;
     Py_XDECREF(x);
     Py_XDECREF(y);
+    if (span != NULL) /* two ints: never in a cycle (a signature's 400 spans were each
+                       * linked in and out of the collector's lists) */
+        PyObject_GC_UnTrack(span);
     int failed = span == NULL || PyList_Append(spans, span) < 0;
     Py_XDECREF(span);
     return failed ? -1 : 0;
