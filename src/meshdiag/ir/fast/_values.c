@@ -85,7 +85,7 @@ PyObject *fs_str_piece(const char *s, Py_ssize_t a, Py_ssize_t b) {
 PyObject *fs_int_piece(long long v) {
     if (v >= -5 && v <= 256) /* Python keeps these itself */
         return PyLong_FromLongLong(v);
-    size_t k = (size_t)(((unsigned long long)v * 0x9E3779B97F4A7C15ull) >> 54); /* 10 bits */
+    size_t k = (size_t)(((unsigned long long)v * 0x9E3779B97F4A7C15ull) >> 32) % PIECES;
     if (piece_int[k].o != NULL && piece_int[k].v == v)
         return Py_NewRef(piece_int[k].o);
     PyObject *o = PyLong_FromLongLong(v);
@@ -166,8 +166,9 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
     for (int i = 0; i < FV_N; i++)
         SLOT(v, i) = Py_NewRef(f[i]);
     /* out of the garbage collector's lists: a value holds strs, ints, tuples of ints and
-     * parsed shardings, none of which refers back to it, so it is never in a cycle, and a
-     * million of them were each linked in and out and walked by young collections */
+     * parsed shardings, none of which refers back to it, so it is never in a cycle, and
+     * linking a million of them into the list and out of it again cost more than the
+     * collections themselves */
     PyObject_GC_UnTrack(v);
     return v;
 }
