@@ -352,6 +352,48 @@ def test_native_entry_values_read_like_their_twin(seed, k, lineno):
     assert outs[0] == outs[1]
 
 
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    lineno=st.integers(1, 10**6),
+    cut=st.integers(0, 3),
+    at=st.sampled_from(["paren", "other"]),
+)
+def test_native_entry_group_reads_like_its_twin(seed, lineno, cut, at):
+    """`entry_group` (a signature split and its plain entries made in one native call)
+    gives what `split_group` then `entry_values_py` give: the group's end, the first entry
+    not made, the spans when one is left (None when none is), the same values; on lines cut
+    short (the group never closes) and at a position that opens no group too."""
+    rng = random.Random(seed)
+    parts = [
+        rng.choice(ENTRIES).format(
+            i=i,
+            s=rng.choice(SHARDINGS),
+            d="x".join(str(rng.randrange(1, 9)) for _ in "ab"),
+            g=rng.choice(GSPMD),
+        )
+        for i in range(rng.randrange(0, 12))
+    ]
+    line = "  func.func @main(" + ",".join(parts) + ") -> f32 {"
+    if cut:  # the group does not close
+        line = line[: line.index("(") + 1 + rng.randrange(0, len(line) - line.index("("))]
+    pos = line.index("(") if at == "paren" else rng.randrange(0, len(line))
+    texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS] + GSPMD
+    protos = {t: _proto(t) for t in texts if rng.random() < 0.7}
+    outs = []
+    for fn in (_fastscan.entry_group, fields.entry_group_py):
+        lines_out: list = []
+        items_out: list = []
+        got = fn(line, pos, lineno, protos, lines_out, items_out)
+        outs.append((got, lines_out, [value_fields(v) for v in items_out]))
+    assert outs[0] == outs[1]
+
+
+def test_native_entry_group_leaves_other_text_to_the_twin():
+    line = "  func.func @main(%ärg: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) {"
+    assert _fastscan.entry_group(line, line.index("("), 1, {}, [], []) is NotImplemented
+
+
 def test_names_and_columns_kept_by_content_stay_their_own():
     """The native makers keep the names and ints they made in small tables by content
     (`fs_str_piece`, `fs_int_piece`): 3,000 names of one length and their columns (more

@@ -54,6 +54,7 @@ from meshdiag.ir.text import (
     hlo_sharding_braces,
     match_end,
     op_result_types,
+    split_group_py,
     string_end,
 )
 
@@ -226,6 +227,42 @@ def entry_values(b: Builder, line: str, spans: list[tuple[int, int]], k: int, li
     if _native_entry_values is not None and line.isascii():
         return _native_entry_values(line, spans, k, lineno, protos, m.lines, m.items)
     return entry_values_py(line, spans, k, lineno, protos, m.lines, m.items)
+
+
+def entry_group(
+    b: Builder, line: str, pos: int, lineno: int
+) -> tuple[int, int, list[tuple[int, int]] | None] | None:
+    """A signature's parameters, the group opening at `line[pos]`, split and its plain
+    entries made as `entry_values` makes them, in one native call (a signature's spans stay
+    in C unless some entry is left): (the index after the group, the first entry not made,
+    the spans when one is left, else None); (-1, 0, []) when the group does not close. None
+    when this way does not apply (no module or a manual region, no prototype yet, a line
+    not ASCII, no native code): the caller splits the group and reads its entries itself."""
+    m = b.module
+    if _native_entry_group is None or m is None or b.manual or not line.isascii():
+        return None
+    protos = b.cache.protos(b.mesh_token)
+    if not protos:
+        return None
+    got = _native_entry_group(line, pos, lineno, protos, m.lines, m.items)
+    return None if got is NotImplemented else got
+
+
+def entry_group_py(
+    line: str,
+    pos: int,
+    lineno: int,
+    protos: dict[str, Value],
+    lines_out: list,
+    items_out: list,
+) -> tuple[int, int, list[tuple[int, int]] | None]:
+    """`entry_group` on the columns themselves: `split_group` then `entry_values_py` from
+    the first entry. The reference for the native one."""
+    end, spans = split_group_py(line, pos)
+    if end < 0:
+        return -1, 0, spans
+    k = entry_values_py(line, spans, 0, lineno, protos, lines_out, items_out)
+    return end, k, spans if k < len(spans) else None
 
 
 def entry_values_py(
@@ -432,3 +469,4 @@ _native_op = native("op_fields")
 _native_hlo = native("hlo_fields")
 _native_entry = native("entry_fields")
 _native_entry_values = native("entry_values")
+_native_entry_group = native("entry_group")

@@ -202,7 +202,13 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
     """`func.func @f(%arg0: t {attrs}, ...) -> (t {attrs}, ...)`."""
     if "sharding" not in line:
         return
-    rparen, spans = split_group(line, lparen)
+    # its plain entries whose sharding has a prototype: made as the group is split
+    got = fields.entry_group(b, line, lparen, lineno)
+    if got is None:
+        rparen, spans = split_group(line, lparen)
+        k = 0
+    else:
+        rparen, k, spans = got  # (spans None: every entry made)
     if rparen < 0:  # garbled or truncated: read each `%argN:` piece up to the next one
         starts = [m.start() for m in re.finditer(r"%[\w.$\-]+\s*:", line)] + [len(line)]
         for a, e in zip(starts, starts[1:], strict=False):
@@ -212,9 +218,8 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     entry = fields.signature_entry
-    k = 0
     batch = True  # worth asking for plain entries made from prototypes
-    while k < len(spans):
+    while spans is not None and k < len(spans):
         if batch:  # the plain entries whose sharding has a prototype: made in one call
             k = fields.entry_values(b, line, spans, k, lineno)
             if k >= len(spans):

@@ -7,7 +7,9 @@ line and word finders `word_lines` and `find_any` (twins: `comms.scan.word_lines
 `find_any_py`), the newline count `count_lines` (twin `ir.parts.count_lines_py`), the plain-line field readers `constraint_fields`, `entry_fields`, `op_fields`,
 `hlo_fields` (in `_fields.c`; twins `ir.fields.*_fields_py`), the values of plain
 lines copied from their sharding's prototype `scan_plain`, `entry_values` (`_values.c`;
-twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`), a module's values as JSON
+twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`) and a signature split and its
+entries made in one call `entry_group` (twin `ir.fields.entry_group_py`), a module's values
+as JSON
 `values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`), the checks' keys
 of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`) and a module's
 values grouped by their sharding text `text_groups` (`_groups.c`; twin

@@ -680,6 +680,89 @@ PyDoc_STRVAR(split_group_doc,
              "split_top(s, pos + 1, end - 1), read in one pass; (-1, []) when it does not\n"
              "close or s[pos] opens none (see meshdiag.ir.text.split_group_py).");
 
+/* ---- a signature's group and its plain entries in one pass ---------------------------
+ * `fields.entry_group_py`: split_group of the signature's parameters, then entry_values of
+ * its spans from the first. A signature of 400 parameters made 400 span tuples and 800
+ * ints only for entry_values to read them back; here the spans stay in C, and a list of
+ * them is made only when some entry is left for the general reader. */
+PyDoc_STRVAR(entry_group_doc,
+             "entry_group(line, pos, lineno, protos, lines_out, items_out)\n"
+             "    -> (end, k, spans or None)\n\n"
+             "split_group(line, pos) and entry_values(line, spans, 0, ...) in one call: `k` is\n"
+             "the first entry not made (len(spans) when all were, and then spans is None);\n"
+             "(-1, 0, []) when the group does not close. NotImplemented for a line that is not\n"
+             "ASCII. See meshdiag.ir.fields.entry_group_py.");
+
+static PyObject *entry_group(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entry_group(line, pos, lineno, protos, lines_out, items_out)");
+        return NULL;
+    }
+    PyObject *line = args[0], *lineno = args[2], *protos = args[3];
+    PyObject *lines_out = args[4], *items_out = args[5];
+    if (!PyUnicode_Check(line) || !PyLong_Check(lineno) || !PyDict_Check(protos) ||
+        !PyList_Check(lines_out) || !PyList_Check(items_out)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "entry_group: expected (str, int, int, dict, list, list)");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(line))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+    const char *s = (const char *)PyUnicode_DATA(line);
+    char open = pos >= 0 && pos < n ? s[pos] : 0;
+    if (open != '<' && open != '[' && open != '{' && open != '(')
+        return Py_BuildValue("(nnN)", (Py_ssize_t)-1, (Py_ssize_t)0, PyList_New(0));
+    Py_ssize_t small[64];
+    Commas commas = {small, 0, 64, small};
+    Py_ssize_t end = match_end_of(PyUnicode_1BYTE_KIND, s, n, pos, &commas);
+    PyObject *result = NULL;
+    if (end == -2)
+        goto done;
+    if (end < 0) {
+        result = Py_BuildValue("(nnN)", (Py_ssize_t)-1, (Py_ssize_t)0, PyList_New(0));
+        goto done;
+    }
+    /* the spans as split_group makes them: between the commas, and the last one when it is
+     * not empty or there were commas */
+    Py_ssize_t stop = end - 1, count = commas.n + (pos + 1 < stop || commas.n > 0 ? 1 : 0);
+    FsProtoCache cache = {0};
+    Py_ssize_t k = 0;
+    for (; k < count; k++) {
+        Py_ssize_t a = k == 0 ? pos + 1 : commas.at[k - 1] + 1;
+        Py_ssize_t e = k < commas.n ? commas.at[k] : stop;
+        int got = fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache);
+        if (got < 0) {
+            fs_proto_cache_clear(&cache);
+            goto done;
+        }
+        if (got == 0)
+            break;
+    }
+    fs_proto_cache_clear(&cache);
+    if (k == count) {
+        result = Py_BuildValue("(nnO)", end, k, Py_None);
+        goto done;
+    }
+    PyObject *spans = PyList_New(0);
+    for (Py_ssize_t j = 0; spans != NULL && j < count; j++) {
+        Py_ssize_t a = j == 0 ? pos + 1 : commas.at[j - 1] + 1;
+        Py_ssize_t e = j < commas.n ? commas.at[j] : stop;
+        if (append_span(spans, a, e) < 0)
+            Py_CLEAR(spans);
+    }
+    if (spans != NULL)
+        result = Py_BuildValue("(nnN)", end, k, spans);
+done:
+    if (commas.at != small)
+        PyMem_Free(commas.at);
+    return result;
+}
+
 /* fs_top_colon's body, for a constant `kind` each (see match_end_of) */
 static inline __attribute__((always_inline)) void
 top_colon_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
@@ -983,6 +1066,7 @@ static PyMethodDef methods[] = {
     {"scan_plain", (PyCFunction)(void (*)(void))scan_plain, METH_FASTCALL, scan_plain_doc},
     {"match_end", (PyCFunction)(void (*)(void))match_end, METH_FASTCALL, match_end_doc},
     {"split_group", (PyCFunction)(void (*)(void))split_group, METH_FASTCALL, split_group_doc},
+    {"entry_group", (PyCFunction)(void (*)(void))entry_group, METH_FASTCALL, entry_group_doc},
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
     {"count_lines", (PyCFunction)count_lines, METH_O, count_lines_doc},

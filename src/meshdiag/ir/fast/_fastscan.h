@@ -88,6 +88,11 @@ typedef struct {
     int next;
 } FsProtoCache;
 void fs_proto_cache_clear(FsProtoCache *cache);
+/* _values.c: the plain signature entry s[a:e] (ASCII) as a value made from its sharding's
+ * prototype, appended to the columns: 1, 0 (not plain or no prototype: nothing done), -1 */
+int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyObject *lineno,
+                   PyObject *protos, PyObject *lines_out, PyObject *items_out,
+                   FsProtoCache *cache);
 /* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
  * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
  * error set (`cache`: the call's FsProtoCache, or NULL) */

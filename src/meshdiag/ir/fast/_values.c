@@ -313,6 +313,39 @@ PyObject *fs_plain_line_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     return PyBool_FromLong(got);
 }
 
+/* The plain signature entry s[a:e] as a value appended to the columns (the line ASCII):
+ * 1, or 0 when it is not plain or its sharding has no prototype in `protos` (nothing done),
+ * -1 with an error set. `cache`: the call's prototypes found last. */
+int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyObject *lineno,
+                   PyObject *protos, PyObject *lines_out, PyObject *items_out,
+                   FsProtoCache *cache) {
+    FsEntry f;
+    PyObject *shape;
+    int got = fs_read_entry(s, n, a, e, &f, &shape);
+    if (got <= 0)
+        return got;
+    PyObject *proto = proto_of(protos, s, f.a, f.e, cache);
+    if (proto == NULL) {
+        Py_DECREF(shape);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(proto);
+    PyObject *name = fs_str_piece(s, f.name_a, f.name_b);
+    PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
+    PyObject *column = fs_int_piece(f.a + 1);
+    int result = -1;
+    if (name != NULL && dtype != NULL && column != NULL) {
+        PyObject *v = from_proto(proto, name, lineno, column, shape, dtype, ROLE_ARG, Py_None);
+        result = append(lines_out, items_out, lineno, v) < 0 ? -1 : 1;
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(dtype);
+    Py_XDECREF(column);
+    Py_DECREF(shape);
+    Py_DECREF(proto);
+    return result;
+}
+
 const char fs_entry_values_doc[] =
     "entry_values(line, spans, k, lineno, protos, lines_out, items_out) -> int\n\n"
     "The plain signature entries line[a:e] of spans[k:] as values appended to the columns,\n"
@@ -366,37 +399,11 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
             e = n;
         if (e < a)
             break;
-        FsEntry f;
-        PyObject *shape;
-        int got = fs_read_entry(s, n, a, e, &f, &shape);
+        int got = fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache);
         if (got < 0)
             goto done;
         if (got == 0)
             break;
-        PyObject *proto = proto_of(protos, s, f.a, f.e, &cache);
-        if (proto == NULL) {
-            Py_DECREF(shape);
-            if (PyErr_Occurred())
-                goto done;
-            break;
-        }
-        Py_INCREF(proto);
-        PyObject *name = fs_str_piece(s, f.name_a, f.name_b);
-        PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
-        PyObject *column = fs_int_piece(f.a + 1);
-        int failed = 1;
-        if (name != NULL && dtype != NULL && column != NULL) {
-            PyObject *v =
-                from_proto(proto, name, lineno, column, shape, dtype, ROLE_ARG, Py_None);
-            failed = append(lines_out, items_out, lineno, v) < 0;
-        }
-        Py_XDECREF(name);
-        Py_XDECREF(dtype);
-        Py_XDECREF(column);
-        Py_DECREF(shape);
-        Py_DECREF(proto);
-        if (failed)
-            goto done;
     }
     result = PyLong_FromSsize_t(k);
 done:
