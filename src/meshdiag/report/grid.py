@@ -1029,28 +1029,38 @@ class LayoutPicture:
         ranges = _whole_tiles(lay) if math.prod(tiles) <= self.max_cells else None
         if ranges is None:
             return None
-        tile = lay.tile_order().tile  # (every tile held: the k-th is tile k, row-major)
-        known = lay.by_tiling("grid.devices")
         # (a whole tile is ceil(n/k) long: its shard and its buffer)
         size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, tiles, strict=True)))
+        rank3 = lay.rank >= 3
         rows: list[TableRow | None] = []
-        for k, index in enumerate(itertools.product(*(range(n) for n in tiles))):
+        for label, devices, index in self._table_tiles():
             # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
             pieces = [
-                ":" if lay.rank >= 3 and n == 1 else r[i]
+                ":" if rank3 and n == 1 else r[i]
                 for r, i, n in zip(ranges, index, tiles, strict=True)
             ]
-            rows.append(
-                TableRow(
-                    "(" + ",".join(map(str, index)) + ")",
-                    _devices_text(known, tile(k)[1], 40),
-                    "[" + ", ".join(pieces) + "]",
-                    size,
-                    size,
-                    "",
-                )
-            )
+            rows.append(TableRow(label, devices, "[" + ", ".join(pieces) + "]", size, size, ""))
         return rows
+
+    def _table_tiles(self) -> list[tuple[str, str, tuple[int, ...]]]:
+        """Each tile's label, devices (as text) and index, in the table's order, when every
+        tile is held (the k-th is tile k, row-major): kept per tiling, whose tile assignment
+        alone they depend on (a big file draws 1,459 tables of a few tilings)."""
+        lay = self.layout
+        known = lay.by_tiling("grid.table_tiles")
+        got = known.get(lay.tiles)
+        if got is None:
+            tile = lay.tile_order().tile
+            devices = lay.by_tiling("grid.devices")
+            got = known[lay.tiles] = [
+                (
+                    "(" + ",".join(map(str, index)) + ")",
+                    _devices_text(devices, tile(k)[1], 40),
+                    index,
+                )
+                for k, index in enumerate(itertools.product(*(range(n) for n in lay.tiles)))
+            ]
+        return got
 
     # table fallback ---------------------------------------------------------------------
     def _table(self, width: int):
@@ -1088,6 +1098,7 @@ class LayoutPicture:
         in, rich narrowed its devices and tile columns first, to nothing when slices were
         long: an uneven 2-D layout on an 80-column console lost both."""
         rows = self._direct_rows()
+        direct = rows is not None  # (no cell of which holds a newline)
         elided = 0
         if rows is None:
             rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
@@ -1097,7 +1108,7 @@ class LayoutPicture:
                 out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
             else:
                 out.append(tuple(r))
-        if _table_width(_column_widths(out)) <= width:
+        if _table_width(_column_widths(out, wrapped=not direct)) <= width:
             return out
         body = out[1:]
         shard, buffer, note = (TABLE_COLUMNS.index(c) for c in ("shard", "buffer", "note"))
@@ -1123,7 +1134,7 @@ class LayoutPicture:
         ):
             return None
         wrapped = "\n" in flat  # (some cell over several lines: each row looked at)
-        widths = _column_widths(cells)
+        widths = _column_widths(cells, wrapped)
         total = _table_width(widths)
         if total > width:
             return None
@@ -1156,8 +1167,12 @@ class LayoutPicture:
             )
 
 
-def _column_widths(cells: list[tuple[str, ...]]) -> list[int]:
-    """Each column's width in a table of `cells`: its widest cell (line of a cell)."""
+def _column_widths(cells: list[tuple[str, ...]], wrapped: bool = True) -> list[int]:
+    """Each column's width in a table of `cells`: its widest cell (line of a cell; with
+    `wrapped` False the caller knows no cell holds a newline, and the cells are measured
+    whole)."""
+    if not wrapped:
+        return [max(map(len, column)) for column in zip(*cells, strict=True)]
     return [max(map(len, "\n".join(column).split("\n"))) for column in zip(*cells, strict=True)]
 
 
