@@ -69,10 +69,15 @@ static struct {
 } piece_int[PIECES];
 
 PyObject *fs_str_piece(const char *s, Py_ssize_t a, Py_ssize_t b) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (Py_ssize_t i = a; i < b; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    PyObject **slot = &piece_str[h % PIECES], *o = *slot;
+    /* the slot: the length and the first and last 8 bytes, a word each (names are short:
+     * hashing them byte by byte was most of the look-up) */
+    Py_ssize_t n = b - a;
+    uint64_t first = 0, last = 0;
+    memcpy(&first, s + a, (size_t)(n < 8 ? n : 8));
+    if (n > 8)
+        memcpy(&last, s + b - (n < 16 ? n - 8 : 8), (size_t)(n < 16 ? n - 8 : 8));
+    uint64_t h = (first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t)n;
+    PyObject **slot = &piece_str[(size_t)((h * 0xff51afd7ed558ccdull) >> 32) % PIECES], *o = *slot;
     if (o != NULL && PyUnicode_GET_LENGTH(o) == b - a &&
         memcmp(PyUnicode_1BYTE_DATA(o), s + a, (size_t)(b - a)) == 0)
         return Py_NewRef(o);
