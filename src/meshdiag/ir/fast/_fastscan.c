@@ -378,6 +378,20 @@ static int commas_push(Commas *c, Py_ssize_t p) {
     return 0;
 }
 
+/* The spans of a bracket group opening at `pos` and closing before `stop` (its closing
+ * bracket) whose top-level commas are `c`, as split_top makes them: between the commas,
+ * and after the last one when it is not empty or there were commas. How many, and the
+ * k-th (a, e). */
+static inline Py_ssize_t group_spans(const Commas *c, Py_ssize_t pos, Py_ssize_t stop) {
+    return c->n + (pos + 1 < stop || c->n > 0 ? 1 : 0);
+}
+
+static inline void group_span(const Commas *c, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t k,
+                              Py_ssize_t *a, Py_ssize_t *e) {
+    *a = k == 0 ? pos + 1 : c->at[k - 1] + 1;
+    *e = k < c->n ? c->at[k] : stop;
+}
+
 /* With `commas` (a constant NULL at match_end's calls: the compiler drops what it does),
  * the commas at the group's own depth are recorded too */
 static inline __attribute__((always_inline)) Py_ssize_t
@@ -630,6 +644,19 @@ static PyObject *split_top(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
  * finding its closing parenthesis and then splitting what is between at top-level commas
  * read it twice. */
 
+/* The group's spans (`group_spans`) as a list of (a, e); NULL with an error set */
+static PyObject *group_span_list(const Commas *c, Py_ssize_t pos, Py_ssize_t stop) {
+    PyObject *spans = PyList_New(0);
+    Py_ssize_t count = group_spans(c, pos, stop);
+    for (Py_ssize_t k = 0; spans != NULL && k < count; k++) {
+        Py_ssize_t a, e;
+        group_span(c, pos, stop, k, &a, &e);
+        if (append_span(spans, a, e) < 0)
+            Py_CLEAR(spans);
+    }
+    return spans;
+}
+
 static PyObject *split_group(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     PyObject *s;
     Py_ssize_t pos, unused;
@@ -654,19 +681,11 @@ static PyObject *split_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
     default:
         end = match_end_of(PyUnicode_4BYTE_KIND, data, n, pos, &commas);
     }
-    PyObject *spans = end == -2 ? NULL : PyList_New(0);
-    if (spans != NULL && end >= 0) {
-        /* split_top(s, pos + 1, end - 1): the pieces between the commas, and the last one
-         * when it is not empty or there were commas */
-        Py_ssize_t item = pos + 1, stop = end - 1;
-        for (Py_ssize_t k = 0; k < commas.n && spans != NULL; k++) {
-            if (append_span(spans, item, commas.at[k]) < 0)
-                Py_CLEAR(spans);
-            item = commas.at[k] + 1;
-        }
-        if (spans != NULL && (item < stop || commas.n > 0) && append_span(spans, item, stop) < 0)
-            Py_CLEAR(spans);
-    }
+    PyObject *spans = NULL; /* (end -2: a MemoryError) */
+    if (end >= 0)
+        spans = group_span_list(&commas, pos, end - 1);
+    else if (end == -1)
+        spans = PyList_New(0);
     if (commas.at != small)
         PyMem_Free(commas.at);
     if (spans == NULL)
@@ -727,14 +746,12 @@ static PyObject *entry_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
         result = Py_BuildValue("(nnN)", (Py_ssize_t)-1, (Py_ssize_t)0, PyList_New(0));
         goto done;
     }
-    /* the spans as split_group makes them: between the commas, and the last one when it is
-     * not empty or there were commas */
-    Py_ssize_t stop = end - 1, count = commas.n + (pos + 1 < stop || commas.n > 0 ? 1 : 0);
+    Py_ssize_t stop = end - 1, count = group_spans(&commas, pos, stop);
     FsProtoCache cache = {0};
     Py_ssize_t k = 0;
     for (; k < count; k++) {
-        Py_ssize_t a = k == 0 ? pos + 1 : commas.at[k - 1] + 1;
-        Py_ssize_t e = k < commas.n ? commas.at[k] : stop;
+        Py_ssize_t a, e;
+        group_span(&commas, pos, stop, k, &a, &e);
         int got = fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache);
         if (got < 0) {
             fs_proto_cache_clear(&cache);
@@ -748,13 +765,7 @@ static PyObject *entry_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
         result = Py_BuildValue("(nnO)", end, k, Py_None);
         goto done;
     }
-    PyObject *spans = PyList_New(0);
-    for (Py_ssize_t j = 0; spans != NULL && j < count; j++) {
-        Py_ssize_t a = j == 0 ? pos + 1 : commas.at[j - 1] + 1;
-        Py_ssize_t e = j < commas.n ? commas.at[j] : stop;
-        if (append_span(spans, a, e) < 0)
-            Py_CLEAR(spans);
-    }
+    PyObject *spans = group_span_list(&commas, pos, stop);
     if (spans != NULL)
         result = Py_BuildValue("(nnN)", end, k, spans);
 done:
