@@ -178,19 +178,14 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
     return v;
 }
 
-/* s[a:b], an element type, as a str: the last one made when it is the same text (a
- * file's values are mostly of one or two types: one str for all of them) */
-static PyObject *last_dtype;
-
-static PyObject *dtype_of(const char *s, Py_ssize_t a, Py_ssize_t b) {
-    if (last_dtype != NULL && PyUnicode_GET_LENGTH(last_dtype) == b - a &&
-        memcmp(PyUnicode_DATA(last_dtype), s + a, (size_t)(b - a)) == 0)
-        return Py_NewRef(last_dtype);
-    PyObject *t = fs_ascii_part(s, a, b);
-    if (t != NULL)
-        Py_XSETREF(last_dtype, Py_NewRef(t));
-    return t;
-}
+/* The value made from `proto` (borrowed) for the text `s`: its name s[name_a:name_b], its
+ * element type s[dt:dt_end] (each a kept piece, `fs_str_piece`: a file's values are mostly
+ * of one or two types), its 1-based `column`, at `line`, with `shape`, `kind` and `op`
+ * (borrowed), appended to the columns: 1, or -1 with an error set */
+static int append_made(PyObject *proto, const char *s, Py_ssize_t name_a, Py_ssize_t name_b,
+                       Py_ssize_t dt, Py_ssize_t dt_end, Py_ssize_t column, PyObject *line,
+                       PyObject *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
+                       PyObject *items_out);
 
 /* The prototype (borrowed) of the sharding s[a:b] in `protos`; NULL without an error
  * when there is none. `cache` (or NULL): the last few found in one call, by their text
@@ -269,24 +264,15 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
         Py_XDECREF(op);
         return PyErr_Occurred() ? -1 : 0;
     }
-    Py_INCREF(proto);
-    PyObject *name = fs_str_piece(s, f.name_a, f.name_b);
-    PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
     PyObject *line = PyLong_FromSsize_t(lineno);
-    PyObject *column = fs_int_piece(f.start + 1);
-    int result = -1;
-    if (name != NULL && dtype != NULL && line != NULL && column != NULL) {
-        PyObject *v = from_proto(proto, name, line, column, shape, dtype, kind, op);
-        result = append(lines_out, items_out, line, v) < 0 ? -1 : 1;
-    }
-    Py_XDECREF(name);
-    Py_XDECREF(dtype);
+    int result = line == NULL ? -1
+                              : append_made(proto, s, f.name_a, f.name_b, f.dt, f.dt_end,
+                                            f.start + 1, line, shape, kind, op, lines_out,
+                                            items_out);
     Py_XDECREF(line);
-    Py_XDECREF(column);
     Py_DECREF(shape);
     Py_DECREF(kind);
     Py_DECREF(op);
-    Py_DECREF(proto);
     return result;
 }
 
@@ -334,19 +320,28 @@ int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyOb
         Py_DECREF(shape);
         return PyErr_Occurred() ? -1 : 0;
     }
-    Py_INCREF(proto);
-    PyObject *name = fs_str_piece(s, f.name_a, f.name_b);
-    PyObject *dtype = dtype_of(s, f.dt, f.dt_end);
-    PyObject *column = fs_int_piece(f.a + 1);
+    int result = append_made(proto, s, f.name_a, f.name_b, f.dt, f.dt_end, f.a + 1, lineno,
+                             shape, ROLE_ARG, Py_None, lines_out, items_out);
+    Py_DECREF(shape);
+    return result;
+}
+
+static int append_made(PyObject *proto, const char *s, Py_ssize_t name_a, Py_ssize_t name_b,
+                       Py_ssize_t dt, Py_ssize_t dt_end, Py_ssize_t column, PyObject *line,
+                       PyObject *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
+                       PyObject *items_out) {
+    Py_INCREF(proto); /* (borrowed from the caller's dict: kept alive whatever appending does) */
+    PyObject *name = fs_str_piece(s, name_a, name_b);
+    PyObject *dtype = fs_str_piece(s, dt, dt_end);
+    PyObject *col = fs_int_piece(column);
     int result = -1;
-    if (name != NULL && dtype != NULL && column != NULL) {
-        PyObject *v = from_proto(proto, name, lineno, column, shape, dtype, ROLE_ARG, Py_None);
-        result = append(lines_out, items_out, lineno, v) < 0 ? -1 : 1;
+    if (name != NULL && dtype != NULL && col != NULL) {
+        PyObject *v = from_proto(proto, name, line, col, shape, dtype, kind, op);
+        result = append(lines_out, items_out, line, v) < 0 ? -1 : 1;
     }
     Py_XDECREF(name);
     Py_XDECREF(dtype);
-    Py_XDECREF(column);
-    Py_DECREF(shape);
+    Py_XDECREF(col);
     Py_DECREF(proto);
     return result;
 }
