@@ -218,12 +218,11 @@ def entry_values(b: Builder, line: str, spans: list[tuple[int, int]], k: int, li
     from their shardings' prototypes, up to the first one that is not plain or has no
     prototype yet (the caller reads that one the general way); returns its index, or
     `len(spans)`. Nothing outside a module or inside a manual region."""
+    protos = _entry_protos(b)
+    if protos is None:
+        return k
     m = b.module
-    if m is None or b.manual:
-        return k
-    protos = b.cache.protos(b.mesh_token)
-    if not protos:
-        return k
+    assert m is not None
     if _native_entry_values is not None and line.isascii():
         return _native_entry_values(line, spans, k, lineno, protos, m.lines, m.items)
     return entry_values_py(line, spans, k, lineno, protos, m.lines, m.items)
@@ -238,14 +237,21 @@ def entry_group(
     the spans when one is left, else None); (-1, 0, []) when the group does not close. None
     when this way does not apply (no module or a manual region, no prototype yet, a line
     not ASCII, no native code): the caller splits the group and reads its entries itself."""
+    protos = _entry_protos(b) if _native_entry_group is not None and line.isascii() else None
+    if protos is None:
+        return None
     m = b.module
-    if _native_entry_group is None or m is None or b.manual or not line.isascii():
-        return None
-    protos = b.cache.protos(b.mesh_token)
-    if not protos:
-        return None
+    assert m is not None
     got = _native_entry_group(line, pos, lineno, protos, m.lines, m.items)
     return None if got is NotImplemented else got
+
+
+def _entry_protos(b: Builder) -> dict[str, Value] | None:
+    """The prototypes signature entries are made from where they can be: None outside a
+    module, inside a manual region, or before any prototype of the mesh state."""
+    if b.module is None or b.manual:
+        return None
+    return b.cache.protos(b.mesh_token) or None
 
 
 def entry_group_py(

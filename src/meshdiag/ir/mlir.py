@@ -218,7 +218,9 @@ def _func(b: Builder, line: str, lineno: int, lparen: int) -> None:
             b.problem("function signature: unbalanced parentheses", lineno, lparen + 1)
         return
     entry = fields.signature_entry
-    batch = True  # worth asking for plain entries made from prototypes
+    # worth asking for plain entries made from prototypes (entry_group asked already: its
+    # entry k is not one)
+    batch = got is None
     while spans is not None and k < len(spans):
         if batch:  # the plain entries whose sharding has a prototype: made in one call
             k = fields.entry_values(b, line, spans, k, lineno)
@@ -455,7 +457,7 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
         axes = tuple(x.strip().strip('"') for x in ma.group(1).split(",") if x.strip())
     region = ManualRegion(indent, axes if manual else ())
     paren = line.find("(", line.find("computation"))
-    operands = [line[a:e].strip() for a, e in split_group(line, paren)[1]] if paren >= 0 else []
+    operands = [line[a:e].strip() for a, e in split_group(line, paren)[1]]  # ([] at -1)
     # region arguments: the parenthesised list after the shardings / manual_axes
     after = max(
         line.rfind("manual_axes="), line.rfind("out_shardings=["), line.rfind("in_shardings=[")
