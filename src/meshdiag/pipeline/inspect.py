@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.checks.registry import run_check
@@ -907,21 +907,13 @@ def num_devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:
     return None
 
 
-def value_layout(
-    v: Value,
-    m: ModuleReport,
-    mesh: Mesh | None,
-    split: str,
-    memos: RunMemos | None = None,
-    devices: int | None | Literal["ask"] = "ask",
-):
-    """The per-device Layout of `v` (None without a global shape or tiled form); the run's
-    `memos` keep what its sharding's layouts share, not the layout itself (`layout`'s
-    `keep`). `devices`: `num_devices(v, m, mesh)` when the caller has it."""
+def value_layout(v: Value, n: int | None, split: str, memos: RunMemos | None = None):
+    """The per-device Layout of `v` (None without a global shape or tiled form) over `n`
+    devices (its module's, `num_devices`: the callers key pictures by it); the run's `memos`
+    keep what its sharding's layouts share, not the layout itself (`layout`'s `keep`)."""
     h = v.hlo
     if h is None or v.shape is None:
         return None
-    n = num_devices(v, m, mesh) if devices == "ask" else devices
     named = h.num_devices
     if named is not None and n is not None and named > n:
         n = None  # the sharding names more devices than the module has: show them all
@@ -960,7 +952,7 @@ def value_json(
     if layouts:
         from meshdiag.limits import check_listed_devices
 
-        lay = value_layout(v, m, mesh, split)
+        lay = value_layout(v, num_devices(v, m, mesh), split)
         if lay is not None:
             check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
         d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None

@@ -154,12 +154,12 @@ def _picture(
         key = (v.hlo, v.shape, n, split, title)
         has = known.get(key)
         if has is None:
-            lay = value_layout(v, m, mesh, split, memos, n)
+            lay = value_layout(v, n, split, memos)
             known.put(key, lay is not None)
             if lay is not None:
                 return Picture(title, key, lay)
         elif has:
-            return Picture(title, key, make=partial(value_layout, v, m, mesh, split, memos, n))
+            return Picture(title, key, make=partial(value_layout, v, n, split, memos))
     return None
 
 
