@@ -21,6 +21,7 @@ from meshdiag.ir.fast import _fastscan
 from meshdiag.ir.model import LineValues, Value
 from meshdiag.ir.scan import scan_bytes, scan_file
 from meshdiag.ir.scancache import ScanCache
+from meshdiag.ir.text import split_group
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -323,10 +324,8 @@ ENTRIES = [
 ]
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
-@given(seed=st.integers(0, 2**32), k=st.integers(-2, 12), lineno=st.integers(1, 10**6))
-def test_native_entry_values_read_like_their_twin(seed, k, lineno):
-    rng = random.Random(seed)
+def _signature(rng: random.Random) -> str:
+    """A signature line of up to 11 entries of the forms in `ENTRIES`."""
     parts = [
         rng.choice(ENTRIES).format(
             i=i,
@@ -336,20 +335,38 @@ def test_native_entry_values_read_like_their_twin(seed, k, lineno):
         )
         for i in range(rng.randrange(0, 12))
     ]
-    line = "  func.func @main(" + ",".join(parts) + ") -> f32 {"
-    start = line.index("(") + 1
-    from meshdiag.ir.text import match_end, split_top
+    return "  func.func @main(" + ",".join(parts) + ") -> f32 {"
 
-    spans = split_top(line, start, match_end(line, start - 1) - 1) if parts else []
+
+def _some_protos(rng: random.Random) -> dict:
+    """Prototypes of about 7 in 10 of the shardings an entry may carry."""
     texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS] + GSPMD
-    protos = {t: _proto(t) for t in texts if rng.random() < 0.7}
+    return {t: _proto(t) for t in texts if rng.random() < 0.7}
+
+
+def _native_and_twin(native_fn, twin_fn, *args) -> list:
+    """What each of a native maker and its twin answers for `args` and the columns it
+    appends to (the lines, the values' fields)."""
     outs = []
-    for fn in (_fastscan.entry_values, fields.entry_values_py):
+    for fn in (native_fn, twin_fn):
         lines_out: list = []
         items_out: list = []
-        got = fn(line, spans, k, lineno, protos, lines_out, items_out)
+        got = fn(*args, lines_out, items_out)
         outs.append((got, lines_out, [value_fields(v) for v in items_out]))
-    assert outs[0] == outs[1]
+    return outs
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.integers(-2, 12), lineno=st.integers(1, 10**6))
+def test_native_entry_values_read_like_their_twin(seed, k, lineno):
+    rng = random.Random(seed)
+    line = _signature(rng)
+    spans = split_group(line, line.index("("))[1]
+    protos = _some_protos(rng)
+    native, twin = _native_and_twin(
+        _fastscan.entry_values, fields.entry_values_py, line, spans, k, lineno, protos
+    )
+    assert native == twin
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
@@ -365,28 +382,15 @@ def test_native_entry_group_reads_like_its_twin(seed, lineno, cut, at):
     not made, the spans when one is left (None when none is), the same values; on lines cut
     short (the group never closes) and at a position that opens no group too."""
     rng = random.Random(seed)
-    parts = [
-        rng.choice(ENTRIES).format(
-            i=i,
-            s=rng.choice(SHARDINGS),
-            d="x".join(str(rng.randrange(1, 9)) for _ in "ab"),
-            g=rng.choice(GSPMD),
-        )
-        for i in range(rng.randrange(0, 12))
-    ]
-    line = "  func.func @main(" + ",".join(parts) + ") -> f32 {"
+    line = _signature(rng)
     if cut:  # the group does not close
         line = line[: line.index("(") + 1 + rng.randrange(0, len(line) - line.index("("))]
     pos = line.index("(") if at == "paren" else rng.randrange(0, len(line))
-    texts = [f"#sdy.sharding<@mesh, {s}>" for s in SHARDINGS] + GSPMD
-    protos = {t: _proto(t) for t in texts if rng.random() < 0.7}
-    outs = []
-    for fn in (_fastscan.entry_group, fields.entry_group_py):
-        lines_out: list = []
-        items_out: list = []
-        got = fn(line, pos, lineno, protos, lines_out, items_out)
-        outs.append((got, lines_out, [value_fields(v) for v in items_out]))
-    assert outs[0] == outs[1]
+    protos = _some_protos(rng)
+    native, twin = _native_and_twin(
+        _fastscan.entry_group, fields.entry_group_py, line, pos, lineno, protos
+    )
+    assert native == twin
 
 
 def test_native_entry_group_leaves_other_text_to_the_twin():
@@ -403,10 +407,7 @@ def test_names_and_columns_kept_by_content_stay_their_own():
         for i in range(3000)
     ]
     line = "  func.func @main(" + ", ".join(parts) + ") -> f32 {"
-    start = line.index("(") + 1
-    from meshdiag.ir.text import match_end, split_top
-
-    spans = split_top(line, start, match_end(line, start - 1) - 1)
+    spans = split_group(line, line.index("("))[1]
     protos = {'#sdy.sharding<@mesh, [{"x"}, {}]>': _proto('#sdy.sharding<@mesh, [{"x"}, {}]>')}
     for _ in range(2):
         outs = []
