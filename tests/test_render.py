@@ -364,7 +364,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
     """A table wider than the console even with its cells wrapped (rich squeezes it) or a
     cell rich reads as markup is not drawn plain; a cell that only looks like an emoji
     code is."""
-    from meshdiag.report.grid import LayoutPicture, TableRow
+    from meshdiag.report.grid import LayoutPicture, TableRow, table_lines
 
     pic = LayoutPicture(layout(tiled((1, 4)), (9640, 9648)), "s", use_color=False)
     assert pic.plain(30) is None  # narrower than the table's column names: rich squeezes
@@ -375,7 +375,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n, index=None: ([row], 0))
             mp.setattr(LayoutPicture, "_direct_rows", lambda self: None)  # (rows from tiles)
-            return pic._table_lines(pic._table_cells(200), 200)
+            return table_lines(pic._table_cells(200), 200)
 
     assert table("[bold]x[/bold]") is None
     assert table(":smile:") is None
@@ -720,6 +720,95 @@ def test_the_usual_matrix_table_is_made_directly():
     assert rows is not None and rows[0].devices.endswith("…(+3)")
     assert (rows, 0) == table_rows(lay, 64, TileIndex(lay))
     assert pic.plain(80) == _rich_draws(pic, 80) and "table instead" in pic.plain(80)
+
+
+@st.composite
+def _even_layouts(draw):
+    """Tiled layouts whose dims all split evenly, their ranges short or wide (wide ones make
+    a grid too wide for the console: a table)."""
+    rank = draw(st.integers(1, 4))
+    dims = [draw(st.sampled_from([1, 2, 3, 4, 8])) for _ in range(rank)]
+    rep = draw(st.booleans())
+    tile_dims = (*dims, draw(st.sampled_from([2, 4]))) if rep else tuple(dims)
+    perm = None
+    if len(tile_dims) > 1 and draw(st.booleans()):
+        perm = tuple(draw(st.permutations(range(len(tile_dims)))))
+    sharding = HloSharding.tiled(
+        TileAssignment.iota(tile_dims, tile_dims if perm else None, perm), replicate_on_last=rep
+    )
+    shape = tuple(d * draw(st.sampled_from([1, 2, 3, 1000, 10**5, 10**7])) for d in dims)
+    split = draw(st.sampled_from(["xla", "chunk", "array-split", "even"]))
+    return layout(sharding, shape, num_devices=math.prod(tile_dims), split=split)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(_pictured_layouts(), _even_layouts()),
+    st.sampled_from([24, 40, 60, 80, 120, 200]),
+    st.sampled_from([2, 4, 8, 32, 64]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([None, 1, 3]),
+)
+def test_a_whole_tiling_is_drawn_from_its_tiling_as_rich_draws_its_layout(
+    lay, width, max_cells, compact, legend, extra
+):
+    """`whole_text` draws a tiled layout from its tiling and shape alone, no `Layout` made:
+    where it draws (a direct grid, or a table of every tile) its text is what rich draws
+    of the layout, byte for byte; None where rich alone draws it. It leaves to the general
+    path only layouts whose tiles are not all whole (uneven dims, devices left out, with
+    `extra` devices) or whose grid is planned (a projection, elided device lists, a table
+    of some tiles)."""
+    from meshdiag.report.grid import (
+        _TABLE,
+        MAX_FACETS,
+        NOT_WHOLE,
+        LayoutPicture,
+        _Direct,
+        grid_cells,
+        whole_text,
+    )
+
+    if lay.tiling is None:  # (a scalar: replicated)
+        return
+    if extra is not None:  # more devices than the sharding names: not every one holds data
+        lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
+    t = lay.tiling
+    options = dict(max_cells=max_cells, compact=compact, legend=legend)
+    got = whole_text(t, lay.shape, lay.split, "s", width, **options)
+    even = all(n > 0 and n % k == 0 for n, k in zip(lay.shape, lay.tiles, strict=True))
+    pic = LayoutPicture(lay, "s", use_color=False, **options)
+    if got is NOT_WHOLE:  # the general path draws it
+        if even and t.every_member and not t.partial and lay.rank > 0:
+            direct = pic._direct_grids(width) if compact else None
+            assert not isinstance(direct, _Direct)
+            if direct is _TABLE or grid_cells(lay, MAX_FACETS) > max_cells:
+                assert math.prod(lay.tiles) > max_cells  # a table of some tiles
+        return
+    assert even and t.every_member and lay.rank > 0
+    drawn = _rich_draws(pic, width)
+    assert got is None or got == drawn
+    # the picture made before its layout draws the same, making none
+    made = []
+    lazy = LayoutPicture(
+        lambda: made.append(1) or lay, "s", use_color=False, whole=pic.whole, **options
+    )
+    assert lazy.plain(width) == got and (got is None or not made)
+
+
+@pytest.mark.parametrize("compact", [True, False])
+@pytest.mark.parametrize("shape", [(8, 16), (7, 16), (8, 8 * 10**6)])  # grid, uneven, table
+def test_a_picture_says_what_its_labels_mean_unless_told_not_to(compact, shape):
+    """The legend line follows the header of a picture (`legend=True`, the default) and is
+    left out for a report that prints it once (`legend=False`), whichever way it is drawn."""
+    from meshdiag.report.grid import LEGEND, LayoutPicture
+
+    lay = layout(tiled((2, 4)), shape)
+    for legend in (True, False):
+        pic = LayoutPicture(lay, "s", use_color=False, compact=compact, legend=legend)
+        lines = pic.plain(100).splitlines()
+        assert lines[0].startswith("s  shape ")
+        assert (lines[1] == LEGEND) == legend and lines.count(LEGEND) == legend
 
 
 def test_whole_ranges_are_the_shards_when_every_one_is_a_whole_tile():

@@ -191,13 +191,9 @@ class Layout:
         t = self.tiling
         if t is None:
             return TileOrder.whole(self)
-        order = t.derived.get("order")
+        order = t.listed_order()  # a few devices: in Python
         if order is None:
-            if t.devices is not None:  # a few devices: in Python
-                order = TileOrder.grouped(t.devices, t.tile_devices, self.tiles)
-            else:
-                order = TileOrder.of(self)
-            t.derived["order"] = order
+            order = t.derived["order"] = TileOrder.of(self)
         return order
 
     def by_tiling(self, name: str) -> dict:
@@ -713,6 +709,24 @@ class _Tiling:
         return _tiling_grid(self.sharding, self.rank, self.n)
 
     @property
+    def tiles(self) -> tuple[int, ...]:
+        """Tiles along each tensor dim (`Layout.tiles` of every layout of the tiling)."""
+        tile = self.sharding.tile
+        assert tile is not None
+        return tuple(tile.dims[: self.rank])
+
+    def listed_order(self) -> TileOrder | None:
+        """The devices holding tiles, by tile (`Layout.tile_order`), worked out once from
+        the devices listed; None for a tiling too big to list them whose order no layout
+        has made yet (from its arrays)."""
+        order = self.derived.get("order")
+        if order is None and self.devices is not None:
+            order = self.derived["order"] = TileOrder.grouped(
+                self.devices, self.tile_devices, self.tiles
+            )
+        return order
+
+    @property
     def tile_devices(self) -> int:
         """Devices per tile: the product of the subgroup dims (the tile assignment's data
         dims lead, so a tile's devices are consecutive in row-major order)."""
@@ -864,16 +878,8 @@ def _tiled(
     memos: RunMemos | None = None,
 ) -> Layout:
     rank = len(shape)
-    key = (sharding, rank, num_devices)
-    tilings = splits = None
-    if memos is not None:
-        tilings = memos.table("layouts.tilings", MAX_TILINGS)
-        splits = memos.table("layouts.splits", MAX_SPLITS)
-    t = tilings.get(key) if tilings is not None else None
-    if t is None:
-        t = _tiling(sharding, rank, num_devices)
-        if tilings is not None and t.n <= MAX_TILING_DEVICES:
-            tilings.put(key, t)
+    t = tiling_of(sharding, rank, num_devices, memos)
+    splits = memos.table("layouts.splits", MAX_SPLITS) if memos is not None else None
     tile = sharding.tile
     assert tile is not None
     ranges = tuple(_split(shape[d], tile.dims[d], split, d, splits) for d in range(rank))
@@ -890,6 +896,33 @@ def _tiled(
         tiling=t,
         ranges=ranges,
     )
+
+
+class TiledSpec(NamedTuple):
+    """A tiled layout before it is made: its tiling, the tensor's shape and the split rule
+    (`layout(tiling.sharding, shape, split=split, num_devices=...)` makes it). A picture
+    of whole tiles is drawn from these alone (`report.grid.whole_text`)."""
+
+    tiling: _Tiling
+    shape: tuple[int, ...]
+    split: str
+
+
+def tiling_of(
+    sharding: HloSharding, rank: int, num_devices: int | None, memos: RunMemos | None = None
+) -> _Tiling:
+    """What every layout of the tiled `sharding` over tensors of `rank` on `num_devices`
+    shares (`_Tiling`), kept in the run's `memos` up to MAX_TILING_DEVICES devices; a
+    MeshdiagError where `layout` would raise one for it (a rank or device count the
+    sharding does not fit)."""
+    key = (sharding, rank, num_devices)
+    tilings = memos.table("layouts.tilings", MAX_TILINGS) if memos is not None else None
+    t = tilings.get(key) if tilings is not None else None
+    if t is None:
+        t = _tiling(sharding, rank, num_devices)
+        if tilings is not None and t.n <= MAX_TILING_DEVICES:
+            tilings.put(key, t)
+    return t
 
 
 def _tiled_arrays(lay: Layout) -> DeviceArrays:

@@ -16,10 +16,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from meshdiag.errors import MeshdiagError
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
+from meshdiag.layouts.engine import TiledSpec, tiling_of
+from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
 from meshdiag.memo import RunMemos
-from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text, value_layout
+from meshdiag.model.splits import SPLIT_RULES
+from meshdiag.pipeline.inspect import (
+    gspmd_text,
+    num_devices,
+    own_text,
+    value_layout,
+)
 
 if TYPE_CHECKING:
     from meshdiag.ir.model import Diagnostic, FileReport, MeshDecl, ModuleReport
@@ -42,7 +51,7 @@ class Picture:
     when asked: the text writer keeps what it drew by key, and a real dump draws the same
     few layouts in module after module (4 in 5 pictures of 4,050 real modules)."""
 
-    __slots__ = ("title", "key", "_layout", "_make")
+    __slots__ = ("title", "key", "whole", "_layout", "_make")
 
     def __init__(
         self,
@@ -50,9 +59,13 @@ class Picture:
         key: PictureKey,
         layout: Layout | None = None,
         make: Callable[[], Layout | None] | None = None,
+        whole: TiledSpec | None = None,
     ) -> None:
         self.title = title
         self.key = key
+        #: the layout named by its tiling and shape, when the picture can be drawn from
+        #: those (`value_whole`)
+        self.whole = whole
         self._layout = layout
         self._make = make
 
@@ -154,6 +167,12 @@ def _picture(
         key = (v.hlo, v.shape, n, split, title)
         has = known.get(key)
         if has is None:
+            whole = value_whole(v, n, split, memos)
+            if whole is not None:  # drawn from its tiling, its layout made if need be
+                known.put(key, True)
+                return Picture(
+                    title, key, make=partial(value_layout, v, n, split, memos), whole=whole
+                )
             lay = value_layout(v, n, split, memos)
             known.put(key, lay is not None)
             if lay is not None:
@@ -161,6 +180,32 @@ def _picture(
         elif has:
             return Picture(title, key, make=partial(value_layout, v, n, split, memos))
     return None
+
+
+def value_whole(v: Value, n: int | None, split: str, memos: RunMemos | None = None):
+    """`v`'s layout (`value_layout`) named by its tiling and shape (`TiledSpec`) when it is
+    tiled and every dim splits evenly: it has a layout then, and a picture drawn from the
+    tiling and the shape alone (`grid.whole_text`), so the layout is made only if the
+    picture needs it. None for any other value (`value_layout` tells)."""
+    h, shape = v.hlo, v.shape
+    if h is None or shape is None or h.kind != "tiled" or split not in SPLIT_RULES:
+        return None
+    if not shape or len(shape) > MAX_RANK:  # (a scalar's picture is its layout's)
+        return None
+    named = h.num_devices
+    if named is not None and n is not None and named > n:
+        n = None  # (as `value_layout`)
+    try:
+        if n is not None:
+            check_device_count(n, "layout")
+        t = tiling_of(h, len(shape), n, memos)
+    except MeshdiagError:
+        return None
+    # each dim a whole number of tiles (so `layout`'s splits take it under any rule)
+    for d, k in zip(shape, t.tiles, strict=True):
+        if d.__class__ is not int or not 0 < d < MAX_DIM or d % k:
+            return None
+    return TiledSpec(t, shape, split)
 
 
 def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:

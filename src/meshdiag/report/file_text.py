@@ -135,7 +135,9 @@ def module_lines(s: ModuleSummary) -> Iterator:
 
 
 def _summary_picture(pic: Picture) -> LayoutPicture:
-    return LayoutPicture(pic.layout, pic.title, max_cells=32, compact=True, legend=False)
+    # (a picture with a `whole` is drawn from it: its layout is made only if need be)
+    lay = (lambda: pic.layout) if pic.whole is not None else pic.layout
+    return LayoutPicture(lay, pic.title, max_cells=32, compact=True, legend=False, whole=pic.whole)
 
 
 class Line:

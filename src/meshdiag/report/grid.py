@@ -23,12 +23,13 @@ from itertools import chain
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.ir.fast import native
+from meshdiag.layouts.engine import TiledSpec
 from meshdiag.notation.devicelist import NOTATION, compress_devices
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from meshdiag.layouts.engine import Layout
+    from meshdiag.layouts.engine import Layout, TileOrder, _Tiling
     from meshdiag.model.splits import DimSplit
 
 Status = Literal["ok", "short", "empty", "absent"]
@@ -210,11 +211,15 @@ def choose_dims(
 def grid_cells(lay: Layout, max_facets: int = MAX_FACETS) -> int:
     """Cells a full picture of the layout has (facets × rows × columns), without planning it
     (once per tiling: it depends on the rank and the tile counts alone)."""
-    known = lay.by_tiling("grid.cells")
+    return tiles_cells(lay.tiles, lay.by_tiling("grid.cells"), max_facets)
+
+
+def tiles_cells(tiles: tuple[int, ...], known: dict, max_facets: int = MAX_FACETS) -> int:
+    """`grid_cells` of a layout of `tiles`, kept in `known` (its tiling's)."""
     n = known.get(max_facets)
     if n is None:
-        rows_d, cols_d, facet_d, _ = choose_dims(lay.shape, lay.tiles, max_facets)
-        n = known[max_facets] = math.prod(lay.tiles[d] for d in facet_d + rows_d + cols_d)
+        rows_d, cols_d, facet_d, _ = choose_dims(tiles, tiles, max_facets)  # (a rank)
+        n = known[max_facets] = math.prod(tiles[d] for d in facet_d + rows_d + cols_d)
     return n
 
 
@@ -484,18 +489,11 @@ def header_lines(
 ) -> list[str]:
     """The one-line header, the legend (unless a report prints it once for all its
     pictures), and notes (padding, empty devices, projection)."""
-    n = lay.num_devices
-    head = (
-        f"{sharding_text or lay.kind}  shape {dims_text(lay.shape)}  split {lay.split}  "
-        f"{n} device{'s' if n != 1 else ''}"
+    lines = _head_lines(
+        sharding_text or lay.kind, lay.shape, lay.split, lay.num_devices, lay.notes, legend
     )
-    lines = [head]
-    if legend:
-        lines.append(LEGEND)
-    for note in lay.notes:
-        lines.append(note)
     if lay.whole_shards:  # no device padded, empty or without data
-        _plan_notes(lay, plan, lines)
+        _plan_notes(lay.tiles, plan, lines)
         return lines
     import numpy as np
 
@@ -528,21 +526,32 @@ def header_lines(
                 f"no data ({why}): devices "
                 + compress_devices(np.nonzero(outside)[0], max_chars=60)
             )
-    _plan_notes(lay, plan, lines)
+    _plan_notes(lay.tiles, plan, lines)
     return lines
 
 
-def _plan_notes(lay: Layout, plan: GridPlan | None, lines: list[str]) -> None:
+def _head_lines(
+    text: str, shape: tuple[int, ...], split: str, n: int, notes: tuple[str, ...], legend: bool
+) -> list[str]:
+    """A picture header's first lines: what is drawn, the legend (unless a report prints it
+    once for all its pictures), the layout's notes."""
+    head = f"{text}  shape {dims_text(shape)}  split {split}  {n} device{'s' if n != 1 else ''}"
+    lines = [head, LEGEND] if legend else [head]
+    lines.extend(notes)
+    return lines
+
+
+def _plan_notes(tiles: tuple[int, ...], plan: GridPlan | None, lines: list[str]) -> None:
     """The header's notes on the grid: a projection, the dims the cells show, the folded."""
     if plan is not None and plan.projected:
-        rows = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.row_dims)
-        cols = " × ".join(f"dim{d} ({lay.tiles[d]} tiles)" for d in plan.col_dims)
+        rows = " × ".join(f"dim{d} ({tiles[d]} tiles)" for d in plan.row_dims)
+        cols = " × ".join(f"dim{d} ({tiles[d]} tiles)" for d in plan.col_dims)
         lines.append(f"projection: rows = {rows}, row-major; columns = {cols}")
-    if plan is not None and lay.rank >= 3:
+    if plan is not None and len(tiles) >= 3:
         shown = plan.row_dims + plan.col_dims
         if shown:
             lines.append("cell ranges: " + ", ".join(f"dim{d}" for d in shown))
-        folded = [d for d in range(lay.rank) if lay.tiles[d] == 1]
+        folded = [d for d in range(len(tiles)) if tiles[d] == 1]
         if folded:
             lines.append("folded (one tile, whole): " + ", ".join(f"dim{d}" for d in folded))
 
@@ -772,12 +781,225 @@ def grid_text(
     return grid_text_py(row_ranges, col_ranges, grids, width)
 
 
+def whole_grid(
+    tiles: tuple[int, ...],
+    ranges: list[list[str]],
+    derived: dict,
+    order: Callable[[], TileOrder],
+    max_facets: int,
+    max_cells: int,
+) -> _WholeGrid | None:
+    """The direct picture's grids (`_WholeGrid`) of a layout whose tiles are all whole, each
+    dim's ranges `ranges` (`_whole_tiles`), that a plan would draw without a projection in
+    at most `max_cells` cells: a matrix, or one or two split dims on rows and columns and
+    any others as facets. None for any other layout. What depends on the tiles alone is
+    kept in `derived` (what the tiling's layouts share; a new dict for a layout without
+    one), its cells made from the tile order `order()` when first asked."""
+    known = derived.get("grid.whole")
+    if known is None:
+        known = derived["grid.whole"] = {}
+    facts = known.get((max_facets, max_cells), _UNSET)
+    if facts is _UNSET:
+        facts = known[max_facets, max_cells] = _WholeFacts.of(tiles, order, max_facets, max_cells)
+    if facts is None:
+        return None
+    rows_d, cols_d, facet_d, grids, plan = facts
+    if facet_d:  # `dim0=1/2 [16:32]` (`_Skeleton.title`)
+        named = [[f"dim{d}={i}/{tiles[d]} [{r}]" for i, r in enumerate(ranges[d])] for d in facet_d]
+        titles = [", ".join(f) for f in itertools.product(*named)]
+        grids = [(title, cells) for title, (_, cells) in zip(titles, grids, strict=True)]
+    row_ranges = ranges[rows_d[0]] if rows_d else None
+    return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
+
+
+#: not worked out yet (a dict's answer where None is one)
+_UNSET = object()
+
+
+class _WholeFacts(NamedTuple):
+    """What `whole_grid` draws of a tiling whatever the dims: the tensor dims on rows, on
+    columns and as facets, each grid's cells (untitled) and the plan the header names."""
+
+    rows_d: tuple[int, ...]
+    cols_d: tuple[int, ...]
+    facet_d: tuple[int, ...]
+    grids: list[tuple[str | None, _GridCells]]
+    plan: GridPlan | None
+
+    @classmethod
+    def of(
+        cls, tiles: tuple[int, ...], order: Callable[[], TileOrder], max_facets: int, max_cells: int
+    ) -> _WholeFacts | None:
+        rows_d, cols_d, facet_d, projected = choose_dims(tiles, tiles, max_facets)  # (a rank)
+        if projected or len(rows_d) > 1 or len(cols_d) != 1:
+            return None
+        rows = tiles[rows_d[0]] if rows_d else 1
+        cols = tiles[cols_d[0]]
+        if math.prod(tiles[d] for d in facet_d) * rows * cols > max_cells:
+            return None
+        # every tile is held: the k-th in the tile order is tile k, row-major. The facet
+        # dims come first, the rows' next, then the columns' (other dims are unsplit):
+        # facet f's row r and column c is tile f * rows * cols + r * cols + c
+        tile = order().tile
+        grids: list[tuple[str | None, _GridCells]] = [
+            (
+                None,
+                _GridCells.of(
+                    [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
+                ),
+            )
+            for base in range(0, math.prod(tiles), rows * cols)
+        ]
+        # from rank 3 on the header names the dims the cells show (`_plan_notes`)
+        plan = GridPlan(rows_d, cols_d, facet_d, (), False) if len(tiles) >= 3 else None
+        return cls(rows_d, cols_d, facet_d, grids, plan)
+
+
+def direct_grids(whole: _WholeGrid, width: int) -> _Direct | object | None:
+    """The lines of a big file's usual picture's grids, made directly: the grids of whole
+    tiles `whole` (`whole_grid`, drawn by `grid_text`: each cell two lines, its devices and
+    its ranges) when they fit `width` as they are; `_TABLE` when no grid of them can fit
+    (eliding device lists would not help). None where `plan_grid`, `_drawn` and
+    `_box_lines` must draw them (where this draws or gives up, they draw the same or give
+    up: tested). Planned in general, such a picture was two thirds of drawing it, and boxed
+    in general a fifth of the rest."""
+    row_ranges, col_ranges, grids, plan = whole
+    text = grid_text(row_ranges, col_ranges, grids, width)
+    if text is None:
+        return None
+    if text.__class__ is int:
+        return _TABLE
+    return _Direct(text, plan)  # type: ignore[arg-type]
+
+
+def whole_rows(
+    tiles: tuple[int, ...],
+    shape: tuple[int, ...],
+    ranges: list[list[str]],
+    tile_rows: list[tuple[str, str, tuple[int, ...]]],
+) -> list[TableRow | None]:
+    """`table_rows` of a layout whose tiles are all whole, each dim's ranges `ranges`
+    (`_whole_tiles`), made directly from its tiles' labels, devices and indices
+    (`table_tiles`): each row the tile, its devices, its ranges (`slice_text`'s), the
+    tile's size as its shard and buffer, no note (a big file's tables are mostly such)."""
+    # (a whole tile is ceil(n/k) long: its shard and its buffer)
+    size = dims_text(tuple(-(-n // k) for n, k in zip(shape, tiles, strict=True)))
+    rank3 = len(tiles) >= 3
+    rows: list[TableRow | None] = []
+    for label, devices, index in tile_rows:
+        # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
+        pieces = [
+            ":" if rank3 and n == 1 else r[i] for r, i, n in zip(ranges, index, tiles, strict=True)
+        ]
+        rows.append(TableRow(label, devices, "[" + ", ".join(pieces) + "]", size, size, ""))
+    return rows
+
+
+def table_tiles(
+    tiles: tuple[int, ...], known: dict, device_texts: dict, order: Callable[[], TileOrder]
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Each tile's label, devices (as text) and index, in the table's order, when every
+    tile is held (the k-th is tile k, row-major, in `order()`): kept in `known` (and the
+    device lists in `device_texts`) per tiling, whose tile assignment alone they depend on
+    (a big file draws 1,459 tables of a few tilings)."""
+    got = known.get(tiles)
+    if got is None:
+        tile = order().tile
+        got = known[tiles] = [
+            (
+                "(" + ",".join(map(str, index)) + ")",
+                _devices_text(device_texts, tile(k)[1], 40),
+                index,
+            )
+            for k, index in enumerate(itertools.product(*(range(n) for n in tiles)))
+        ]
+    return got
+
+
+#: `whole_text`'s answer for a layout it does not draw
+NOT_WHOLE = object()
+
+
+def even_ranges(shape: tuple[int, ...], tiles: tuple[int, ...]) -> list[list[str]] | None:
+    """Each dim's shard ranges as pictures print them (`a:b`, `_whole_ranges`) when every
+    dim of `shape` splits evenly into its `tiles` (so that under every split rule each
+    shard is a whole tile); None otherwise."""
+    out = []
+    for n, k in zip(shape, tiles, strict=True):
+        if n <= 0 or n % k:
+            return None
+        c = n // k
+        out.append([f"{i * c}:{i * c + c}" for i in range(k)])
+    return out
+
+
+def whole_text(
+    t: _Tiling,
+    shape: tuple[int, ...],
+    split: str,
+    title: str,
+    width: int,
+    *,
+    max_cells: int,
+    max_facets: int = MAX_FACETS,
+    compact: bool = False,
+    legend: bool = True,
+) -> str | None | object:
+    """`LayoutPicture(lay, title, ...).plain(width)` of the layout `lay` of `shape` under
+    the tiling `t` (split by `split`) when its tiles are all whole (every device holds
+    data, every dim splits evenly) and the picture is a direct grid or a table of every
+    tile, drawn from the tiling and the shape alone: no `Layout` made (a big file's
+    summaries draw ten thousand such, on shapes that never repeat, and making each one's
+    layout was as long as drawing it). NOT_WHOLE for any other picture."""
+    tiles = t.tiles
+    if not tiles or t.partial or not t.every_member:
+        return NOT_WHOLE
+    if t.devices is None and "order" not in t.derived:  # (made from a layout's arrays)
+        return NOT_WHOLE
+    ranges = even_ranges(shape, tiles)
+    if ranges is None:
+        return NOT_WHOLE
+    derived = t.derived
+    order = t.listed_order
+    direct = None
+    if compact:
+        whole = whole_grid(tiles, ranges, derived, order, max_facets, max_cells)  # type: ignore[arg-type]
+        direct = None if whole is None else direct_grids(whole, width)
+    out = _head_lines(title, shape, split, t.n, t.notes, legend)
+    if direct.__class__ is _Direct:
+        _plan_notes(tiles, direct.plan, out)  # type: ignore[union-attr]
+        head = checked_text(out)
+        # (the grids' lines hold ranges, device lists and box lines alone: no check)
+        return None if head is None else head + direct.text + "\n"  # type: ignore[union-attr]
+    too_many = tiles_cells(tiles, _shared(derived, "grid.cells"), max_facets) > max_cells
+    if (direct is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
+        return NOT_WHOLE  # planned (a grid or a table), or a table of some tiles only
+    tile_rows = table_tiles(
+        tiles, _shared(derived, "grid.table_tiles"), _shared(derived, "grid.devices"), order
+    )
+    cells = table_cells(whole_rows(tiles, shape, ranges, tile_rows), True, 0, width)
+    out.append(table_title(tiles, cells, too_many))
+    table = table_lines(cells, width)
+    if table is None:
+        return None
+    out.extend(table)
+    return checked_text(out)
+
+
+def _shared(derived: dict, name: str) -> dict:
+    """The dict named `name` in a tiling's `derived` (`Layout.by_tiling`)."""
+    d = derived.get(name)
+    if d is None:
+        d = derived[name] = {}
+    return d
+
+
 class LayoutPicture:
     """`console.print(LayoutPicture(layout, sharding_text))` draws the layout."""
 
     def __init__(
         self,
-        lay: Layout,
+        lay: Layout | Callable[[], Layout],
         sharding_text: str | None = None,
         *,
         max_cells: int = 64,
@@ -785,8 +1007,18 @@ class LayoutPicture:
         max_facets: int = MAX_FACETS,
         compact: bool = False,
         legend: bool = True,
+        whole: TiledSpec | None = None,
     ):
-        self.layout = lay
+        """`lay`: the layout, or what makes it when first asked (`whole`, the tiled layout
+        it makes, named by its tiling and shape: `plain` draws it from those alone where
+        its tiles are all whole, and the layout is made only for any other picture)."""
+        if callable(lay):
+            self._layout, self._make = None, lay
+        else:
+            self._layout, self._make = lay, None
+            if whole is None and lay.tiling is not None:
+                whole = TiledSpec(lay.tiling, lay.shape, lay.split)
+        self.whole = whole
         self.sharding_text = sharding_text
         self.max_cells = max(1, max_cells)
         self.use_color = use_color
@@ -795,6 +1027,13 @@ class LayoutPicture:
         self.compact = compact
         self.legend = legend  # False: the caller prints `LEGEND` once for many pictures
         self._index: TileIndex | None = None
+
+    @property
+    def layout(self) -> Layout:
+        if self._layout is None:
+            assert self._make is not None
+            self._layout, self._make = self._make(), None
+        return self._layout
 
     def _tiles(self) -> TileIndex:
         """The layout's tiles, indexed once for the grid and the table: a grid wider than
@@ -908,6 +1147,21 @@ class LayoutPicture:
         None where only rich draws it: a table wider than the console (rich wraps it), a
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
+        w = self.whole
+        if w is not None:
+            got = whole_text(
+                w.tiling,
+                w.shape,
+                w.split,
+                self.sharding_text or "tiled",
+                width,
+                max_cells=self.max_cells,
+                max_facets=self.max_facets,
+                compact=self.compact,
+                legend=self.legend,
+            )
+            if got is not NOT_WHOLE:
+                return got  # type: ignore[return-value]
         lay = self.layout
         plan = None
         direct = self._direct_grids(width)
@@ -915,7 +1169,7 @@ class LayoutPicture:
             drawn: list[_DrawnFacet] | None = None
         elif isinstance(direct, _Direct):
             out = header_lines(lay, self.sharding_text, direct.plan, legend=self.legend)
-            return self._checked(out, direct.text)
+            return checked_text(out, direct.text)
         elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
@@ -925,7 +1179,7 @@ class LayoutPicture:
             out = header_lines(lay, self.sharding_text, None, legend=self.legend)
             cells = self._table_cells(width)
             out.append(self._table_title(cells))
-            table = self._table_lines(cells, width)
+            table = table_lines(cells, width)
             if table is None:
                 return None
             out.extend(table)
@@ -935,132 +1189,40 @@ class LayoutPicture:
                 if f.title:
                     out.append(f.title)
                 out.extend(_box_lines(f))
-        return self._checked(out)
-
-    @staticmethod
-    def _checked(out: list[str], lines: str = "") -> str | None:
-        """The picture's `out` lines, then `lines` (more of them, joined by newlines), as
-        text, or None when rich must draw it: characters not one column each, or not
-        printable."""
-        flat = "".join(out)
-        # each distinct character one column (rich's `cell_len` of a whole picture went
-        # character by character in Python: a third of drawing it); a picture of printable
-        # ASCII and the symbols pictures draw needs no look-up (the set of its characters
-        # alone took 8 us)
-        if _OTHER_CHARACTER.search(flat) is not None or _OTHER_IN_LINES.search(lines):
-            from rich.cells import get_character_cell_size
-
-            flat += lines.replace("\n", "")
-            if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
-                return None
-        if lines:
-            out = [*out, lines]
-        return "\n".join(out) + "\n"
+        return checked_text(out)
 
     def _whole_grid(self) -> _WholeGrid | None:
-        """The direct picture's grids (`_WholeGrid`) of a layout whose tiles are all whole
-        (`_whole_tiles`), that a plan would draw without a projection in at most
-        `max_cells` cells: a matrix, or one or two split dims on rows and columns and any
-        others as facets. None for any other layout. The cells are kept per tiling."""
+        """`whole_grid` of the layout, when its tiles are all whole (`_whole_tiles`)."""
         lay = self.layout
         ranges = _whole_tiles(lay)
         if ranges is None:
             return None
-        tiles = lay.tiles
-        rows_d, cols_d, facet_d, projected = choose_dims(lay.shape, tiles, self.max_facets)
-        if projected or len(rows_d) > 1 or len(cols_d) != 1:
-            return None
-        rows = tiles[rows_d[0]] if rows_d else 1
-        cols = tiles[cols_d[0]]
-        if math.prod(tiles[d] for d in facet_d) * rows * cols > self.max_cells:
-            return None
         derived = lay.tiling.derived if lay.tiling is not None else {}
-        cells_of = derived.get("grid.direct_cells")
-        if cells_of is None:
-            # every tile is held: the k-th in the tile order is tile k, row-major. The facet
-            # dims come first, the rows' next, then the columns' (other dims are unsplit):
-            # facet f's row r and column c is tile f * rows * cols + r * cols + c
-            tile = lay.tile_order().tile
-            cells_of = derived["grid.direct_cells"] = [
-                _GridCells.of(
-                    [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
-                )
-                for base in range(0, math.prod(tiles), rows * cols)
-            ]
-        titles: list[str | None] = [None]
-        if facet_d:  # `dim0=1/2 [16:32]` (`_Skeleton.title`)
-            named = [
-                [f"dim{d}={i}/{tiles[d]} [{r}]" for i, r in enumerate(ranges[d])] for d in facet_d
-            ]
-            titles = [", ".join(f) for f in itertools.product(*named)]
-        # from rank 3 on the header names the dims the cells show (`_plan_notes`)
-        plan = GridPlan(rows_d, cols_d, facet_d, (), False) if lay.rank >= 3 else None
-        row_ranges = ranges[rows_d[0]] if rows_d else None
-        grids = list(zip(titles, cells_of, strict=True))
-        return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
+        return whole_grid(
+            lay.tiles, ranges, derived, lay.tile_order, self.max_facets, self.max_cells
+        )
 
     def _direct_grids(self, width: int) -> _Direct | object | None:
-        """The lines of a big file's usual picture's grids, made directly: a compact picture
-        whose tiles are all whole (`_whole_grid`, drawn by `grid_text`: each cell two lines,
-        its devices and its ranges) that fits `width` as it is; `_TABLE` when no grid
-        of them can fit (eliding device lists would not help). None for any other:
-        `plan_grid`, `_drawn` and `_box_lines` draw it then (where this draws or gives up,
-        they draw the same or give up: tested). Planned in general, such a picture was two
-        thirds of drawing it, and boxed in general a fifth of the rest."""
+        """`direct_grids` of a compact picture whose tiles are all whole (`_whole_grid`);
+        None for any other."""
         whole = self._whole_grid() if self.compact else None
-        if whole is None:
-            return None
-        row_ranges, col_ranges, grids, plan = whole
-        text = grid_text(row_ranges, col_ranges, grids, width)
-        if text is None:
-            return None
-        if text.__class__ is int:
-            return _TABLE
-        return _Direct(text, plan)  # type: ignore[arg-type]
+        return None if whole is None else direct_grids(whole, width)
 
     def _direct_rows(self) -> list[TableRow | None] | None:
-        """`table_rows` of a layout whose tiles are all whole (`_whole_tiles`), made
-        directly: each row the tile, its devices, its ranges (`slice_text`'s), the tile's
-        size as its shard and buffer, no note (a big file's tables are mostly such). None
-        for any other layout, or one with more tiles than the table shows (`table_rows`
-        elides the middle)."""
+        """`whole_rows` of the layout, when its tiles are all whole (`_whole_tiles`) and
+        the table shows them all; None for any other."""
         lay = self.layout
         tiles = lay.tiles
         ranges = _whole_tiles(lay) if math.prod(tiles) <= self.max_cells else None
         if ranges is None:
             return None
-        # (a whole tile is ceil(n/k) long: its shard and its buffer)
-        size = dims_text(tuple(-(-n // k) for n, k in zip(lay.shape, tiles, strict=True)))
-        rank3 = lay.rank >= 3
-        rows: list[TableRow | None] = []
-        for label, devices, index in self._table_tiles():
-            # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
-            pieces = [
-                ":" if rank3 and n == 1 else r[i]
-                for r, i, n in zip(ranges, index, tiles, strict=True)
-            ]
-            rows.append(TableRow(label, devices, "[" + ", ".join(pieces) + "]", size, size, ""))
-        return rows
+        return whole_rows(tiles, lay.shape, ranges, self._table_tiles())
 
     def _table_tiles(self) -> list[tuple[str, str, tuple[int, ...]]]:
-        """Each tile's label, devices (as text) and index, in the table's order, when every
-        tile is held (the k-th is tile k, row-major): kept per tiling, whose tile assignment
-        alone they depend on (a big file draws 1,459 tables of a few tilings)."""
+        """`table_tiles` of the layout's tiling (of the layout alone without one)."""
         lay = self.layout
-        known = lay.by_tiling("grid.table_tiles")
-        got = known.get(lay.tiles)
-        if got is None:
-            tile = lay.tile_order().tile
-            devices = lay.by_tiling("grid.devices")
-            got = known[lay.tiles] = [
-                (
-                    "(" + ",".join(map(str, index)) + ")",
-                    _devices_text(devices, tile(k)[1], 40),
-                    index,
-                )
-                for k, index in enumerate(itertools.product(*(range(n) for n in lay.tiles)))
-            ]
-        return got
+        known, texts = lay.by_tiling("grid.table_tiles"), lay.by_tiling("grid.devices")
+        return table_tiles(lay.tiles, known, texts, lay.tile_order)
 
     # table fallback ---------------------------------------------------------------------
     def _table(self, width: int):
@@ -1079,92 +1241,123 @@ class LayoutPicture:
 
     def _table_title(self, cells: list[tuple[str, ...]]) -> str:
         lay = self.layout
-        tiles = lay.tiles
-        if grid_cells(lay, self.max_facets) > self.max_cells:
-            why = "raise --max-cells for a grid"
-        else:  # few enough cells, but their text is too wide for the console
-            why = "a grid is wider than the console"
-        same = "" if "buffer" in cells[0] else "; every tile's buffer is its shard"
-        return (
-            f"{math.prod(tiles)} tiles ({' × '.join(map(str, tiles)) or '1'}); "
-            f"table instead of a grid ({why}){same}"
-        )
+        return table_title(lay.tiles, cells, grid_cells(lay, self.max_facets) > self.max_cells)
 
     def _table_cells(self, width: int) -> list[tuple[str, ...]]:
-        """The table's header and rows, as the cells' text, for a console `width` wide. A
-        table wider than that leaves out the columns that say nothing (the buffer when it
-        is the shard on every row, the note when no row has one), then wraps the devices,
-        slices and notes over several lines of their cells (`_wrapped`). Squeezing a table
-        in, rich narrowed its devices and tile columns first, to nothing when slices were
-        long: an uneven 2-D layout on an 80-column console lost both."""
+        """`table_cells` of the layout's tiles (`_direct_rows` when they are all whole)."""
         rows = self._direct_rows()
-        direct = rows is not None  # (no cell of which holds a newline)
-        elided = 0
-        if rows is None:
-            rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
-        out: list[tuple[str, ...]] = [TABLE_COLUMNS]
-        for r in rows:
-            if r is None:
-                out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
-            else:
-                out.append(tuple(r))
-        if _table_width(_column_widths(out, wrapped=not direct)) <= width:
-            return out
-        body = out[1:]
-        shard, buffer, note = (TABLE_COLUMNS.index(c) for c in ("shard", "buffer", "note"))
-        quiet = set()
-        if all(row[buffer] == row[shard] for row in body):
-            quiet.add(buffer)
-        if not any(row[note] for row in body):
-            quiet.add(note)
-        out = [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
-        return _wrapped(out, width)
+        if rows is not None:
+            return table_cells(rows, True, 0, width)
+        rows, elided = table_rows(self.layout, self.max_cells, self._tiles())
+        return table_cells(rows, False, elided, width)
 
-    def _table_lines(self, cells: list[tuple[str, ...]], width: int) -> list[str] | None:
-        """`_table`'s lines of `cells` as rich draws them on a colourless console `width`
-        wide (its SIMPLE_HEAD box without edge padding: a blank line, the header, a rule,
-        the rows, a blank line; columns as wide as their widest cell, three spaces apart,
-        one space at either edge; a wrapped cell's lines top aligned); None when rich
-        would draw it otherwise: wider than the console even wrapped (rich squeezes it),
-        or a cell holding what rich reads as markup."""
-        # (one search of all cells first: a match never spans the space between two)
-        flat = " ".join([c for row in cells for c in row])
-        if _MARKUP.search(flat) and any(
-            _MARKUP.search(c) and not _as_is(c) for row in cells for c in row
-        ):
-            return None
-        wrapped = "\n" in flat  # (some cell over several lines: each row looked at)
-        widths = _column_widths(cells, wrapped)
-        total = _table_width(widths)
-        if total > width:
-            return None
-        blank = " " * total
-        lines = [blank]
-        one_line = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "  # a row of 1-line cells
-        for k, row in enumerate(cells):
-            if not wrapped or not any("\n" in c for c in row):
-                lines.append(one_line.format(*row))
-            else:
-                self._wrapped_row(row, widths, lines)
-            if k == 0:
-                lines.append(" " + "─" * (total - 2) + " ")
-        lines.append(blank)
-        return lines
 
-    @staticmethod
-    def _wrapped_row(row: tuple[str, ...], widths: list[int], lines: list[str]) -> None:
-        """The lines of a table row some of whose cells are wrapped over several lines (top
-        aligned), appended to `lines`."""
-        parts = [c.split("\n") for c in row]
-        for i in range(max(map(len, parts))):
-            lines.append(
-                " "
-                + "   ".join(
-                    (p[i] if i < len(p) else "").ljust(w)
-                    for p, w in zip(parts, widths, strict=True)
-                )
-                + " "
+def checked_text(out: list[str], lines: str = "") -> str | None:
+    """A picture's `out` lines, then `lines` (more of them, joined by newlines), as text, or
+    None when rich must draw it: characters not one column each, or not printable."""
+    flat = "".join(out)
+    # each distinct character one column (rich's `cell_len` of a whole picture went
+    # character by character in Python: a third of drawing it); a picture of printable
+    # ASCII and the symbols pictures draw needs no look-up (the set of its characters
+    # alone took 8 us)
+    if _OTHER_CHARACTER.search(flat) is not None or _OTHER_IN_LINES.search(lines):
+        from rich.cells import get_character_cell_size
+
+        flat += lines.replace("\n", "")
+        if not flat.isprintable() or any(get_character_cell_size(c) != 1 for c in set(flat)):
+            return None
+    if lines:
+        out = [*out, lines]
+    return "\n".join(out) + "\n"
+
+
+def table_title(tiles: tuple[int, ...], cells: list[tuple[str, ...]], too_many: bool) -> str:
+    """The line over a picture's table of `tiles` (`cells`): why a table (`too_many` cells
+    for a grid, or a grid too wide), and whether the buffer column was left out."""
+    if too_many:
+        why = "raise --max-cells for a grid"
+    else:  # few enough cells, but their text is too wide for the console
+        why = "a grid is wider than the console"
+    same = "" if "buffer" in cells[0] else "; every tile's buffer is its shard"
+    return (
+        f"{math.prod(tiles)} tiles ({' × '.join(map(str, tiles)) or '1'}); "
+        f"table instead of a grid ({why}){same}"
+    )
+
+
+def table_cells(
+    rows: list[TableRow | None], direct: bool, elided: int, width: int
+) -> list[tuple[str, ...]]:
+    """The table's header and `rows` (None: the `elided` rows left out), as the cells'
+    text, for a console `width` wide (`direct`: no cell holds a newline). A table wider
+    than that leaves out the columns that say nothing (the buffer when it is the shard on
+    every row, the note when no row has one), then wraps the devices, slices and notes over
+    several lines of their cells (`_wrapped`). Squeezing a table in, rich narrowed its
+    devices and tile columns first, to nothing when slices were long: an uneven 2-D layout
+    on an 80-column console lost both."""
+    out: list[tuple[str, ...]] = [TABLE_COLUMNS]
+    for r in rows:
+        if r is None:
+            out.append(("…", f"… {elided} tiles omitted (--max-cells) …", "", "", "", ""))
+        else:
+            out.append(tuple(r))
+    if _table_width(_column_widths(out, wrapped=not direct)) <= width:
+        return out
+    body = out[1:]
+    shard, buffer, note = (TABLE_COLUMNS.index(c) for c in ("shard", "buffer", "note"))
+    quiet = set()
+    if all(row[buffer] == row[shard] for row in body):
+        quiet.add(buffer)
+    if not any(row[note] for row in body):
+        quiet.add(note)
+    out = [tuple(c for j, c in enumerate(row) if j not in quiet) for row in out]
+    return _wrapped(out, width)
+
+
+def table_lines(cells: list[tuple[str, ...]], width: int) -> list[str] | None:
+    """The table's lines of `cells` as rich draws them on a colourless console `width`
+    wide (its SIMPLE_HEAD box without edge padding: a blank line, the header, a rule, the
+    rows, a blank line; columns as wide as their widest cell, three spaces apart, one space
+    at either edge; a wrapped cell's lines top aligned); None when rich would draw it
+    otherwise: wider than the console even wrapped (rich squeezes it), or a cell holding
+    what rich reads as markup."""
+    # (one search of all cells first: a match never spans the space between two)
+    flat = " ".join([c for row in cells for c in row])
+    if _MARKUP.search(flat) and any(
+        _MARKUP.search(c) and not _as_is(c) for row in cells for c in row
+    ):
+        return None
+    wrapped = "\n" in flat  # (some cell over several lines: each row looked at)
+    widths = _column_widths(cells, wrapped)
+    total = _table_width(widths)
+    if total > width:
+        return None
+    blank = " " * total
+    lines = [blank]
+    one_line = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "  # a row of 1-line cells
+    for k, row in enumerate(cells):
+        if not wrapped or not any("\n" in c for c in row):
+            lines.append(one_line.format(*row))
+        else:
+            _wrapped_row(row, widths, lines)
+        if k == 0:
+            lines.append(" " + "─" * (total - 2) + " ")
+    lines.append(blank)
+    return lines
+
+
+def _wrapped_row(row: tuple[str, ...], widths: list[int], lines: list[str]) -> None:
+    """The lines of a table row some of whose cells are wrapped over several lines (top
+    aligned), appended to `lines`."""
+    parts = [c.split("\n") for c in row]
+    for i in range(max(map(len, parts))):
+        lines.append(
+            " "
+            + "   ".join(
+                (p[i] if i < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)
             )
+            + " "
+        )
 
 
 def _column_widths(cells: list[tuple[str, ...]], wrapped: bool = True) -> list[int]:

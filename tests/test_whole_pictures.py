@@ -1,0 +1,108 @@
+"""A summary's picture of a value whose tiles are all whole is drawn from its tiling and
+shape (`module_summary.value_whole`, `grid.whole_text`), its layout made only if the
+picture needs it: `value_whole` names such a value only where `value_layout` makes a
+layout of the same tiling and shape, and the picture drawn before the layout is the one
+rich draws of the layout."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.ir.model import Value
+from meshdiag.ir.scan import scan_file
+from meshdiag.ir.scancache import ScanCache
+from meshdiag.memo import RunMemos
+from meshdiag.model.sharding import HloSharding
+from meshdiag.model.tiles import TileAssignment
+from meshdiag.pipeline.inspect import num_devices
+from meshdiag.pipeline.module_summary import value_layout, value_whole
+from meshdiag.report.grid import LayoutPicture
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _rich_draws(pic, width: int) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, soft_wrap=True).print(pic)
+    return buf.getvalue()
+
+
+def _same_picture(v: Value, n: int | None, split: str, memos: RunMemos) -> bool:
+    """Whether `v` is drawn from its tiling (`value_whole`); asserting, when it is, that
+    its layout exists and the picture is the one rich draws of it."""
+    spec = value_whole(v, n, split, memos)
+    lay = value_layout(v, n, split, memos)
+    if spec is None:
+        return False
+    assert lay is not None and lay.tiling is not None
+    assert (spec.tiling.tiles, spec.tiling.n, spec.shape, spec.split) == (
+        lay.tiles,
+        lay.num_devices,
+        lay.shape,
+        lay.split,
+    )
+    options = dict(max_cells=32, compact=True, legend=False, use_color=False)
+    made: list[int] = []
+    early = LayoutPicture(lambda: made.append(1) or lay, v.text, whole=spec, **options)
+    text = early.plain(80)
+    if text is not None and not made:  # drawn from the tiling alone
+        assert text == _rich_draws(LayoutPicture(lay, v.text, **options), 80)
+    return True
+
+
+def test_fixture_values_drawn_from_their_tiling_are_their_layouts():
+    """Every value of the fixtures with a picture, over its module's device count, none,
+    fewer and more devices."""
+    memos = RunMemos()
+    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
+    cache = ScanCache()
+    drawn = 0
+    for p in files:
+        for m in scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache).modules:
+            for v in m.values:
+                if v.shape is None or v.hlo is None:
+                    continue
+                n = num_devices(v, m, None)
+                for count in {n, None, 1, 3, (n or 8) * 2}:
+                    for split in ("xla", "even"):
+                        drawn += _same_picture(v, count, split, memos)
+    assert drawn > 100
+
+
+@st.composite
+def _values(draw):
+    rank = draw(st.integers(0, 4))
+    dims = [draw(st.sampled_from([1, 2, 3, 4])) for _ in range(rank)]
+    rep = draw(st.booleans())
+    tile_dims = (*dims, draw(st.sampled_from([2, 4]))) if rep else tuple(dims)
+    if not tile_dims:
+        tile_dims, rep = (2,), True
+    sharding = HloSharding.tiled(TileAssignment.iota(tile_dims), replicate_on_last=rep)
+    # the value's own rank, now and then not the sharding's
+    shape_rank = rank if draw(st.integers(0, 5)) else draw(st.integers(0, 4))
+    shape = tuple(
+        draw(st.sampled_from([0, 1, 2, 3, 4, 6, 8, 12, 16, 10**6])) for _ in range(shape_rank)
+    )
+    v = Value("%x", 1, 1, "s", "gspmd", shape=shape, sharding=sharding, hlo=sharding)
+    n = draw(st.sampled_from([None, math.prod(tile_dims), math.prod(tile_dims) + 2, 1]))
+    return v, n, draw(st.sampled_from(["xla", "chunk", "array-split", "even"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values())
+def test_a_value_is_drawn_from_its_tiling_only_where_it_has_that_layout(case):
+    """Generated values (ranks the sharding does not tile, dims of 0, uneven dims, more
+    devices than the sharding names, each split rule)."""
+    v, n, split = case
+    drawn = _same_picture(v, n, split, RunMemos())
+    lay = value_layout(v, n, split, RunMemos())
+    even = lay is not None and lay.tiling is not None and lay.rank > 0
+    even = even and all(d > 0 and d % k == 0 for d, k in zip(lay.shape, lay.tiles, strict=True))
+    assert drawn == even  # each such layout is named, and no other
