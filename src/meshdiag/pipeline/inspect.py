@@ -512,20 +512,27 @@ def _die_with_parent(parent: int | None) -> None:
     from, if known: a parent that died before the request took effect is seen here."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
     import signal
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # no prctl: the parent's own shutdown has to do
-        return
+    asked = _native_parent_death_signal
+    if asked is not None:
+        if not asked(signal.SIGKILL):
+            return
+    else:  # (importing ctypes took each worker 5 ms)
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):  # no prctl: the parent's own shutdown has to do
+            return
     if parent is not None and os.getppid() != parent:
         os._exit(1)
 
 
 #: prctl option from <linux/prctl.h>: signal to receive when the parent dies
 _PR_SET_PDEATHSIG = 1
+_native_parent_death_signal = native("parent_death_signal")
 
 
 def _preload() -> None:
