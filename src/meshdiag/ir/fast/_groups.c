@@ -63,54 +63,99 @@ static int seen_add(Seen *s, void *p) {
     return 1;
 }
 
-/* Count one value of `text` at row `i` into `groups` (text -> [count, firsts, values]),
- * keeping the first `keep` (name, row, column), and always the first, and the value when
- * not `seen` before: 0, or -1 with an error set */
-static int count(PyObject *groups, PyObject *text, PyObject *name, PyObject *i,
-                 PyObject *column, PyObject *v, Py_ssize_t keep, Seen *seen) {
-    PyObject *e = PyDict_GetItemWithError(groups, text); /* borrowed */
-    if (e == NULL) {
+/* The groups of a call: each group's entry [index, firsts, values] (its index until the
+ * call ends, its count then) and how many values it has counted, kept in C (a new int a
+ * value was a fifth of grouping); and the group the last text found (consecutive values
+ * mostly share their sharding's text object: no look-up). */
+typedef struct {
+    PyObject *dict; /* text -> entry */
+    PyObject **entry;
+    Py_ssize_t *n;
+    Py_ssize_t len, cap;
+    PyObject *last_text; /* (a reference held) */
+    Py_ssize_t last;
+} Groups;
+
+/* The index of `text`'s group, made when new (its entry [index, [], []]): >= 0, or -1
+ * with an error set */
+static Py_ssize_t group_of(Groups *g, PyObject *text) {
+    if (text == g->last_text && g->last_text != NULL)
+        return g->last;
+    PyObject *e = PyDict_GetItemWithError(g->dict, text); /* borrowed */
+    Py_ssize_t k;
+    if (e != NULL) {
+        if (!PyList_CheckExact(e) || PyList_GET_SIZE(e) != 3 ||
+            !PyList_CheckExact(PyList_GET_ITEM(e, 1)) ||
+            !PyList_CheckExact(PyList_GET_ITEM(e, 2))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "text_groups: a group must be [count, firsts, values]");
+            return -1;
+        }
+        k = PyLong_AsSsize_t(PyList_GET_ITEM(e, 0));
+        if (k == -1 && PyErr_Occurred())
+            return -1;
+    } else {
         if (PyErr_Occurred())
             return -1;
-        int failed = 1;
-        PyObject *where = PyTuple_Pack(3, name, i, column);
-        PyObject *firsts = where == NULL ? NULL : PyList_New(1);
-        PyObject *values = firsts == NULL ? NULL : PyList_New(1);
-        PyObject *one = values == NULL ? NULL : PyLong_FromLong(1);
-        int fresh = one == NULL ? -1 : seen_add(seen, v);
-        if (fresh >= 0) {
-            PyList_SET_ITEM(firsts, 0, Py_NewRef(where));
-            /* (a value is seen under one text only: new here) */
-            PyList_SET_ITEM(values, 0, Py_NewRef(v));
-            PyObject *entry = PyList_New(3);
-            if (entry != NULL) {
-                PyList_SET_ITEM(entry, 0, Py_NewRef(one));
-                PyList_SET_ITEM(entry, 1, Py_NewRef(firsts));
-                PyList_SET_ITEM(entry, 2, Py_NewRef(values));
+        if (g->len == g->cap) {
+            Py_ssize_t cap = g->cap ? 2 * g->cap : 16;
+            PyObject **entry = PyMem_Realloc(g->entry, cap * sizeof(PyObject *));
+            if (entry == NULL) {
+                PyErr_NoMemory();
+                return -1;
             }
-            failed = entry == NULL || PyDict_SetItem(groups, text, entry) < 0;
-            Py_XDECREF(entry);
+            g->entry = entry;
+            Py_ssize_t *n = PyMem_Realloc(g->n, cap * sizeof(Py_ssize_t));
+            if (n == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            g->n = n;
+            g->cap = cap;
         }
-        Py_XDECREF(where);
-        Py_XDECREF(firsts);
-        Py_XDECREF(values);
-        Py_XDECREF(one);
-        return failed ? -1 : 0;
+        k = g->len;
+        PyObject *index = PyLong_FromSsize_t(k);
+        PyObject *firsts = index == NULL ? NULL : PyList_New(0);
+        PyObject *values = firsts == NULL ? NULL : PyList_New(0);
+        e = values == NULL ? NULL : PyList_New(3);
+        if (e == NULL) {
+            Py_XDECREF(index);
+            Py_XDECREF(firsts);
+            Py_XDECREF(values);
+            return -1;
+        }
+        PyList_SET_ITEM(e, 0, index);
+        PyList_SET_ITEM(e, 1, firsts);
+        PyList_SET_ITEM(e, 2, values);
+        int failed = PyDict_SetItem(g->dict, text, e) < 0;
+        Py_DECREF(e); /* (the dict holds it) */
+        if (failed)
+            return -1;
+        g->entry[k] = e;
+        g->n[k] = 0;
+        g->len++;
     }
-    if (!PyList_CheckExact(e) || PyList_GET_SIZE(e) != 3 ||
-        !PyList_CheckExact(PyList_GET_ITEM(e, 2))) {
-        PyErr_SetString(PyExc_TypeError, "text_groups: a group must be [count, firsts, values]");
+    /* (held: a text made for the call, equal to its group's key but not it, could be
+     * freed and its address taken by another) */
+    Py_XSETREF(g->last_text, Py_NewRef(text));
+    g->last = k;
+    return k;
+}
+
+/* Count one value of `text` at row `i` into the groups, keeping the first `keep` (name,
+ * row, column), and always the first, and the value when not `seen` before: 0, or -1 with
+ * an error set */
+static int count(Groups *g, PyObject *text, PyObject *name, Py_ssize_t i, PyObject *column,
+                 PyObject *v, Py_ssize_t keep, Seen *seen) {
+    Py_ssize_t k = group_of(g, text);
+    if (k < 0)
         return -1;
-    }
-    Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(e, 0));
-    if (n == -1 && PyErr_Occurred())
-        return -1;
-    PyObject *more = PyLong_FromSsize_t(n + 1);
-    if (more == NULL)
-        return -1;
-    PyList_SetItem(e, 0, more); /* steals `more` */
-    if (n + 1 <= keep) {
-        PyObject *where = PyTuple_Pack(3, name, i, column);
+    PyObject *e = g->entry[k];
+    Py_ssize_t n = ++g->n[k];
+    if (n == 1 || n <= keep) { /* (a group's first place is kept whatever `keep` says) */
+        PyObject *row = PyLong_FromSsize_t(i);
+        PyObject *where = row == NULL ? NULL : PyTuple_Pack(3, name, row, column);
+        Py_XDECREF(row);
         if (where == NULL || PyList_Append(PyList_GET_ITEM(e, 1), where) < 0) {
             Py_XDECREF(where);
             return -1;
@@ -121,6 +166,17 @@ static int count(PyObject *groups, PyObject *text, PyObject *name, PyObject *i,
     if (fresh < 0)
         return -1;
     return fresh ? PyList_Append(PyList_GET_ITEM(e, 2), v) : 0;
+}
+
+/* Each group's count into its entry, in place of its index: 0, or -1 with an error set */
+static int counted(Groups *g) {
+    for (Py_ssize_t k = 0; k < g->len; k++) {
+        PyObject *n = PyLong_FromSsize_t(g->n[k]);
+        if (n == NULL)
+            return -1;
+        PyList_SetItem(g->entry[k], 0, n); /* steals `n` */
+    }
+    return 0;
 }
 
 /* The text a value of its own is grouped under (a new reference): its text for a Shardy
@@ -167,14 +223,11 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     PyTypeObject *type = (PyTypeObject *)args[1];
     PyObject *own_text = args[2], *rows_of = args[3];
     Seen seen = {NULL, 0, 0};
-    PyObject *groups = PyDict_New();
-    if (groups == NULL)
+    Groups g = {PyDict_New(), NULL, NULL, 0, 0, NULL, 0};
+    if (g.dict == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(items, i);
-        PyObject *row = PyLong_FromSsize_t(i);
-        if (row == NULL)
-            goto fail;
         int failed;
         PyObject *f[FV_N];
         int got = Py_TYPE(item) == type ? fs_fields(item, f) : 1;
@@ -183,7 +236,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         } else if (got == 0) { /* a value of its own */
             PyObject *text = text_of(item, f, own_text);
             failed = text == NULL ||
-                     count(groups, text, f[FV_NAME], row, f[FV_COLUMN], item, keep, &seen) < 0;
+                     count(&g, text, f[FV_NAME], i, f[FV_COLUMN], item, keep, &seen) < 0;
             Py_XDECREF(text);
         } else if (Py_TYPE(item) == type) {
             PyErr_SetString(PyExc_TypeError, "text_groups: a value with an unset field");
@@ -199,22 +252,29 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
                     failed = 1;
                     break;
                 }
-                failed = count(groups, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1), row,
+                failed = count(&g, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1), i,
                                PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), keep, &seen) < 0;
             }
             Py_XDECREF(fast);
             Py_XDECREF(rows);
         }
-        Py_DECREF(row);
         if (failed)
             goto fail;
     }
+    if (counted(&g) < 0)
+        goto fail;
     Py_DECREF(items);
     PyMem_Free(seen.slot);
-    return groups;
+    PyMem_Free(g.entry);
+    PyMem_Free(g.n);
+    Py_XDECREF(g.last_text);
+    return g.dict;
 fail:
-    Py_XDECREF(groups);
+    Py_XDECREF(g.dict);
     Py_DECREF(items);
     PyMem_Free(seen.slot);
+    PyMem_Free(g.entry);
+    PyMem_Free(g.n);
+    Py_XDECREF(g.last_text);
     return NULL;
 }
