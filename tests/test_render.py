@@ -728,6 +728,8 @@ def _even_layouts(draw):
     a grid too wide for the console: a table)."""
     rank = draw(st.integers(1, 4))
     dims = [draw(st.sampled_from([1, 2, 3, 4, 8])) for _ in range(rank)]
+    while math.prod(dims) > 64:  # (a table of every tile: a few at most)
+        dims[dims.index(max(dims))] = 1
     rep = draw(st.booleans())
     tile_dims = (*dims, draw(st.sampled_from([2, 4]))) if rep else tuple(dims)
     perm = None
@@ -794,6 +796,40 @@ def test_a_whole_tiling_is_drawn_from_its_tiling_as_rich_draws_its_layout(
         lambda: made.append(1) or lay, "s", use_color=False, whole=pic.whole, **options
     )
     assert lazy.plain(width) == got and (got is None or not made)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_even_layouts(), st.integers(20, 200))
+def test_a_whole_table_is_the_table_of_its_cells(lay, width):
+    """`whole_table` (the lines worked out from the widths alone) draws what `table_lines`
+    draws of `table_cells` of the same rows, with the same columns; where it says the
+    cells must be wrapped, `table_cells` wraps them (or rich squeezes them), and where it
+    leaves the table to rich, so does `table_lines`."""
+    from meshdiag.report.grid import (
+        NOT_WHOLE,
+        _table_facts,
+        even_ranges,
+        table_cells,
+        table_lines,
+        table_tiles,
+        whole_rows,
+        whole_table,
+    )
+
+    t, tiles = lay.tiling, lay.tiles
+    ranges = even_ranges(lay.shape, tiles)
+    assert t is not None and ranges is not None
+    rows = table_tiles(tiles, {}, {}, t.listed_order)
+    got = whole_table(tiles, lay.shape, ranges, _table_facts(rows, {}), width)
+    cells = table_cells(whole_rows(tiles, lay.shape, ranges, rows), True, 0, width)
+    want = table_lines(cells, width)
+    if got is NOT_WHOLE:  # too wide even without buffer and note: wrapped, or squeezed
+        assert len(cells[0]) == 4
+        assert any("\n" in c for row in cells for c in row) or want is None
+    elif got is None:
+        assert want is None
+    else:
+        assert got == (cells[0], want)
 
 
 @pytest.mark.parametrize("compact", [True, False])

@@ -895,6 +895,77 @@ def whole_rows(
     return rows
 
 
+class _TableFacts(NamedTuple):
+    """What `whole_table` draws of a tiling's tiles whatever the dims: each tile's label,
+    devices and index (`table_tiles`), the widest label and device list (or the column
+    names), and whether rich prints every device list as it is (no markup)."""
+
+    rows: list[tuple[str, str, tuple[int, ...]]]
+    w_tile: int
+    w_devices: int
+    as_is: bool
+
+
+def _table_facts(tile_rows: list[tuple[str, str, tuple[int, ...]]], derived: dict) -> _TableFacts:
+    """`_TableFacts` of `tile_rows`, kept in `derived` (the tiling's)."""
+    facts = derived.get("grid.table_facts")
+    if facts is None or facts.rows is not tile_rows:
+        facts = derived["grid.table_facts"] = _TableFacts(
+            tile_rows,
+            max(len("tile"), *(len(r[0]) for r in tile_rows)),
+            max(len("devices"), *(len(r[1]) for r in tile_rows)),
+            all(not _MARKUP.search(r[1]) or _as_is(r[1]) for r in tile_rows),
+        )
+    return facts
+
+
+def whole_table(
+    tiles: tuple[int, ...],
+    shape: tuple[int, ...],
+    ranges: list[list[str]],
+    facts: _TableFacts,
+    width: int,
+) -> tuple[tuple[str, ...], list[str]] | None | object:
+    """The columns and the lines `table_lines` draws of `table_cells` of a layout whose
+    tiles are all whole, each dim's ranges `ranges` (`whole_rows`'s rows), worked out from
+    their widths alone: every tile's shard and buffer are its size and no row has a note,
+    so a table too wide for `width` leaves those two columns out. None where rich draws it
+    (a device list it reads as markup); NOT_WHOLE where the cells must be wrapped
+    (`table_cells`)."""
+    if not facts.as_is:
+        return None
+    size = dims_text(tuple(n // k for n, k in zip(shape, tiles, strict=True)))
+    rank3 = len(tiles) >= 3
+    slices = [
+        "["
+        + ", ".join(
+            [
+                ":" if rank3 and n == 1 else r[i]
+                for r, i, n in zip(ranges, index, tiles, strict=True)
+            ]
+        )
+        + "]"
+        for _, _, index in facts.rows
+    ]
+    widths = [facts.w_tile, facts.w_devices, max(len("slices"), *map(len, slices))]
+    widths += [max(len("shard"), len(size)), max(len("buffer"), len(size)), len("note")]
+    head = TABLE_COLUMNS
+    if _table_width(widths) > width:  # the buffer (the shard) and the note (none) left out
+        widths, head = widths[:4], TABLE_COLUMNS[:4]
+        if _table_width(widths) > width:
+            return NOT_WHOLE
+    total = _table_width(widths)
+    row = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "
+    blank = " " * total
+    lines = [blank, row.format(*head), " " + "─" * (total - 2) + " "]
+    lines += [
+        row.format(label, devices, sl, size, size, "")
+        for (label, devices, _), sl in zip(facts.rows, slices, strict=True)
+    ]
+    lines.append(blank)
+    return head, lines
+
+
 def table_tiles(
     tiles: tuple[int, ...], known: dict, device_texts: dict, order: Callable[[], TileOrder]
 ) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -977,13 +1048,22 @@ def whole_text(
     tile_rows = table_tiles(
         tiles, _shared(derived, "grid.table_tiles"), _shared(derived, "grid.devices"), order
     )
-    cells = table_cells(whole_rows(tiles, shape, ranges, tile_rows), True, 0, width)
-    out.append(table_title(tiles, cells, too_many))
-    table = table_lines(cells, width)
-    if table is None:
+    drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, derived), width)
+    if drawn is None:
         return None
-    out.extend(table)
-    return checked_text(out)
+    if drawn is NOT_WHOLE:  # (its cells wrapped: as `table_cells` wraps them)
+        cells = table_cells(whole_rows(tiles, shape, ranges, tile_rows), True, 0, width)
+        lines = table_lines(cells, width)
+        if lines is None:
+            return None
+        drawn = cells[0], lines
+    columns, lines = drawn  # type: ignore[misc]
+    head = checked_text(out)
+    if head is None:
+        return None
+    # (the table's lines hold tile numbers, device lists, ranges and sizes alone: no check)
+    title = table_title(tiles, [columns], too_many)
+    return head + title + "\n" + "\n".join(lines) + "\n"
 
 
 def _shared(derived: dict, name: str) -> dict:
