@@ -41,7 +41,7 @@ def _same_picture(v: Value, n: int | None, split: str, memos: RunMemos) -> bool:
     lay = value_layout(v, n, split, memos)
     if spec is None:
         return False
-    assert lay is not None and lay.tiling is not None
+    assert lay is not None and (lay.tiling is not None or lay.kind == "replicated")
     assert (spec.tiling.tiles, spec.tiling.n, spec.shape, spec.split) == (
         lay.tiles,
         lay.num_devices,
@@ -85,6 +85,17 @@ def _values(draw):
     if not tile_dims:
         tile_dims, rep = (2,), True
     sharding = HloSharding.tiled(TileAssignment.iota(tile_dims), replicate_on_last=rep)
+    if draw(st.integers(0, 3)) == 0:  # untiled: drawn from a tiling only when replicated
+        sharding = draw(
+            st.sampled_from(
+                [
+                    HloSharding.replicated(),
+                    HloSharding.maximal(1),
+                    HloSharding("manual"),
+                    HloSharding("unknown"),
+                ]
+            )
+        )
     # the value's own rank, now and then not the sharding's
     shape_rank = rank if draw(st.integers(0, 5)) else draw(st.integers(0, 4))
     shape = tuple(
@@ -99,10 +110,12 @@ def _values(draw):
 @given(_values())
 def test_a_value_is_drawn_from_its_tiling_only_where_it_has_that_layout(case):
     """Generated values (ranks the sharding does not tile, dims of 0, uneven dims, more
-    devices than the sharding names, each split rule)."""
+    devices than the sharding names, each split rule; untiled ones: only a replicated
+    matrix is named)."""
     v, n, split = case
     drawn = _same_picture(v, n, split, RunMemos())
     lay = value_layout(v, n, split, RunMemos())
-    even = lay is not None and lay.tiling is not None and lay.rank > 0
-    even = even and all(d > 0 and d % k == 0 for d, k in zip(lay.shape, lay.tiles, strict=True))
-    assert drawn == even  # each such layout is named, and no other
+    named = lay is not None and lay.rank > 0
+    named = named and (lay.tiling is not None or (lay.kind == "replicated" and lay.rank == 2))
+    named = named and all(d > 0 and d % k == 0 for d, k in zip(lay.shape, lay.tiles, strict=True))
+    assert drawn == named  # each such layout is named, and no other

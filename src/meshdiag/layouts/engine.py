@@ -925,6 +925,23 @@ def tiling_of(
     return t
 
 
+def replicated_tiling(rank: int, n: int, memos: RunMemos | None = None) -> _Tiling:
+    """The tiling a replicated layout of `rank` on `n` devices has the devices of: one tile,
+    the whole tensor, held by each device (that of `{devices=[1,...,1,n]<=[n]
+    last_tile_dim_replicate}`), kept in `memos`: a picture of the replicated layout is
+    the picture of a layout of this tiling (`report.grid.whole_text`)."""
+    known = memos.table("layouts.replicated", MAX_TILINGS) if memos is not None else None
+    t = known.get((rank, n)) if known is not None else None
+    if t is None:
+        from meshdiag.model.tiles import TileAssignment
+
+        one = HloSharding.tiled(TileAssignment.iota((1,) * rank + (n,)), replicate_on_last=True)
+        t = tiling_of(one, rank, n, memos)
+        if known is not None:
+            known.put((rank, n), t)
+    return t
+
+
 def _tiled_arrays(lay: Layout) -> DeviceArrays:
     """A tiled layout's rows, from its tiling and its dims' splits."""
     import numpy as np

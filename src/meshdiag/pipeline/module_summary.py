@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
-from meshdiag.layouts.engine import TiledSpec, tiling_of
+from meshdiag.layouts.engine import TiledSpec, replicated_tiling, tiling_of
 from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
 from meshdiag.memo import RunMemos
 from meshdiag.model.splits import SPLIT_RULES
@@ -183,22 +183,31 @@ def _picture(
 
 
 def value_whole(v: Value, n: int | None, split: str, memos: RunMemos | None = None):
-    """`v`'s layout (`value_layout`) named by its tiling and shape (`TiledSpec`) when it is
-    tiled and every dim splits evenly: it has a layout then, and a picture drawn from the
-    tiling and the shape alone (`grid.whole_text`), so the layout is made only if the
-    picture needs it. None for any other value (`value_layout` tells)."""
+    """`v`'s layout (`value_layout`) named by a tiling and its shape (`TiledSpec`) when it
+    is tiled and every dim splits evenly, or a replicated matrix with elements: it has a
+    layout then, and its picture is drawn from the tiling and the shape alone
+    (`grid.whole_text`; a replicated layout's tiling is one tile held by every device,
+    `replicated_tiling`), so the layout is made only if the picture needs it. None for any
+    other value (`value_layout` tells)."""
     h, shape = v.hlo, v.shape
-    if h is None or shape is None or h.kind != "tiled" or split not in SPLIT_RULES:
+    if h is None or shape is None or split not in SPLIT_RULES:
         return None
     if not shape or len(shape) > MAX_RANK:  # (a scalar's picture is its layout's)
         return None
-    named = h.num_devices
-    if named is not None and n is not None and named > n:
-        n = None  # (as `value_layout`)
+    kind = h.kind
     try:
-        if n is not None:
-            check_device_count(n, "layout")
-        t = tiling_of(h, len(shape), n, memos)
+        if kind == "tiled":
+            named = h.num_devices
+            if named is not None and n is not None and named > n:
+                n = None  # (as `value_layout`)
+            if n is not None:
+                check_device_count(n, "layout")
+            t = tiling_of(h, len(shape), n, memos)
+        elif kind == "replicated" and len(shape) == 2:  # (other ranks' pictures are planned)
+            n = check_device_count(n if n is not None else 1, "layout")  # (as `layout`)
+            t = replicated_tiling(2, n, memos)
+        else:
+            return None
     except MeshdiagError:
         return None
     # each dim a whole number of tiles (so `layout`'s splits take it under any rule)
