@@ -37,13 +37,16 @@ REPLAYED = 1 / 32
 #: it in the replays of those. The rest of a streamed file's plain constraint and op lines
 #: are read by the walker itself (`lines.scan_plain`); a plain line learned is read
 #: natively too (`read_plain`), any other line by its handler. Each probe still costs a few
-#: microseconds, ten of the walker's lines: the 60 MB file of new lines scanned in 0.31 s
-#: with PROBE = 16, 0.29 s with 64, 0.28 s with none
-PROBE = 64
-#: while off, the share of new lines replayed that turns learning back on: a repeat of a
-#: share r of the lines replays r/(PROBE - r) as many as are new, the probed among them, so
-#: this asks for half of the lines to be repeats (and with it, the walker's own lines)
-REPLAYED_PROBED = 1 / (2 * PROBE)
+#: microseconds, ten of the walker's lines, and ends the walker's call: the 252 MB file of
+#: new lines took 1.78 s (`inspect -j1`) with PROBE = 64, 1.68 s with 256, 1.66 s with
+#: 1024 (a file that repeats its modules learns as fast with either: learning stays on)
+PROBE = 256
+#: while off, the share of new lines replayed that turns learning back on: when a share r
+#: of the lines are repeats, only the probed ones (1 in PROBE) replay, r / (1 - r) / PROBE
+#: as many as there are new lines, so this asks for about half of the lines to be repeats
+#: (with 1 / (2 * PROBE), a third: too few replays a window to tell a third from half
+#: once PROBE is 256)
+REPLAYED_PROBED = 1 / PROBE
 
 
 class Sampling:
