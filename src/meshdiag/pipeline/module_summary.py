@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
 from meshdiag.layouts.engine import TiledSpec, replicated_tiling, tiling_of
 from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
-from meshdiag.memo import RunMemos
+from meshdiag.memo import RunMemos, Table
 from meshdiag.model.splits import SPLIT_RULES
 from meshdiag.pipeline.inspect import (
     gspmd_text,
@@ -79,9 +79,9 @@ class Picture:
         return self._layout
 
 
-@dataclass(frozen=True)
-class ShardingLine:
-    """One distinct sharding text of a module."""
+class ShardingLine(NamedTuple):
+    """One distinct sharding text of a module (a named tuple: a big file's summaries make
+    ten thousand)."""
 
     text: str  # as written (a tuple element's own sharding alone)
     gspmd: str | None  # its V2 GSPMD text when that says something else, else None
@@ -134,17 +134,18 @@ def _shardings(
 ) -> Iterator[ShardingLine]:
     lines = m.lines
     pictures = 0
+    known = memos.table("module_summary.pictures", MAX_KNOWN_PICTURES)
     for text, (count, firsts, vals) in groups.items():
         g = gspmd_text(vals[0], memos)
         picture = None
         if pictures < MAX_PICTURES:
-            picture = _picture(vals, m, mesh, split, g or text, memos)
+            picture = _picture(vals, m, mesh, split, g or text, memos, known)
             pictures += picture is not None
         yield ShardingLine(
             text,
             g if g and g != text else None,
             count,
-            tuple((name, lines[i], col) for name, i, col in firsts),
+            tuple([(name, lines[i], col) for name, i, col in firsts]),
             picture,
         )
 
@@ -156,10 +157,10 @@ def _picture(
     split: str,
     title: str,
     memos: RunMemos,
+    known: Table,
 ) -> Picture | None:
     """The layout of the first value with a global shape and a tiled form that has one
-    (whether its key has one is remembered for the run)."""
-    known = memos.table("module_summary.pictures", MAX_KNOWN_PICTURES)
+    (whether its key has one is remembered for the run, in `known`)."""
     for v in vals:
         if v.shape is None or v.hlo is None:  # no picture without a global shape
             continue

@@ -117,7 +117,7 @@ def module_lines(s: ModuleSummary) -> Iterator:
         yield Line(f"  line {dg.line}: {dg.severity}: {dg.message}", style="red")
     yield Line(f"  {s.values} sharded values")
     for row in s.shardings:
-        where = ", ".join(f"{name}@{ln}:{col}" for name, ln, col in row.firsts)
+        where = ", ".join([f"{name}@{ln}:{col}" for name, ln, col in row.firsts])
         more = f" (+{row.count - FIRST_LOCATIONS} more)" if row.count > FIRST_LOCATIONS else ""
         if row.gspmd is not None:
             yield Line(
