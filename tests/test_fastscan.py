@@ -483,3 +483,70 @@ def test_word_lines_on_fixtures_and_edges():
         _fastscan.word_lines(b"x", (b"",))
     with pytest.raises(TypeError):
         _fastscan.word_lines("x", (b"a",))
+
+
+# --- the filter of learned lines (`ir.prints`) ------------------------------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40))
+def test_line_print_native_equals_its_twin(line):
+    from meshdiag.ir.prints import PRINT_BITS, line_print_py
+
+    got = _fastscan.line_print(line)
+    assert got == line_print_py(line) and 0 <= got < PRINT_BITS
+
+
+def _filtered(scan, buf: bytes, known: dict, prints: bytearray):
+    """`drive`, the filter `prints` given to each call."""
+    lines_out: list = []
+    items_out: list = []
+    results = []
+    pos, lineno = 0, 1
+    while True:
+        result = scan(buf, pos, lineno, known, lines_out, items_out, prints)
+        results.append(result)
+        start, _, lineno, pos = result
+        if start < 0 or pos > len(buf):
+            break
+        lineno += 1
+    return results, lines_out, items_out
+
+
+@pytest.mark.parametrize("scan", [native, reference], ids=["native", "twin"])
+def test_the_walkers_look_up_only_the_lines_whose_print_is_set(scan):
+    """With the filter of every known line's print set, a walk is what it is without one; a
+    known line whose print is not set is walked past as unknown (it is not looked up), and
+    the native walker refuses a filter of another size."""
+    from meshdiag.ir.prints import PRINT_BITS, mark
+
+    data = (FIXTURES / "seed" / "distorted_mesh.mlir").read_bytes()
+    keys = candidate_keys(data)
+    known = {k: ("value", k) for k in keys[::2]}
+    prints = bytearray(PRINT_BITS // 8)
+    for k in known:
+        mark(prints, k)
+    want = drive(scan, data, 1, dict(known), never)[:3]
+    assert _filtered(scan, data, dict(known), prints) == want
+    assert want[1]  # (some known lines walked past)
+    nothing_marked = bytearray(PRINT_BITS // 8)
+    assert _filtered(scan, data, dict(known), nothing_marked) == drive(scan, data, 1, {}, never)[:3]
+    if scan is native:
+        with pytest.raises(TypeError):
+            scan(data, 0, 1, known, [], [], bytearray(16))
+
+
+def test_the_memo_marks_what_it_learns_and_forgets_it_with_the_lines():
+    from meshdiag.ir.prints import printed
+    from meshdiag.ir.scancache import MAX_LINE_BYTES, ScanCache
+
+    cache = ScanCache()
+    cache.learn(1, "mlir", b"  %0 = a sharding line", None)
+    prints = cache.prints(1, "mlir")
+    assert printed(prints, b"  %0 = a sharding line")
+    assert sum(bin(byte).count("1") for byte in prints) == 1
+    assert not any(cache.prints(2, "mlir"))  # another module state: its own filter
+    cache.learn(1, "mlir", b"x" * (MAX_LINE_BYTES // 2), None)
+    cache.learn(1, "mlir", b"y" * (MAX_LINE_BYTES // 2), None)  # past the budget: all forgotten
+    assert not printed(prints, b"  %0 = a sharding line")
+    assert list(cache.known(1, "mlir")) == [b"y" * (MAX_LINE_BYTES // 2)]

@@ -176,4 +176,4 @@ def nothing(b: Builder) -> None:
 def _learn(b: Builder, entry: LineValues | None) -> None:
     m = b.module
     cache = b.cache
-    cache.learn(cache.known(b.mesh_token, m.dialect if m is not None else None), b.raw, entry)  # type: ignore[arg-type]
+    cache.learn(b.mesh_token, m.dialect if m is not None else None, b.raw, entry)  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from meshdiag import limits
 from meshdiag.ir.fast import native, why_not_native
 from meshdiag.ir.fast.words import FREQUENT, RARE
 from meshdiag.ir.fields import plain_value_py
+from meshdiag.ir.prints import printed
 
 BLOCK = 1 << 20
 
@@ -209,7 +210,13 @@ _walk: tuple[bytes, list[int], list[tuple[int, int]]] = (b"", [], [])
 
 
 def scan_known_py(
-    buf: bytes, pos: int, lineno: int, known: dict, lines_out: list, items_out: list
+    buf: bytes,
+    pos: int,
+    lineno: int,
+    known: dict,
+    lines_out: list,
+    items_out: list,
+    prints: bytearray | None = None,
 ) -> tuple[int, int, int, int]:
     """Walk the candidate lines of `buf` (a block of whole lines) from offset `pos`, a line
     start whose line number is `lineno`.
@@ -226,7 +233,7 @@ def scan_known_py(
     bytes; this is its reference and the fallback where it is not built.
     """
     start, end, lineno, after, _ = scan_plain_py(
-        buf, pos, lineno, known, lines_out, items_out, {}, 0
+        buf, pos, lineno, known, lines_out, items_out, {}, 0, prints
     )
     return start, end, lineno, after
 
@@ -240,11 +247,15 @@ def scan_plain_py(
     items_out: list,
     protos: dict,
     budget: int,
+    prints: bytearray | None = None,
 ) -> tuple[int, int, int, int, int]:
     """`scan_known_py`, but a candidate that is not known and is a plain constraint or op
     line whose sharding has a prototype in `protos` (`fields.plain_value_py`) is appended
     as the value made from it, up to `budget` of them, instead of stopping the walk. The
-    result has a fifth item: how many were. The reference for the native `scan_plain`."""
+    result has a fifth item: how many were. The reference for the native `scan_plain`.
+
+    `prints`: the filter of `known`'s lines (`ir.prints`, `ScanCache.prints`) or None: a
+    line whose bit is clear is not looked up."""
     global _walk
     if _walk[0] is not buf:  # once per block: every call on it bisects into the same spans
         spans = candidate_spans(buf)
@@ -259,9 +270,12 @@ def scan_plain_py(
         lineno += count(b"\n", last, ls)
         last = ls
         end = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
-        item = get(buf[ls:end], _UNKNOWN) if known else _UNKNOWN
+        line = buf[ls:end]
+        item = _UNKNOWN
+        if known and (prints is None or printed(prints, line)):
+            item = get(line, _UNKNOWN)
         if item is _UNKNOWN:
-            if read < budget and plain_line_py(buf[ls:end], lineno, protos, lines_out, items_out):
+            if read < budget and plain_line_py(line, lineno, protos, lines_out, items_out):
                 read += 1
                 continue
             return ls, end, lineno, le + 1, read

@@ -296,7 +296,7 @@ def scan_part(
 def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
     """The candidate lines of a block of whole lines starting at `lineno`; returns the
     number of the line after it."""
-    known_in = b.cache.known
+    known_in, prints_in = b.cache.known, b.cache.prints
     sampling = b.sampling
     pos = 0
     # the walker's output lists while there is no module (only lines known to yield nothing
@@ -308,12 +308,15 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         # columns by the walker itself; it stops at any other candidate
         m = b.module
         budget = 0
+        prints = None
         if m is None:
             known, lines_out, items_out = known_in(b.mesh_token, None), unused, unused
+            prints = prints_in(b.mesh_token, None)
         elif b.manual:  # values inside a manual region need the builder
             known, lines_out, items_out = nothing, m.lines, m.items
         else:
             known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
+            prints = prints_in(b.mesh_token, m.dialect)
             if sampling is not None and m.dialect == "mlir":
                 # plain constraint and op lines the line memo would not learn: read by the walker
                 budget = sampling.unlearned()
@@ -321,12 +324,14 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         if budget:
             protos = b.cache.protos(b.mesh_token)
             start, end, lineno, pos, read = scan_plain(
-                block, pos, lineno, known, lines_out, items_out, protos, budget
+                block, pos, lineno, known, lines_out, items_out, protos, budget, prints
             )
             sampling.skipped(read)  # type: ignore[union-attr]
             before += read
         else:
-            start, end, lineno, pos = scan_known(block, pos, lineno, known, lines_out, items_out)
+            start, end, lineno, pos = scan_known(
+                block, pos, lineno, known, lines_out, items_out, prints
+            )
         if sampling is not None:
             sampling.replayed(len(lines_out) - before)
         if start < 0:

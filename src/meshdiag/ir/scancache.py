@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from meshdiag.ir import annot
+from meshdiag.ir import prints as _prints
 from meshdiag.ir import text as _text
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import LineValues, Value, from_proto
@@ -53,6 +54,7 @@ class ScanCache:
 
     __slots__ = (
         "_known",
+        "_prints",
         "_line_bytes",
         "_tokens",
         "_next_token",
@@ -66,6 +68,7 @@ class ScanCache:
 
     def __init__(self) -> None:
         self._known: dict[tuple[int, str | None], dict[bytes, LineValues | None]] = {}
+        self._prints: dict[tuple[int, str | None], bytearray] = {}
         self._line_bytes = 0
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
@@ -85,14 +88,26 @@ class ScanCache:
             d = self._known[key] = {}
         return d
 
-    def learn(self, known: dict, raw: bytes, item: LineValues | None) -> None:
-        """`raw` yields `item` (None: nothing) in the state `known` belongs to."""
+    def prints(self, token: int, dialect: str | None) -> bytearray:
+        """The filter of the lines learned in one module state (`known`): each one's bit
+        (`ir.prints`) is set, and the walkers look up only the lines whose bit is."""
+        key = (token, dialect)
+        p = self._prints.get(key)
+        if p is None:
+            p = self._prints[key] = bytearray(_prints.PRINT_BITS // 8)
+        return p
+
+    def learn(self, token: int, dialect: str | None, raw: bytes, item: LineValues | None) -> None:
+        """`raw` yields `item` (None: nothing) in the module state (`known`)."""
         cost = len(raw) + LINE_COST + (VALUE_COST * len(item.protos) if item is not None else 0)
         if self._line_bytes + cost > MAX_LINE_BYTES:
             for d in self._known.values():  # the walker asks again at its next call
                 d.clear()
+            for p in self._prints.values():
+                p[:] = bytes(len(p))
             self._line_bytes = 0
-        known[raw] = item
+        self.known(token, dialect)[raw] = item
+        _prints.mark(self.prints(token, dialect), raw)
         self._line_bytes += cost
 
     def token(self, key: MeshKey) -> int:
@@ -104,6 +119,7 @@ class ScanCache:
                 self._tokens.clear()
                 self._tokens[()] = 0
                 self._known.clear()
+                self._prints.clear()
                 self._line_bytes = 0
                 self._protos.clear()
                 self._n_protos = 0
