@@ -1,5 +1,5 @@
 """The native drawer of a picture's grids of whole tiles (`ir/fast/_grid.c`) against its
-Python twin `report.grid.grid_text_py`: the same text, 0 or None for every input, and
+Python twin `report.whole.grid_text_py`: the same text, 0 or None for every input, and
 NotImplemented (the twin decides) for any it does not expect."""
 
 from __future__ import annotations
@@ -9,13 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.ir.fast import native
-from meshdiag.report.grid import (
-    MIN_CELL_WIDTH,
-    MIN_LABEL_WIDTH,
-    _GridCells,
-    grid_text,
-    grid_text_py,
-)
+from meshdiag.report.grid import MIN_CELL_WIDTH, MIN_LABEL_WIDTH
+from meshdiag.report.whole import _GridCells, grid_text, grid_text_py
 
 NATIVE = native("grid_text")
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the native extension is not built")

@@ -289,7 +289,7 @@ def test_a_picture_of_whole_shards_makes_no_device_rows():
     """Drawing a layout whose shards are all whole reads its tiles from the splits: the
     per-device arrays are never made (the layout of a big file's pictures)."""
     from meshdiag.notation.gspmd import parse_gspmd
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     memos = RunMemos()
     for text, shape in (

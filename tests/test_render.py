@@ -16,7 +16,8 @@ from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
 from meshdiag.notation.devicelist import compress_devices, device_runs, expand_devices
 from meshdiag.notation.gspmd import parse_gspmd
-from meshdiag.report.grid import choose_dims, plan_grid, render_text, tiles_of
+from meshdiag.report.grid import choose_dims, plan_grid, tiles_of
+from meshdiag.report.picture import render_text
 from meshdiag.report.svg import to_html, to_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -311,7 +312,7 @@ def test_plain_picture_is_what_rich_draws(lay, width, compact, max_cells):
 
     from rich.console import Console
 
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(
         lay, "s", max_cells=max_cells, use_color=False, compact=compact, legend=not compact
@@ -323,7 +324,7 @@ def test_plain_picture_is_what_rich_draws(lay, width, compact, max_cells):
 
 
 def test_plain_picture_draws_the_usual_grids():
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     for lay in (layout(tiled((2, 4)), (8, 8)), layout(tiled((4,)), (10,))):
         assert LayoutPicture(lay, "s", use_color=False).plain(100) == render_text(lay, "s")
@@ -350,7 +351,7 @@ def _rich_draws(pic, width: int) -> str:
 def test_plain_picture_draws_the_table_fallback(dims, shape, width, max_cells):
     """A layout shown as a table (too wide for a grid, or more tiles than cells) is drawn
     without rich, byte for byte what rich draws."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(
         layout(tiled(dims), shape), "s", max_cells=max_cells, use_color=False, legend=False
@@ -364,7 +365,8 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
     """A table wider than the console even with its cells wrapped (rich squeezes it) or a
     cell rich reads as markup is not drawn plain; a cell that only looks like an emoji
     code is."""
-    from meshdiag.report.grid import LayoutPicture, TableRow, table_lines
+    from meshdiag.report.grid import TableRow, table_lines
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(layout(tiled((1, 4)), (9640, 9648)), "s", use_color=False)
     assert pic.plain(30) is None  # narrower than the table's column names: rich squeezes
@@ -373,7 +375,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
     def table(note: str) -> list[str] | None:
         row = TableRow("(0)", "0-6:2,1-7:2", "[0:8]", "8", "8", note)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("meshdiag.report.grid.table_rows", lambda lay, n, index=None: ([row], 0))
+            mp.setattr("meshdiag.report.picture.table_rows", lambda lay, n, index=None: ([row], 0))
             mp.setattr(LayoutPicture, "_direct_rows", lambda self: None)  # (rows from tiles)
             return table_lines(pic._table_cells(200), 200)
 
@@ -388,7 +390,7 @@ def test_plain_table_leaves_rich_what_only_rich_draws():
 def test_plain_table_is_what_rich_draws(lay, max_cells):
     """Layouts with more tiles than cells, on a console wide enough for their table: the
     table drawn without rich is rich's, byte for byte."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, legend=False)
     plain = pic.plain(400)
@@ -401,7 +403,7 @@ def test_plain_table_is_what_rich_draws(lay, max_cells):
 def test_plain_picture_leaves_rich_text_not_one_column_a_character(text, plain):
     """A picture holding a wide or zero-width character (here in its sharding's text) is
     left to rich, which measures it; one column a character, it is drawn plain."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(layout(tiled((2, 4)), (8, 8)), text, use_color=False)
     drawn = pic.plain(100)
@@ -422,7 +424,7 @@ def test_a_table_too_wide_leaves_out_the_columns_that_say_nothing(shape, width, 
     """Too wide for the console, a table leaves out a buffer column equal to the shards and
     an empty note column, and says so, rather than have rich narrow the devices column
     (to nothing, when slices are long); plain and rich draw the same."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     lay = layout(parse_gspmd("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"), shape)
     pic = LayoutPicture(lay, "s", use_color=False, legend=False)
@@ -459,7 +461,8 @@ def test_a_table_too_wide_wraps_and_shows_every_tile(text, n, m, width, max_cell
     the console, every column and every shown tile's devices are there (rich used to
     squeeze the devices and tile columns to nothing), plain and rich draw the same. (From
     60 columns: narrower than its column names, a rank-3 table is left to rich.)"""
-    from meshdiag.report.grid import LayoutPicture, table_rows
+    from meshdiag.report.grid import table_rows
+    from meshdiag.report.picture import LayoutPicture
 
     h = parse_gspmd(text)
     shape = (n, m, 7)[: h.data_rank]
@@ -484,7 +487,7 @@ def test_a_table_too_wide_wraps_and_shows_every_tile(text, n, m, width, max_cell
 def test_a_table_that_fits_without_its_quiet_columns_is_not_wrapped():
     """Leaving out the quiet columns is enough here: the table is not wrapped, and its
     elided rows' line stays whole in the devices column."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     lay = layout(parse_gspmd("{devices=[16,16]<=[256]}"), (64, 64))
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, legend=False)
@@ -512,7 +515,7 @@ def test_wrapped_cell_text_keeps_every_character_in_lines_that_fit(text, width):
 
 
 def test_a_table_for_more_tiles_than_cells_says_to_raise_max_cells():
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(layout(tiled((8,)), (64,)), "s", max_cells=4, use_color=False)
     assert "(raise --max-cells for a grid)" in _rich_draws(pic, 100)
@@ -598,11 +601,12 @@ def test_a_matrix_drawn_directly_is_the_planned_grid(lay, width, max_cells, extr
     (`_direct_grids`): where it is, its grids are the ones `plan_grid` and `_drawn` make (titled
     as theirs) under the same header, and where it says no grid fits, theirs does not (with
     devices the sharding leaves out, `extra`, and short, empty or padded tiles about)."""
-    from meshdiag.report.grid import LayoutPicture, _box_lines, header_lines
+    from meshdiag.report.grid import _box_lines, header_lines
+    from meshdiag.report.picture import LayoutPicture
 
     if extra is not None and lay.kind == "tiled":  # more devices than the sharding names
         lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
-    from meshdiag.report.grid import _TABLE
+    from meshdiag.report.whole import _TABLE
 
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False, compact=True)
     direct = pic._direct_grids(width)
@@ -657,7 +661,7 @@ def test_the_usual_matrix_is_drawn_directly(text, shape, split, way):
 def test_facets_of_more_cells_than_shown_are_a_table():
     """Facets whose cells together are more than the picture shows are not drawn directly
     (a grid of 2 × 4 × 8 cells, 32 shown at most): rich's table, as the plan decides."""
-    from meshdiag.report.grid import LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
 
     lay = layout(parse_gspmd("{devices=[2,4,8]<=[64]}"), (4, 8, 8))
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
@@ -676,7 +680,8 @@ def test_a_matrix_whose_device_lists_do_not_fit_is_planned(shape):
 
 
 def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str:
-    from meshdiag.report.grid import _TABLE, LayoutPicture
+    from meshdiag.report.picture import LayoutPicture
+    from meshdiag.report.whole import _TABLE
 
     lay = layout(parse_gspmd(text), shape, split=split)
     pic = LayoutPicture(lay, "s", max_cells=32, use_color=False, compact=True, legend=False)
@@ -693,7 +698,8 @@ def _drawn_way(text: str, shape: tuple, split: str, width: int, way: str) -> str
 def test_a_matrix_table_made_directly_is_the_tiles_table(lay, max_cells):
     """The table of a matrix whose tiles are all whole, made without building its tiles
     (`_direct_rows`), is the one `table_rows` makes from them."""
-    from meshdiag.report.grid import LayoutPicture, TileIndex, table_rows
+    from meshdiag.report.grid import TileIndex, table_rows
+    from meshdiag.report.picture import LayoutPicture
 
     pic = LayoutPicture(lay, "s", max_cells=max_cells, use_color=False)
     direct = pic._direct_rows()
@@ -703,7 +709,8 @@ def test_a_matrix_table_made_directly_is_the_tiles_table(lay, max_cells):
 
 
 def test_the_usual_matrix_table_is_made_directly():
-    from meshdiag.report.grid import LayoutPicture, TileIndex, table_rows
+    from meshdiag.report.grid import TileIndex, table_rows
+    from meshdiag.report.picture import LayoutPicture
 
     text = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"
     for shape, direct in (((9640, 9648), True), ((9640, 9647), False)):  # (padded: planned)
@@ -761,15 +768,9 @@ def test_a_whole_tiling_is_drawn_from_its_tiling_as_rich_draws_its_layout(
     path only layouts whose tiles are not all whole (uneven dims, devices left out, with
     `extra` devices) or whose grid is planned (a projection, elided device lists, a table
     of some tiles)."""
-    from meshdiag.report.grid import (
-        _TABLE,
-        MAX_FACETS,
-        NOT_WHOLE,
-        LayoutPicture,
-        _Direct,
-        grid_cells,
-        whole_text,
-    )
+    from meshdiag.report.grid import MAX_FACETS, grid_cells
+    from meshdiag.report.picture import LayoutPicture
+    from meshdiag.report.whole import _TABLE, NOT_WHOLE, _Direct, whole_text
 
     if lay.tiling is None:  # (a scalar: replicated)
         return
@@ -805,12 +806,11 @@ def test_a_whole_table_is_the_table_of_its_cells(lay, width):
     draws of `table_cells` of the same rows, with the same columns; where it says the
     cells must be wrapped, `table_cells` wraps them (or rich squeezes them), and where it
     leaves the table to rich, so does `table_lines`."""
-    from meshdiag.report.grid import (
+    from meshdiag.report.grid import table_cells, table_lines
+    from meshdiag.report.whole import (
         NOT_WHOLE,
         _table_facts,
         even_ranges,
-        table_cells,
-        table_lines,
         table_tiles,
         whole_rows,
         whole_table,
@@ -837,7 +837,8 @@ def test_a_whole_table_is_the_table_of_its_cells(lay, width):
 def test_a_picture_says_what_its_labels_mean_unless_told_not_to(compact, shape):
     """The legend line follows the header of a picture (`legend=True`, the default) and is
     left out for a report that prints it once (`legend=False`), whichever way it is drawn."""
-    from meshdiag.report.grid import LEGEND, LayoutPicture
+    from meshdiag.report.grid import LEGEND
+    from meshdiag.report.picture import LayoutPicture
 
     lay = layout(tiled((2, 4)), shape)
     for legend in (True, False):
@@ -852,7 +853,7 @@ def test_whole_ranges_are_the_shards_when_every_one_is_a_whole_tile():
     are its shards' ranges when every shard is a whole tile (`DimSplit.part`: held, fit 0),
     and None otherwise, under every rule."""
     from meshdiag.model.splits import SPLIT_RULES, split_dim
-    from meshdiag.report.grid import _whole_ranges
+    from meshdiag.report.whole import _whole_ranges
 
     for rule in SPLIT_RULES:
         for n in range(0, 60):

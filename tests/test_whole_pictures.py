@@ -21,7 +21,7 @@ from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
 from meshdiag.pipeline.inspect import num_devices
 from meshdiag.pipeline.module_summary import value_layout, value_whole
-from meshdiag.report.grid import LayoutPicture
+from meshdiag.report.picture import LayoutPicture
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -229,6 +229,9 @@ def scan_known_py(
     line after it. At the end of `buf` the result is `(-1, -1, number of the line after the
     block, len(buf))`.
 
+    `prints`: the filter of `known`'s lines (`ir.prints`), or None: a line whose bit is
+    clear is not looked up.
+
     The native scanner (`_fastscan.scan_known`) does exactly this in one pass over the
     bytes; this is its reference and the fallback where it is not built.
     """

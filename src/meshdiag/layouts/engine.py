@@ -901,7 +901,7 @@ def _tiled(
 class TiledSpec(NamedTuple):
     """A tiled layout before it is made: its tiling, the tensor's shape and the split rule
     (`layout(tiling.sharding, shape, split=split, num_devices=...)` makes it). A picture
-    of whole tiles is drawn from these alone (`report.grid.whole_text`)."""
+    of whole tiles is drawn from these alone (`report.whole.whole_text`)."""
 
     tiling: _Tiling
     shape: tuple[int, ...]
@@ -929,7 +929,7 @@ def replicated_tiling(rank: int, n: int, memos: RunMemos | None = None) -> _Tili
     """The tiling a replicated layout of `rank` on `n` devices has the devices of: one tile,
     the whole tensor, held by each device (that of `{devices=[1,...,1,n]<=[n]
     last_tile_dim_replicate}`), kept in `memos`: a picture of the replicated layout is
-    the picture of a layout of this tiling (`report.grid.whole_text`)."""
+    the picture of a layout of this tiling (`report.whole.whole_text`)."""
     known = memos.table("layouts.replicated", MAX_TILINGS) if memos is not None else None
     t = known.get((rank, n)) if known is not None else None
     if t is None:

@@ -187,7 +187,7 @@ def value_whole(v: Value, n: int | None, split: str, memos: RunMemos | None = No
     """`v`'s layout (`value_layout`) named by a tiling and its shape (`TiledSpec`) when it
     is tiled and every dim splits evenly, or a replicated matrix with elements: it has a
     layout then, and its picture is drawn from the tiling and the shape alone
-    (`grid.whole_text`; a replicated layout's tiling is one tile held by every device,
+    (`report.whole.whole_text`; a replicated layout's tiling is one tile held by every device,
     `replicated_tiling`), so the layout is made only if the picture needs it. None for any
     other value (`value_layout` tells)."""
     h, shape = v.hlo, v.shape

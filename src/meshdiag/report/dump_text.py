@@ -17,7 +17,8 @@ from rich.text import Text
 from meshdiag.pipeline.dump_summary import SHAPES_MAX, SPELLINGS_MAX
 from meshdiag.report.file_text import mesh_grid
 from meshdiag.report.finding_text import located
-from meshdiag.report.grid import LEGEND, LayoutPicture, dims_text
+from meshdiag.report.grid import LEGEND, dims_text
+from meshdiag.report.picture import LayoutPicture
 
 if TYPE_CHECKING:
     from meshdiag.pipeline.dump_summary import DumpSummary, Group

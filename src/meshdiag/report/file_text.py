@@ -13,7 +13,8 @@ from rich.text import Text
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
 from meshdiag.report.finding_text import located
-from meshdiag.report.grid import LEGEND, LayoutPicture
+from meshdiag.report.grid import LEGEND
+from meshdiag.report.picture import LayoutPicture
 
 if TYPE_CHECKING:
     from meshdiag.ir.model import MeshDecl

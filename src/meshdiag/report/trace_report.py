@@ -1,7 +1,7 @@
 """`meshdiag trace` output: text lines and the JSON document for one value's trace.
 
 Pure: a `Trace` in, lines or a JSON-ready dict out. The picture of the layout at the first
-change is drawn by `render/grid.py`.
+change is drawn by `report.picture.render_text`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _collapsible(prev: StageTrace | None, st: StageTrace) -> bool:
 
 
 def trace_text(t: Trace, *, all_stages: bool = False, width: int = 100) -> list[str]:
-    from meshdiag.report.grid import render_text
+    from meshdiag.report.picture import render_text
 
     first = t.first_change
     first_idx = first.stage.index if first is not None else None

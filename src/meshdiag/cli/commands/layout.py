@@ -179,7 +179,7 @@ def run_layout(
     else:
         from rich.console import Console
 
-        from meshdiag.report.grid import LayoutPicture
+        from meshdiag.report.picture import LayoutPicture
 
         console = Console(highlight=False)
         console.print(ids_text, style="dim")

@@ -118,7 +118,7 @@ int fs_keys_init(void);
 PyObject *fs_new_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_new_keys_doc[];
 
-/* _grid.c: a picture's grids of whole tiles drawn (report.grid.grid_text_py) */
+/* _grid.c: a picture's grids of whole tiles drawn (report.whole.grid_text_py) */
 PyObject *fs_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_grid_text_doc[];
 

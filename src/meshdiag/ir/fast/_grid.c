@@ -1,4 +1,4 @@
-/* A picture's grids of whole tiles drawn in C: the twin of `report.grid.grid_text_py`.
+/* A picture's grids of whole tiles drawn in C: the twin of `report.whole.grid_text_py`.
  *
  * `meshdiag inspect FILE` draws a picture of every distinct sharding of every module: a
  * big file of new programs draws ten thousand, mostly small grids of whole tiles (each cell
@@ -134,7 +134,7 @@ static int ascii_list(PyObject *list, Py_ssize_t n) {
 
 const char fs_grid_text_doc[] =
     "grid_text(row_ranges, col_ranges, grids, width, min_label, min_cell) -> str, 0 or None\n\n"
-    "report.grid.grid_text_py with its two widths given; NotImplemented for inputs it does\n"
+    "report.whole.grid_text_py with its two widths given; NotImplemented for inputs it does\n"
     "not expect (the twin then decides).";
 
 PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {

@@ -1,0 +1,489 @@
+"""Pictures of layouts whose tiles are all whole (every device the sharding names holds
+data, every dim splits evenly), drawn from the tiling and the tensor's shape alone: each
+dim's ranges are `i*c:(i+1)*c`, each cell or table row a tile's devices (kept per tiling)
+and ranges. A big file's summaries draw ten thousand such pictures on shapes that never
+repeat; made through a `Layout` and the general planner (`grid.plan_grid`, `grid._drawn`,
+`grid.table_rows`) each took about 50 us. `whole_text` draws them with no layout made
+(`LayoutPicture.plain` draws every tiled layout through it first); the grid's lines are
+drawn in C (`grid_text`, twin `grid_text_py`), a table's from its columns' widths
+(`whole_table`). Where these draw, the general path draws the same (tested)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from meshdiag.ir.fast import native
+from meshdiag.notation.devicelist import compress_devices
+from meshdiag.report.grid import (
+    _MARKUP,
+    MAX_FACETS,
+    MIN_CELL_WIDTH,
+    MIN_LABEL_WIDTH,
+    TABLE_COLUMNS,
+    GridPlan,
+    TableRow,
+    _as_is,
+    _devices_text,
+    _head_lines,
+    _plan_notes,
+    _table_width,
+    checked_text,
+    choose_dims,
+    dims_text,
+    table_cells,
+    table_lines,
+    table_title,
+    tiles_cells,
+)
+
+if TYPE_CHECKING:
+    from meshdiag.layouts.engine import Layout, TileOrder, _Tiling
+    from meshdiag.model.splits import DimSplit
+
+
+def _whole_ranges(s: DimSplit) -> list[str] | None:
+    """Each shard's range as a picture prints it (`a:b`), or None when some shard is not a
+    whole tile (shorter, empty or without data: its cell has a mark); once per split."""
+    known = s.derived
+    if "grid.ranges" in known:
+        return known["grid.ranges"]
+    # every rule's shards are whole tiles (`DimSplit.part`'s fit 0, held) exactly when they
+    # split a dim of elements evenly: then shard i is [i*c, (i+1)*c) under each
+    n, k = s.n, s.k
+    out = None
+    if n > 0 and n % k == 0:
+        c = n // k
+        out = [f"{i * c}:{i * c + c}" for i in range(k)]
+    known["grid.ranges"] = out
+    return out
+
+
+def _whole_tiles(lay: Layout) -> list[list[str]] | None:
+    """Each dim's shard ranges as pictures print them (`a:b`, `_whole_ranges`) when every
+    tile of `lay` is whole and held, so that no cell or table row has a mark: a tiling whose
+    devices all hold data and whose dims split evenly, or an untiled matrix with data; None
+    for any other layout."""
+    if lay.rank == 0 or lay.partial:
+        return None
+    t = lay.tiling
+    if t is None:  # untiled: one tile, the whole tensor on the devices holding data
+        return [[f"0:{n}"] for n in lay.shape] if lay.rank == 2 and 0 not in lay.shape else None
+    if not t.every_member:
+        return None
+    maybe = [_whole_ranges(s) for s in lay.ranges]
+    ranges = [r for r in maybe if r is not None]
+    return ranges if len(ranges) == len(maybe) else None
+
+
+#: `direct_grids`' answer for a picture no grid of which fits the console
+_TABLE = object()
+
+
+class _GridCells(NamedTuple):
+    """The cells of a grid of whole tiles (`whole_grid`), kept per tiling:
+    each cell's devices, their text, and each column's longest text."""
+
+    groups: list[list[tuple[int, ...]]]
+    texts: list[list[str]]
+    widest: list[int]
+
+    @classmethod
+    def of(cls, groups: list[list[tuple[int, ...]]]) -> _GridCells:
+        texts = [[compress_devices(g) for g in row] for row in groups]
+        return cls(groups, texts, [max(map(len, column)) for column in zip(*texts, strict=True)])
+
+
+class _WholeGrid(NamedTuple):
+    """The grids of whole tiles the direct picture draws (`whole_grid`): their
+    rows' ranges (of the dim on rows; None when one row shows no dim), their columns', each
+    grid's title (None for a single grid) and cells, and the plan the header's notes name
+    (from rank 3 on; else None)."""
+
+    rows: list[str] | None
+    cols: list[str]
+    grids: list[tuple[str | None, _GridCells]]
+    plan: GridPlan | None
+
+
+class _Direct(NamedTuple):
+    """A picture's grids drawn directly (`direct_grids`): their lines joined
+    by newlines, and the plan the header's notes name (None: none)."""
+
+    text: str
+    plan: GridPlan | None
+
+
+def grid_text_py(
+    row_ranges: list[str] | None,
+    col_ranges: list[str],
+    grids: list[tuple[str | None, _GridCells]],
+    width: int,
+) -> str | int | None:
+    """The direct picture's grids (`_WholeGrid`: its rows' and columns' ranges, each grid's
+    title and cells) drawn for a console `width` wide, their lines joined by newlines: each
+    row's cells two lines high, devices over ranges (`[a:b, c:d]`, or `[a:b]` with no dim on
+    rows); 0 when no grid of them can fit (a table instead); None when the general path must
+    draw them (it elides device lists). The reference for the native `grid_text`
+    (`ir/fast/_grid.c`)."""
+    # a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b, `[b]` 2
+    # more than b)
+    longest_row, brackets = (max(map(len, row_ranges)), 4) if row_ranges else (0, 2)
+    cols = len(col_ranges)
+    room = width - (cols + 1)  # borders
+    naturals = [
+        [
+            max(MIN_LABEL_WIDTH - 2, devices, longest_row + len(b) + brackets) + 2
+            for devices, b in zip(cells.widest, col_ranges, strict=True)
+        ]
+        for _, cells in grids
+    ]
+    if any(sum(natural) > room for natural in naturals):
+        # the general path elides device lists into cells of MIN_CELL_WIDTH + 6, which
+        # cannot help when those are too wide together or a range does not fit one (the
+        # ranges are every grid's)
+        narrow = MIN_CELL_WIDTH + 6
+        widest_range = longest_row + max(map(len, col_ranges)) + brackets
+        if narrow * cols > room or widest_range + 2 > narrow:
+            return 0
+        return None
+    out: list[str] = []
+    for (title, cells), natural in zip(grids, naturals, strict=True):
+        if title:
+            out.append(title)
+        # `distribute` by the columns' extents, which are equal: every tile is whole
+        share = min(room, max(sum(natural), 60)) // cols
+        widths = [max(w, share) for w in natural]
+        if sum(widths) > room:
+            widths = natural
+        # `_box_lines` of it
+        bars = ["─" * w for w in widths]
+        between = "├" + "┼".join(bars) + "┤"
+        out.append("┌" + "┬".join(bars) + "┐")
+        ranged = list(zip(col_ranges, widths, strict=True))
+        for r, (a, texts) in enumerate(zip(row_ranges or [None], cells.texts, strict=True)):
+            if r:
+                out.append(between)
+            devices = [d.center(w) for d, w in zip(texts, widths, strict=True)]
+            out.append("│" + "│".join(devices) + "│")
+            if a is None:
+                out.append("│" + "│".join([f"[{b}]".center(w) for b, w in ranged]) + "│")
+            else:
+                out.append("│" + "│".join([f"[{a}, {b}]".center(w) for b, w in ranged]) + "│")
+        out.append("└" + "┴".join(bars) + "┘")
+    return "\n".join(out)
+
+
+_native_grid_text = native("grid_text")
+
+
+def grid_text(
+    row_ranges: list[str] | None,
+    col_ranges: list[str],
+    grids: list[tuple[str | None, _GridCells]],
+    width: int,
+) -> str | int | None:
+    """`grid_text_py`, in C when built (`ir/fast/_grid.c`: a big file's ten thousand
+    pictures spent a third of their drawing here), for texts of ASCII."""
+    if _native_grid_text is not None:
+        got = _native_grid_text(
+            row_ranges, col_ranges, grids, width, MIN_LABEL_WIDTH, MIN_CELL_WIDTH
+        )
+        if got is not NotImplemented:
+            return got
+    return grid_text_py(row_ranges, col_ranges, grids, width)
+
+
+def whole_grid(
+    tiles: tuple[int, ...],
+    ranges: list[list[str]],
+    derived: dict,
+    order: Callable[[], TileOrder],
+    max_facets: int,
+    max_cells: int,
+) -> _WholeGrid | None:
+    """The direct picture's grids (`_WholeGrid`) of a layout whose tiles are all whole, each
+    dim's ranges `ranges` (`_whole_tiles`), that a plan would draw without a projection in
+    at most `max_cells` cells: a matrix, or one or two split dims on rows and columns and
+    any others as facets. None for any other layout. What depends on the tiles alone is
+    kept in `derived` (what the tiling's layouts share; a new dict for a layout without
+    one), its cells made from the tile order `order()` when first asked."""
+    known = derived.get("grid.whole")
+    if known is None:
+        known = derived["grid.whole"] = {}
+    facts = known.get((max_facets, max_cells), _UNSET)
+    if facts is _UNSET:
+        facts = known[max_facets, max_cells] = _WholeFacts.of(tiles, order, max_facets, max_cells)
+    if facts is None:
+        return None
+    rows_d, cols_d, facet_d, grids, plan = facts
+    if facet_d:  # `dim0=1/2 [16:32]` (`_Skeleton.title`)
+        named = [[f"dim{d}={i}/{tiles[d]} [{r}]" for i, r in enumerate(ranges[d])] for d in facet_d]
+        titles = [", ".join(f) for f in itertools.product(*named)]
+        grids = [(title, cells) for title, (_, cells) in zip(titles, grids, strict=True)]
+    row_ranges = ranges[rows_d[0]] if rows_d else None
+    return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
+
+
+#: not worked out yet (a dict's answer where None is one)
+_UNSET = object()
+
+
+class _WholeFacts(NamedTuple):
+    """What `whole_grid` draws of a tiling whatever the dims: the tensor dims on rows, on
+    columns and as facets, each grid's cells (untitled) and the plan the header names."""
+
+    rows_d: tuple[int, ...]
+    cols_d: tuple[int, ...]
+    facet_d: tuple[int, ...]
+    grids: list[tuple[str | None, _GridCells]]
+    plan: GridPlan | None
+
+    @classmethod
+    def of(
+        cls, tiles: tuple[int, ...], order: Callable[[], TileOrder], max_facets: int, max_cells: int
+    ) -> _WholeFacts | None:
+        rows_d, cols_d, facet_d, projected = choose_dims(tiles, tiles, max_facets)  # (a rank)
+        if projected or len(rows_d) > 1 or len(cols_d) != 1:
+            return None
+        rows = tiles[rows_d[0]] if rows_d else 1
+        cols = tiles[cols_d[0]]
+        if math.prod(tiles[d] for d in facet_d) * rows * cols > max_cells:
+            return None
+        # every tile is held: the k-th in the tile order is tile k, row-major. The facet
+        # dims come first, the rows' next, then the columns' (other dims are unsplit):
+        # facet f's row r and column c is tile f * rows * cols + r * cols + c
+        tile = order().tile
+        grids: list[tuple[str | None, _GridCells]] = [
+            (
+                None,
+                _GridCells.of(
+                    [[tile(base + r * cols + c)[1] for c in range(cols)] for r in range(rows)]
+                ),
+            )
+            for base in range(0, math.prod(tiles), rows * cols)
+        ]
+        # from rank 3 on the header names the dims the cells show (`_plan_notes`)
+        plan = GridPlan(rows_d, cols_d, facet_d, (), False) if len(tiles) >= 3 else None
+        return cls(rows_d, cols_d, facet_d, grids, plan)
+
+
+def direct_grids(whole: _WholeGrid, width: int) -> _Direct | object | None:
+    """The lines of a big file's usual picture's grids, made directly: the grids of whole
+    tiles `whole` (`whole_grid`, drawn by `grid_text`: each cell two lines, its devices and
+    its ranges) when they fit `width` as they are; `_TABLE` when no grid of them can fit
+    (eliding device lists would not help). None where `plan_grid`, `_drawn` and
+    `_box_lines` must draw them (where this draws or gives up, they draw the same or give
+    up: tested). Planned in general, such a picture was two thirds of drawing it, and boxed
+    in general a fifth of the rest."""
+    row_ranges, col_ranges, grids, plan = whole
+    text = grid_text(row_ranges, col_ranges, grids, width)
+    if text is None:
+        return None
+    if text.__class__ is int:
+        return _TABLE
+    return _Direct(text, plan)  # type: ignore[arg-type]
+
+
+def whole_rows(
+    tiles: tuple[int, ...],
+    shape: tuple[int, ...],
+    ranges: list[list[str]],
+    tile_rows: list[tuple[str, str, tuple[int, ...]]],
+) -> list[TableRow | None]:
+    """`table_rows` of a layout whose tiles are all whole, each dim's ranges `ranges`
+    (`_whole_tiles`), made directly from its tiles' labels, devices and indices
+    (`table_tiles`): each row the tile, its devices, its ranges (`slice_text`'s), the
+    tile's size as its shard and buffer, no note (a big file's tables are mostly such)."""
+    # (a whole tile is ceil(n/k) long: its shard and its buffer)
+    size = dims_text(tuple(-(-n // k) for n, k in zip(shape, tiles, strict=True)))
+    rank3 = len(tiles) >= 3
+    rows: list[TableRow | None] = []
+    for label, devices, index in tile_rows:
+        # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
+        pieces = [
+            ":" if rank3 and n == 1 else r[i] for r, i, n in zip(ranges, index, tiles, strict=True)
+        ]
+        rows.append(TableRow(label, devices, "[" + ", ".join(pieces) + "]", size, size, ""))
+    return rows
+
+
+class _TableFacts(NamedTuple):
+    """What `whole_table` draws of a tiling's tiles whatever the dims: each tile's label,
+    devices and index (`table_tiles`), the widest label and device list (or the column
+    names), and whether rich prints every device list as it is (no markup)."""
+
+    rows: list[tuple[str, str, tuple[int, ...]]]
+    w_tile: int
+    w_devices: int
+    as_is: bool
+
+
+def _table_facts(tile_rows: list[tuple[str, str, tuple[int, ...]]], derived: dict) -> _TableFacts:
+    """`_TableFacts` of `tile_rows`, kept in `derived` (the tiling's)."""
+    facts = derived.get("grid.table_facts")
+    if facts is None or facts.rows is not tile_rows:
+        facts = derived["grid.table_facts"] = _TableFacts(
+            tile_rows,
+            max(len("tile"), *(len(r[0]) for r in tile_rows)),
+            max(len("devices"), *(len(r[1]) for r in tile_rows)),
+            all(not _MARKUP.search(r[1]) or _as_is(r[1]) for r in tile_rows),
+        )
+    return facts
+
+
+def whole_table(
+    tiles: tuple[int, ...],
+    shape: tuple[int, ...],
+    ranges: list[list[str]],
+    facts: _TableFacts,
+    width: int,
+) -> tuple[tuple[str, ...], list[str]] | None | object:
+    """The columns and the lines `table_lines` draws of `table_cells` of a layout whose
+    tiles are all whole, each dim's ranges `ranges` (`whole_rows`'s rows), worked out from
+    their widths alone: every tile's shard and buffer are its size and no row has a note,
+    so a table too wide for `width` leaves those two columns out. None where rich draws it
+    (a device list it reads as markup); NOT_WHOLE where the cells must be wrapped
+    (`table_cells`)."""
+    if not facts.as_is:
+        return None
+    size = dims_text(tuple(n // k for n, k in zip(shape, tiles, strict=True)))
+    rank3 = len(tiles) >= 3
+    slices = [
+        "["
+        + ", ".join(
+            [
+                ":" if rank3 and n == 1 else r[i]
+                for r, i, n in zip(ranges, index, tiles, strict=True)
+            ]
+        )
+        + "]"
+        for _, _, index in facts.rows
+    ]
+    widths = [facts.w_tile, facts.w_devices, max(len("slices"), *map(len, slices))]
+    widths += [max(len("shard"), len(size)), max(len("buffer"), len(size)), len("note")]
+    head = TABLE_COLUMNS
+    if _table_width(widths) > width:  # the buffer (the shard) and the note (none) left out
+        widths, head = widths[:4], TABLE_COLUMNS[:4]
+        if _table_width(widths) > width:
+            return NOT_WHOLE
+    total = _table_width(widths)
+    row = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "
+    blank = " " * total
+    lines = [blank, row.format(*head), " " + "─" * (total - 2) + " "]
+    lines += [
+        row.format(label, devices, sl, size, size, "")
+        for (label, devices, _), sl in zip(facts.rows, slices, strict=True)
+    ]
+    lines.append(blank)
+    return head, lines
+
+
+def table_tiles(
+    tiles: tuple[int, ...], known: dict, device_texts: dict, order: Callable[[], TileOrder]
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Each tile's label, devices (as text) and index, in the table's order, when every
+    tile is held (the k-th is tile k, row-major, in `order()`): kept in `known` (and the
+    device lists in `device_texts`) per tiling, whose tile assignment alone they depend on
+    (a big file draws 1,459 tables of a few tilings)."""
+    got = known.get(tiles)
+    if got is None:
+        tile = order().tile
+        got = known[tiles] = [
+            (
+                "(" + ",".join(map(str, index)) + ")",
+                _devices_text(device_texts, tile(k)[1], 40),
+                index,
+            )
+            for k, index in enumerate(itertools.product(*(range(n) for n in tiles)))
+        ]
+    return got
+
+
+#: `whole_text`'s answer for a layout it does not draw
+NOT_WHOLE = object()
+
+
+def even_ranges(shape: tuple[int, ...], tiles: tuple[int, ...]) -> list[list[str]] | None:
+    """Each dim's shard ranges as pictures print them (`a:b`, `_whole_ranges`) when every
+    dim of `shape` splits evenly into its `tiles` (so that under every split rule each
+    shard is a whole tile); None otherwise."""
+    out = []
+    for n, k in zip(shape, tiles, strict=True):
+        if n <= 0 or n % k:
+            return None
+        c = n // k
+        out.append([f"{i * c}:{i * c + c}" for i in range(k)])
+    return out
+
+
+def whole_text(
+    t: _Tiling,
+    shape: tuple[int, ...],
+    split: str,
+    title: str,
+    width: int,
+    *,
+    max_cells: int,
+    max_facets: int = MAX_FACETS,
+    compact: bool = False,
+    legend: bool = True,
+) -> str | None | object:
+    """`LayoutPicture(lay, title, ...).plain(width)` of the layout `lay` of `shape` under
+    the tiling `t` (split by `split`) when its tiles are all whole (every device holds
+    data, every dim splits evenly) and the picture is a direct grid or a table of every
+    tile, drawn from the tiling and the shape alone: no `Layout` made (a big file's
+    summaries draw ten thousand such, on shapes that never repeat, and making each one's
+    layout was as long as drawing it). NOT_WHOLE for any other picture."""
+    tiles = t.tiles
+    if not tiles or t.partial or not t.every_member:
+        return NOT_WHOLE
+    if t.devices is None and "order" not in t.derived:  # (made from a layout's arrays)
+        return NOT_WHOLE
+    ranges = even_ranges(shape, tiles)
+    if ranges is None:
+        return NOT_WHOLE
+    derived = t.derived
+    order = t.listed_order
+    direct = None
+    if compact:
+        whole = whole_grid(tiles, ranges, derived, order, max_facets, max_cells)  # type: ignore[arg-type]
+        direct = None if whole is None else direct_grids(whole, width)
+    out = _head_lines(title, shape, split, t.n, t.notes, legend)
+    if direct.__class__ is _Direct:
+        _plan_notes(tiles, direct.plan, out)  # type: ignore[union-attr]
+        head = checked_text(out)
+        # (the grids' lines hold ranges, device lists and box lines alone: no check)
+        return None if head is None else head + direct.text + "\n"  # type: ignore[union-attr]
+    too_many = tiles_cells(tiles, _shared(derived, "grid.cells"), max_facets) > max_cells
+    if (direct is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
+        return NOT_WHOLE  # planned (a grid or a table), or a table of some tiles only
+    tile_rows = table_tiles(
+        tiles, _shared(derived, "grid.table_tiles"), _shared(derived, "grid.devices"), order
+    )
+    drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, derived), width)
+    if drawn is None:
+        return None
+    if drawn is NOT_WHOLE:  # (its cells wrapped: as `table_cells` wraps them)
+        cells = table_cells(whole_rows(tiles, shape, ranges, tile_rows), True, 0, width)
+        lines = table_lines(cells, width)
+        if lines is None:
+            return None
+        drawn = cells[0], lines
+    columns, lines = drawn  # type: ignore[misc]
+    head = checked_text(out)
+    if head is None:
+        return None
+    # (the table's lines hold tile numbers, device lists, ranges and sizes alone: no check)
+    title = table_title(tiles, [columns], too_many)
+    return head + title + "\n" + "\n".join(lines) + "\n"
+
+
+def _shared(derived: dict, name: str) -> dict:
+    """The dict named `name` in a tiling's `derived` (`Layout.by_tiling`)."""
+    d = derived.get(name)
+    if d is None:
+        d = derived[name] = {}
+    return d
