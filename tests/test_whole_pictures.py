@@ -119,3 +119,23 @@ def test_a_value_is_drawn_from_its_tiling_only_where_it_has_that_layout(case):
     named = named and (lay.tiling is not None or (lay.kind == "replicated" and lay.rank == 2))
     named = named and all(d > 0 and d % k == 0 for d, k in zip(lay.shape, lay.tiles, strict=True))
     assert drawn == named  # each such layout is named, and no other
+
+
+def test_a_tiling_of_more_devices_than_a_run_keeps_is_left_to_its_layout():
+    """Over more than MAX_TILING_DEVICES devices (a 1024×1024 mesh) a tiling is an array of
+    every device and is not kept for the run: `value_whole` does not work it out (the
+    layout, made once, does), for a tiled value and a replicated one alike."""
+    from meshdiag.layouts.engine import MAX_TILING_DEVICES
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    big = MAX_TILING_DEVICES * 1024
+    for text in ("{devices=[1024,1024]<=[1048576]}", "{replicated}"):
+        h = parse_gspmd(text)
+        v = Value("%x", 1, 1, text, "gspmd", shape=(1024, 1024), sharding=h, hlo=h)
+        memos = RunMemos()
+        assert value_whole(v, big, "xla", memos) is None
+        assert value_layout(v, big, "xla", memos) is not None
+        assert not memos.table("layouts.replicated").data  # nothing that big kept
+    small = parse_gspmd("{replicated}")
+    v = Value("%x", 1, 1, "{replicated}", "gspmd", shape=(8, 8), sharding=small, hlo=small)
+    assert value_whole(v, 8, "xla", RunMemos()) is not None

@@ -928,8 +928,9 @@ def tiling_of(
 def replicated_tiling(rank: int, n: int, memos: RunMemos | None = None) -> _Tiling:
     """The tiling a replicated layout of `rank` on `n` devices has the devices of: one tile,
     the whole tensor, held by each device (that of `{devices=[1,...,1,n]<=[n]
-    last_tile_dim_replicate}`), kept in `memos`: a picture of the replicated layout is
-    the picture of a layout of this tiling (`report.whole.whole_text`)."""
+    last_tile_dim_replicate}`), kept in `memos` up to MAX_TILING_DEVICES devices: a picture
+    of the replicated layout is the picture of a layout of this tiling
+    (`report.whole.whole_text`)."""
     known = memos.table("layouts.replicated", MAX_TILINGS) if memos is not None else None
     t = known.get((rank, n)) if known is not None else None
     if t is None:
@@ -937,7 +938,7 @@ def replicated_tiling(rank: int, n: int, memos: RunMemos | None = None) -> _Tili
 
         one = HloSharding.tiled(TileAssignment.iota((1,) * rank + (n,)), replicate_on_last=True)
         t = tiling_of(one, rank, n, memos)
-        if known is not None:
+        if known is not None and n <= MAX_TILING_DEVICES:
             known.put((rank, n), t)
     return t
 

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
-from meshdiag.layouts.engine import TiledSpec, replicated_tiling, tiling_of
+from meshdiag.layouts.engine import (
+    MAX_TILING_DEVICES,
+    TiledSpec,
+    replicated_tiling,
+    tiling_of,
+)
 from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
 from meshdiag.memo import RunMemos, Table
 from meshdiag.model.splits import SPLIT_RULES
@@ -201,11 +206,15 @@ def value_whole(v: Value, n: int | None, split: str, memos: RunMemos | None = No
             named = h.num_devices
             if named is not None and n is not None and named > n:
                 n = None  # (as `value_layout`)
+            if (named or 0) > MAX_TILING_DEVICES or (n or 0) > MAX_TILING_DEVICES:
+                return None  # (a tiling kept for no run: `value_layout` works it out once)
             if n is not None:
                 check_device_count(n, "layout")
             t = tiling_of(h, len(shape), n, memos)
         elif kind == "replicated" and len(shape) == 2:  # (other ranks' pictures are planned)
             n = check_device_count(n if n is not None else 1, "layout")  # (as `layout`)
+            if n > MAX_TILING_DEVICES:  # (its tiling would be an array of every device)
+                return None
             t = replicated_tiling(2, n, memos)
         else:
             return None
