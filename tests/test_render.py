@@ -820,7 +820,7 @@ def test_a_whole_table_is_the_table_of_its_cells(lay, width):
     ranges = even_ranges(lay.shape, tiles)
     assert t is not None and ranges is not None
     rows = table_tiles(tiles, {}, {}, t.listed_order)
-    got = whole_table(tiles, lay.shape, ranges, _table_facts(rows, {}), width)
+    got = whole_table(tiles, lay.shape, ranges, _table_facts(rows, lambda name: {}), width)
     cells = table_cells(whole_rows(tiles, lay.shape, ranges, rows), True, 0, width)
     want = table_lines(cells, width)
     if got is NOT_WHOLE:  # too wide even without buffer and note: wrapped, or squeezed

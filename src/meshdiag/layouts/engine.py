@@ -200,12 +200,7 @@ class Layout:
         """A dict the layouts of one tiling share, for what depends on its tile assignment
         alone (a picture's device lists as text); a new one for a layout without one."""
         t = self.tiling
-        if t is None:
-            return {}
-        d = t.derived.get(name)
-        if d is None:
-            d = t.derived[name] = {}
-        return d
+        return {} if t is None else t.shared(name)
 
     @property
     def shard_shapes(self) -> np.ndarray:
@@ -714,6 +709,14 @@ class _Tiling:
         tile = self.sharding.tile
         assert tile is not None
         return tuple(tile.dims[: self.rank])
+
+    def shared(self, name: str) -> dict:
+        """The dict named `name` of what renderers work out from the tiling alone
+        (`derived`; `Layout.by_tiling`)."""
+        d = self.derived.get(name)
+        if d is None:
+            d = self.derived[name] = {}
+        return d
 
     def listed_order(self) -> TileOrder | None:
         """The devices holding tiles, by tile (`Layout.tile_order`), worked out once from

@@ -215,18 +215,31 @@ class LayoutPicture:
             if got is not _whole.NOT_WHOLE:
                 return got  # type: ignore[return-value]
         lay = self.layout
+        ranges = _whole._whole_tiles(lay)
+        if ranges is not None:  # (an untiled matrix, a tiling too big to list its order)
+
+            def head(plan: GridPlan | None) -> list[str]:
+                return header_lines(lay, self.sharding_text, plan, legend=self.legend)
+
+            got = _whole.whole_picture(
+                lay.tiles,
+                lay.shape,
+                ranges,
+                lay.by_tiling,
+                lay.tile_order,
+                head,
+                width,
+                max_cells=self.max_cells,
+                max_facets=self.max_facets,
+                compact=self.compact,
+            )
+            if got is not _whole.NOT_WHOLE:
+                return got  # type: ignore[return-value]
         plan = None
-        direct = self._direct_grids(width)
-        if direct is _whole._TABLE:  # no grid fits: a table, with no grid planned in vain
-            drawn: list[_DrawnFacet] | None = None
-        elif isinstance(direct, _whole._Direct):
-            out = header_lines(lay, self.sharding_text, direct.plan, legend=self.legend)
-            return checked_text(out, direct.text)
-        elif grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
+        drawn: list[_DrawnFacet] | None = None
+        if grid_cells(lay, self.max_facets) <= self.max_cells:  # else a table: plan nothing
             plan = plan_grid(lay, max_facets=self.max_facets, index=self._tiles())
             drawn = self._drawn(plan, width)
-        else:
-            drawn = None
         if drawn is None:
             out = header_lines(lay, self.sharding_text, None, legend=self.legend)
             cells = self._table_cells(width)
@@ -249,9 +262,8 @@ class LayoutPicture:
         ranges = _whole._whole_tiles(lay)
         if ranges is None:
             return None
-        derived = lay.tiling.derived if lay.tiling is not None else {}
         return _whole.whole_grid(
-            lay.tiles, ranges, derived, lay.tile_order, self.max_facets, self.max_cells
+            lay.tiles, ranges, lay.by_tiling, lay.tile_order, self.max_facets, self.max_cells
         )
 
     def _direct_grids(self, width: int) -> _whole._Direct | object | None:

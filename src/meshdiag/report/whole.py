@@ -50,15 +50,18 @@ def _whole_ranges(s: DimSplit) -> list[str] | None:
     known = s.derived
     if "grid.ranges" in known:
         return known["grid.ranges"]
-    # every rule's shards are whole tiles (`DimSplit.part`'s fit 0, held) exactly when they
-    # split a dim of elements evenly: then shard i is [i*c, (i+1)*c) under each
-    n, k = s.n, s.k
-    out = None
-    if n > 0 and n % k == 0:
-        c = n // k
-        out = [f"{i * c}:{i * c + c}" for i in range(k)]
-    known["grid.ranges"] = out
+    out = known["grid.ranges"] = _even_range(s.n, s.k)
     return out
+
+
+def _even_range(n: int, k: int) -> list[str] | None:
+    """The ranges (`a:b`) of a dim of `n` elements in `k` shards when it splits evenly, else
+    None: every rule's shards are whole tiles (`DimSplit.part`'s fit 0, held) exactly when
+    they split a dim evenly, and shard i is [i*c, (i+1)*c) under each."""
+    if n <= 0 or n % k:
+        return None
+    c = n // k
+    return [f"{i * c}:{i * c + c}" for i in range(k)]
 
 
 def _whole_tiles(lay: Layout) -> list[list[str]] | None:
@@ -199,7 +202,7 @@ def grid_text(
 def whole_grid(
     tiles: tuple[int, ...],
     ranges: list[list[str]],
-    derived: dict,
+    shared: Callable[[str], dict],
     order: Callable[[], TileOrder],
     max_facets: int,
     max_cells: int,
@@ -208,11 +211,10 @@ def whole_grid(
     dim's ranges `ranges` (`_whole_tiles`), that a plan would draw without a projection in
     at most `max_cells` cells: a matrix, or one or two split dims on rows and columns and
     any others as facets. None for any other layout. What depends on the tiles alone is
-    kept in `derived` (what the tiling's layouts share; a new dict for a layout without
-    one), its cells made from the tile order `order()` when first asked."""
-    known = derived.get("grid.whole")
-    if known is None:
-        known = derived["grid.whole"] = {}
+    kept in `shared("grid.whole")` (what the tiling's layouts share, `_Tiling.shared`; a
+    new dict for a layout without one, `Layout.by_tiling`), its cells made from the tile
+    order `order()` when first asked."""
+    known = shared("grid.whole")
     facts = known.get((max_facets, max_cells), _UNSET)
     if facts is _UNSET:
         facts = known[max_facets, max_cells] = _WholeFacts.of(tiles, order, max_facets, max_cells)
@@ -297,17 +299,33 @@ def whole_rows(
     (`_whole_tiles`), made directly from its tiles' labels, devices and indices
     (`table_tiles`): each row the tile, its devices, its ranges (`slice_text`'s), the
     tile's size as its shard and buffer, no note (a big file's tables are mostly such)."""
-    # (a whole tile is ceil(n/k) long: its shard and its buffer)
-    size = dims_text(tuple(-(-n // k) for n, k in zip(shape, tiles, strict=True)))
-    rank3 = len(tiles) >= 3
-    rows: list[TableRow | None] = []
-    for label, devices, index in tile_rows:
-        # from rank 3 on, a dim in one piece prints as `:` (`slice_text`)
-        pieces = [
-            ":" if rank3 and n == 1 else r[i] for r, i, n in zip(ranges, index, tiles, strict=True)
-        ]
-        rows.append(TableRow(label, devices, "[" + ", ".join(pieces) + "]", size, size, ""))
-    return rows
+    size = _tile_size(shape, tiles)
+    slices = _slices(tiles, ranges, tile_rows)
+    return [
+        TableRow(label, devices, sl, size, size, "")
+        for (label, devices, _), sl in zip(tile_rows, slices, strict=True)
+    ]
+
+
+def _tile_size(shape: tuple[int, ...], tiles: tuple[int, ...]) -> str:
+    """A whole tile's size (`4×8`), its shard and its buffer: ceil(n/k) along each dim."""
+    return dims_text(tuple(-(-n // k) for n, k in zip(shape, tiles, strict=True)))
+
+
+def _slices(
+    tiles: tuple[int, ...],
+    ranges: list[list[str]],
+    tile_rows: list[tuple[str, str, tuple[int, ...]]],
+) -> list[str]:
+    """Each tile's ranges as a table row prints them (`[0:8, 16:32]`, `slice_text`'s): from
+    rank 3 on, a dim in one piece prints as `:`."""
+    ranges = [
+        [":"] if len(tiles) >= 3 and k == 1 else r for r, k in zip(ranges, tiles, strict=True)
+    ]
+    return [
+        "[" + ", ".join([r[i] for r, i in zip(ranges, index, strict=True)]) + "]"
+        for *_, index in tile_rows
+    ]
 
 
 class _TableFacts(NamedTuple):
@@ -321,11 +339,14 @@ class _TableFacts(NamedTuple):
     as_is: bool
 
 
-def _table_facts(tile_rows: list[tuple[str, str, tuple[int, ...]]], derived: dict) -> _TableFacts:
-    """`_TableFacts` of `tile_rows`, kept in `derived` (the tiling's)."""
-    facts = derived.get("grid.table_facts")
+def _table_facts(
+    tile_rows: list[tuple[str, str, tuple[int, ...]]], shared: Callable[[str], dict]
+) -> _TableFacts:
+    """`_TableFacts` of `tile_rows`, kept in `shared("grid.table_facts")`."""
+    known = shared("grid.table_facts")
+    facts = known.get("facts")
     if facts is None or facts.rows is not tile_rows:
-        facts = derived["grid.table_facts"] = _TableFacts(
+        facts = known["facts"] = _TableFacts(
             tile_rows,
             max(len("tile"), *(len(r[0]) for r in tile_rows)),
             max(len("devices"), *(len(r[1]) for r in tile_rows)),
@@ -349,19 +370,8 @@ def whole_table(
     (`table_cells`)."""
     if not facts.as_is:
         return None
-    size = dims_text(tuple(n // k for n, k in zip(shape, tiles, strict=True)))
-    rank3 = len(tiles) >= 3
-    slices = [
-        "["
-        + ", ".join(
-            [
-                ":" if rank3 and n == 1 else r[i]
-                for r, i, n in zip(ranges, index, tiles, strict=True)
-            ]
-        )
-        + "]"
-        for _, _, index in facts.rows
-    ]
+    size = _tile_size(shape, tiles)
+    slices = _slices(tiles, ranges, facts.rows)
     widths = [facts.w_tile, facts.w_devices, max(len("slices"), *map(len, slices))]
     widths += [max(len("shard"), len(size)), max(len("buffer"), len(size)), len("note")]
     head = TABLE_COLUMNS
@@ -412,10 +422,10 @@ def even_ranges(shape: tuple[int, ...], tiles: tuple[int, ...]) -> list[list[str
     shard is a whole tile); None otherwise."""
     out = []
     for n, k in zip(shape, tiles, strict=True):
-        if n <= 0 or n % k:
+        r = _even_range(n, k)
+        if r is None:
             return None
-        c = n // k
-        out.append([f"{i * c}:{i * c + c}" for i in range(k)])
+        out.append(r)
     return out
 
 
@@ -434,36 +444,66 @@ def whole_text(
     """`LayoutPicture(lay, title, ...).plain(width)` of the layout `lay` of `shape` under
     the tiling `t` (split by `split`) when its tiles are all whole (every device holds
     data, every dim splits evenly) and the picture is a direct grid or a table of every
-    tile, drawn from the tiling and the shape alone: no `Layout` made (a big file's
-    summaries draw ten thousand such, on shapes that never repeat, and making each one's
-    layout was as long as drawing it). NOT_WHOLE for any other picture."""
+    tile (`whole_picture`), drawn from the tiling and the shape alone: no `Layout` made (a
+    big file's summaries draw ten thousand such, on shapes that never repeat, and making
+    each one's layout was as long as drawing it). NOT_WHOLE for any other picture."""
     tiles = t.tiles
-    if not tiles or t.partial or not t.every_member:
-        return NOT_WHOLE
-    if t.devices is None and "order" not in t.derived:  # (made from a layout's arrays)
-        return NOT_WHOLE
+    if not tiles or t.partial or not t.every_member or t.listed_order() is None:
+        return NOT_WHOLE  # (no order listed: a big tiling's comes from a layout's arrays)
     ranges = even_ranges(shape, tiles)
     if ranges is None:
         return NOT_WHOLE
-    derived = t.derived
-    order = t.listed_order
+
+    def head(plan: GridPlan | None) -> list[str]:  # `header_lines` of the whole layout
+        out = _head_lines(title, shape, split, t.n, t.notes, legend)
+        _plan_notes(tiles, plan, out)
+        return out
+
+    return whole_picture(
+        tiles,
+        shape,
+        ranges,
+        t.shared,
+        t.listed_order,
+        head,
+        width,  # type: ignore[arg-type]
+        max_cells=max_cells,
+        max_facets=max_facets,
+        compact=compact,
+    )
+
+
+def whole_picture(
+    tiles: tuple[int, ...],
+    shape: tuple[int, ...],
+    ranges: list[list[str]],
+    shared: Callable[[str], dict],
+    order: Callable[[], TileOrder],
+    head: Callable[[GridPlan | None], list[str]],
+    width: int,
+    *,
+    max_cells: int,
+    max_facets: int,
+    compact: bool,
+) -> str | None | object:
+    """The text of a picture of whole tiles (each dim's ranges `ranges`, `_whole_tiles`;
+    what the tiling's pictures share in `shared(name)`, its tile order `order()`) under the
+    header lines `head(plan)`, where it is a direct grid (compact pictures) or a table of
+    every tile: None where rich must draw it, NOT_WHOLE where the planner must (a grid
+    with a projection or elided device lists, a table of some tiles)."""
     direct = None
     if compact:
-        whole = whole_grid(tiles, ranges, derived, order, max_facets, max_cells)  # type: ignore[arg-type]
+        whole = whole_grid(tiles, ranges, shared, order, max_facets, max_cells)
         direct = None if whole is None else direct_grids(whole, width)
-    out = _head_lines(title, shape, split, t.n, t.notes, legend)
     if direct.__class__ is _Direct:
-        _plan_notes(tiles, direct.plan, out)  # type: ignore[union-attr]
-        head = checked_text(out)
+        top = checked_text(head(direct.plan))  # type: ignore[union-attr]
         # (the grids' lines hold ranges, device lists and box lines alone: no check)
-        return None if head is None else head + direct.text + "\n"  # type: ignore[union-attr]
-    too_many = tiles_cells(tiles, _shared(derived, "grid.cells"), max_facets) > max_cells
+        return None if top is None else top + direct.text + "\n"  # type: ignore[union-attr]
+    too_many = tiles_cells(tiles, shared("grid.cells"), max_facets) > max_cells
     if (direct is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
         return NOT_WHOLE  # planned (a grid or a table), or a table of some tiles only
-    tile_rows = table_tiles(
-        tiles, _shared(derived, "grid.table_tiles"), _shared(derived, "grid.devices"), order
-    )
-    drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, derived), width)
+    tile_rows = table_tiles(tiles, shared("grid.table_tiles"), shared("grid.devices"), order)
+    drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, shared), width)
     if drawn is None:
         return None
     if drawn is NOT_WHOLE:  # (its cells wrapped: as `table_cells` wraps them)
@@ -473,17 +513,8 @@ def whole_text(
             return None
         drawn = cells[0], lines
     columns, lines = drawn  # type: ignore[misc]
-    head = checked_text(out)
-    if head is None:
+    top = checked_text(head(None))
+    if top is None:
         return None
     # (the table's lines hold tile numbers, device lists, ranges and sizes alone: no check)
-    title = table_title(tiles, [columns], too_many)
-    return head + title + "\n" + "\n".join(lines) + "\n"
-
-
-def _shared(derived: dict, name: str) -> dict:
-    """The dict named `name` in a tiling's `derived` (`Layout.by_tiling`)."""
-    d = derived.get(name)
-    if d is None:
-        d = derived[name] = {}
-    return d
+    return top + table_title(tiles, [columns], too_many) + "\n" + "\n".join(lines) + "\n"
