@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.limits import MAX_RANK, check_device_count
+from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
 from meshdiag.model.splits import DimSplit, check_rule, split_dim
@@ -926,6 +926,45 @@ def tiling_of(
         if tilings is not None and t.n <= MAX_TILING_DEVICES:
             tilings.put(key, t)
     return t
+
+
+def whole_spec(
+    sharding: HloSharding,
+    shape: tuple[int, ...],
+    split: str,
+    num_devices: int | None,
+    memos: RunMemos | None = None,
+) -> TiledSpec | None:
+    """The layout `layout(sharding, shape, split=split, num_devices=num_devices)` makes,
+    named by a tiling and the shape (`TiledSpec`) where every dim splits evenly into it (so
+    that any rule's shards are whole tiles): a tiled sharding's own tiling, or a replicated
+    matrix's (`replicated_tiling`). None for any other layout, one `layout` refuses, or a
+    tiling of more than MAX_TILING_DEVICES devices (not kept for the run: `layout` works it
+    out once)."""
+    if not shape or len(shape) > MAX_RANK:  # (a scalar's picture is its layout's)
+        return None
+    kind, n = sharding.kind, num_devices
+    try:
+        check_rule(split)
+        if n is not None:
+            n = check_device_count(n, "layout")
+        if kind == "tiled":
+            if max(sharding.num_devices or 0, n or 0) > MAX_TILING_DEVICES:
+                return None
+            t = tiling_of(sharding, len(shape), n, memos)
+        elif kind == "replicated" and len(shape) == 2:  # (other ranks' pictures are planned)
+            n = 1 if n is None else n  # (as `_compute`)
+            if n > MAX_TILING_DEVICES:
+                return None
+            t = replicated_tiling(2, n, memos)
+        else:
+            return None
+    except MeshdiagError:
+        return None
+    for d, k in zip(shape, t.tiles, strict=True):  # (ints within `layout`'s limits)
+        if d.__class__ is not int or not 0 < d < MAX_DIM or d % k:
+            return None
+    return TiledSpec(t, shape, split)
 
 
 def replicated_tiling(rank: int, n: int, memos: RunMemos | None = None) -> _Tiling:

@@ -921,15 +921,21 @@ def value_layout(v: Value, n: int | None, split: str, memos: RunMemos | None = N
     h = v.hlo
     if h is None or v.shape is None:
         return None
-    named = h.num_devices
-    if named is not None and n is not None and named > n:
-        n = None  # the sharding names more devices than the module has: show them all
     from meshdiag.layouts.engine import layout
 
     try:
-        return layout(h, v.shape, split=split, num_devices=n, memos=memos, keep=False)
+        return layout(
+            h, v.shape, split=split, num_devices=layout_devices(h, n), memos=memos, keep=False
+        )
     except MeshdiagError:
         return None
+
+
+def layout_devices(h, n: int | None) -> int | None:
+    """The device count a value's layout is made over: its module's `n`, or None (every
+    device the sharding names) when the sharding names more devices than the module has."""
+    named = h.num_devices
+    return None if named is not None and n is not None and named > n else n
 
 
 def value_json(

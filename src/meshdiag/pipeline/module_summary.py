@@ -16,20 +16,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
-from meshdiag.errors import MeshdiagError
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
-from meshdiag.layouts.engine import (
-    MAX_TILING_DEVICES,
-    TiledSpec,
-    replicated_tiling,
-    tiling_of,
-)
-from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
+from meshdiag.layouts.engine import TiledSpec, whole_spec
 from meshdiag.memo import RunMemos, Table
-from meshdiag.model.splits import SPLIT_RULES
 from meshdiag.pipeline.inspect import (
     gspmd_text,
+    layout_devices,
     num_devices,
     own_text,
     value_layout,
@@ -189,42 +182,14 @@ def _picture(
 
 
 def value_whole(v: Value, n: int | None, split: str, memos: RunMemos | None = None):
-    """`v`'s layout (`value_layout`) named by a tiling and its shape (`TiledSpec`) when it
-    is tiled and every dim splits evenly, or a replicated matrix with elements: it has a
-    layout then, and its picture is drawn from the tiling and the shape alone
-    (`report.whole.whole_text`; a replicated layout's tiling is one tile held by every device,
-    `replicated_tiling`), so the layout is made only if the picture needs it. None for any
-    other value (`value_layout` tells)."""
-    h, shape = v.hlo, v.shape
-    if h is None or shape is None or split not in SPLIT_RULES:
+    """`value_layout`'s layout named by a tiling and the shape (`engine.whole_spec`) where
+    its tiles are all whole: its picture is then drawn from those alone
+    (`report.whole.whole_text`), the layout made only if the picture needs it. None for any
+    other value."""
+    h = v.hlo
+    if h is None or v.shape is None:
         return None
-    if not shape or len(shape) > MAX_RANK:  # (a scalar's picture is its layout's)
-        return None
-    kind = h.kind
-    try:
-        if kind == "tiled":
-            named = h.num_devices
-            if named is not None and n is not None and named > n:
-                n = None  # (as `value_layout`)
-            if (named or 0) > MAX_TILING_DEVICES or (n or 0) > MAX_TILING_DEVICES:
-                return None  # (a tiling kept for no run: `value_layout` works it out once)
-            if n is not None:
-                check_device_count(n, "layout")
-            t = tiling_of(h, len(shape), n, memos)
-        elif kind == "replicated" and len(shape) == 2:  # (other ranks' pictures are planned)
-            n = check_device_count(n if n is not None else 1, "layout")  # (as `layout`)
-            if n > MAX_TILING_DEVICES:  # (its tiling would be an array of every device)
-                return None
-            t = replicated_tiling(2, n, memos)
-        else:
-            return None
-    except MeshdiagError:
-        return None
-    # each dim a whole number of tiles (so `layout`'s splits take it under any rule)
-    for d, k in zip(shape, t.tiles, strict=True):
-        if d.__class__ is not int or not 0 < d < MAX_DIM or d % k:
-            return None
-    return TiledSpec(t, shape, split)
+    return whole_spec(h, v.shape, split, layout_devices(h, n), memos)
 
 
 def text_groups(m: ModuleReport, memos: RunMemos) -> dict[str, list]:
