@@ -542,11 +542,11 @@ def test_the_memo_marks_what_it_learns_and_forgets_it_with_the_lines():
 
     cache = ScanCache()
     cache.learn(1, "mlir", b"  %0 = a sharding line", None)
-    prints = cache.prints(1, "mlir")
+    prints = cache.lines(1, "mlir")[1]
     assert printed(prints, b"  %0 = a sharding line")
     assert sum(bin(byte).count("1") for byte in prints) == 1
-    assert not any(cache.prints(2, "mlir"))  # another module state: its own filter
+    assert not any(cache.lines(2, "mlir")[1])  # another module state: its own filter
     cache.learn(1, "mlir", b"x" * (MAX_LINE_BYTES // 2), None)
     cache.learn(1, "mlir", b"y" * (MAX_LINE_BYTES // 2), None)  # past the budget: all forgotten
     assert not printed(prints, b"  %0 = a sharding line")
-    assert list(cache.known(1, "mlir")) == [b"y" * (MAX_LINE_BYTES // 2)]
+    assert list(cache.lines(1, "mlir")[0]) == [b"y" * (MAX_LINE_BYTES // 2)]

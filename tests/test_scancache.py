@@ -29,7 +29,7 @@ def scan(text: str, cache: ScanCache | None = None):
 
 
 def learned(cache: ScanCache) -> int:
-    return sum(len(d) for d in cache._known.values())
+    return sum(len(known) for known, _ in cache._known.values())
 
 
 def test_a_run_replays_its_lines_across_files():
@@ -135,7 +135,7 @@ def test_a_probe_leaves_its_values_to_the_module(monkeypatch, dialect):
     kinds = [it.__class__ for m in streamed.modules for it in m.items]
     first_shared = kinds.index(LineValues)
     assert LineValues not in kinds[first_shared + 64 :]  # after the first window: own only
-    entries = [e for d in cache._known.values() for e in d.values() if e is not None]
+    entries = [e for d, _ in cache._known.values() for e in d.values() if e is not None]
     assert len(entries) > 64 + len(kinds) // (2 * linememo.PROBE)  # the window, the probes
     assert {p.line for e in entries for p in e.protos} == {0}
     assert _fields(streamed) == _fields(scan_bytes("d.txt", text.encode()))

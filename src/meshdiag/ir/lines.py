@@ -257,7 +257,7 @@ def scan_plain_py(
     as the value made from it, up to `budget` of them, instead of stopping the walk. The
     result has a fifth item: how many were. The reference for the native `scan_plain`.
 
-    `prints`: the filter of `known`'s lines (`ir.prints`, `ScanCache.prints`) or None: a
+    `prints`: the filter of `known`'s lines (`ir.prints`, `ScanCache.lines`) or None: a
     line whose bit is clear is not looked up."""
     global _walk
     if _walk[0] is not buf:  # once per block: every call on it bisects into the same spans

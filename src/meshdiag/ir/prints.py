@@ -1,4 +1,4 @@
-"""A line's print: the bit of a filter of learned lines (`ScanCache.prints`) it sets, from
+"""A line's print: the bit of a filter of learned lines (`ScanCache.lines`) it sets, from
 its length and its first and last 8 bytes. The walkers (`lines.scan_known`) look up only
 the lines whose bit is set: in a file of new lines every look-up missed, and hashing each
 whole line for it was 4% of the run. Lines that share a bit are looked up as before."""

@@ -296,7 +296,7 @@ def scan_part(
 def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
     """The candidate lines of a block of whole lines starting at `lineno`; returns the
     number of the line after it."""
-    known_in, prints_in = b.cache.known, b.cache.prints
+    lines_in = b.cache.lines
     sampling = b.sampling
     pos = 0
     # the walker's output lists while there is no module (only lines known to yield nothing
@@ -310,13 +310,13 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         budget = 0
         prints = None
         if m is None:
-            known, lines_out, items_out = known_in(b.mesh_token, None), unused, unused
-            prints = prints_in(b.mesh_token, None)
+            known, prints = lines_in(b.mesh_token, None)
+            lines_out = items_out = unused
         elif b.manual:  # values inside a manual region need the builder
             known, lines_out, items_out = nothing, m.lines, m.items
         else:
-            known, lines_out, items_out = known_in(b.mesh_token, m.dialect), m.lines, m.items
-            prints = prints_in(b.mesh_token, m.dialect)
+            known, prints = lines_in(b.mesh_token, m.dialect)
+            lines_out, items_out = m.lines, m.items
             if sampling is not None and m.dialect == "mlir":
                 # plain constraint and op lines the line memo would not learn: read by the walker
                 budget = sampling.unlearned()

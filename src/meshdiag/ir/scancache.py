@@ -2,7 +2,7 @@
 `scan_path` / `scan_paths` (one per run, passed down; a default one per call), never
 module-level, keyed by value (bytes / str / mesh keys), bounded.
 
-- Lines already read, per module state (`known`): the raw bytes of an ASCII line that
+- Lines already read, per module state (`lines`): the raw bytes of an ASCII line that
   yielded only values (or nothing) → the values it yielded, as one shared `LineValues`.
   The native walker (`lines.scan_known`) appends a known line's values to the module's
   columns by itself: an every-pass dump prints most annotated lines in pass after pass.
@@ -54,7 +54,6 @@ class ScanCache:
 
     __slots__ = (
         "_known",
-        "_prints",
         "_line_bytes",
         "_tokens",
         "_next_token",
@@ -67,8 +66,7 @@ class ScanCache:
     )
 
     def __init__(self) -> None:
-        self._known: dict[tuple[int, str | None], dict[bytes, LineValues | None]] = {}
-        self._prints: dict[tuple[int, str | None], bytearray] = {}
+        self._known: dict[tuple[int, str | None], tuple[dict[bytes, Any], bytearray]] = {}
         self._line_bytes = 0
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
@@ -80,34 +78,27 @@ class ScanCache:
         self._n_protos = 0
 
     # -- lines -----------------------------------------------------------------------------
-    def known(self, token: int, dialect: str | None) -> dict[bytes, LineValues | None]:
-        """The lines learned in one module state: meshes (`token`) and dialect."""
+    def lines(self, token: int, dialect: str | None) -> tuple[dict[bytes, Any], bytearray]:
+        """The lines learned in one module state, meshes (`token`) and dialect: what each
+        yields (a `LineValues`, or None: nothing), and the filter of them the walkers ask
+        first (each one's bit set, `ir.prints`: a line whose bit is clear is not looked up)."""
         key = (token, dialect)
-        d = self._known.get(key)
-        if d is None:
-            d = self._known[key] = {}
-        return d
-
-    def prints(self, token: int, dialect: str | None) -> bytearray:
-        """The filter of the lines learned in one module state (`known`): each one's bit
-        (`ir.prints`) is set, and the walkers look up only the lines whose bit is."""
-        key = (token, dialect)
-        p = self._prints.get(key)
-        if p is None:
-            p = self._prints[key] = bytearray(_prints.PRINT_BITS // 8)
-        return p
+        got = self._known.get(key)
+        if got is None:
+            got = self._known[key] = ({}, bytearray(_prints.PRINT_BITS // 8))
+        return got
 
     def learn(self, token: int, dialect: str | None, raw: bytes, item: LineValues | None) -> None:
-        """`raw` yields `item` (None: nothing) in the module state (`known`)."""
+        """`raw` yields `item` (None: nothing) in the module state (`lines`)."""
         cost = len(raw) + LINE_COST + (VALUE_COST * len(item.protos) if item is not None else 0)
         if self._line_bytes + cost > MAX_LINE_BYTES:
-            for d in self._known.values():  # the walker asks again at its next call
-                d.clear()
-            for p in self._prints.values():
-                p[:] = bytes(len(p))
+            for known, prints in self._known.values():  # the walker asks again at its next call
+                known.clear()
+                prints[:] = bytes(len(prints))
             self._line_bytes = 0
-        self.known(token, dialect)[raw] = item
-        _prints.mark(self.prints(token, dialect), raw)
+        known, prints = self.lines(token, dialect)
+        known[raw] = item
+        _prints.mark(prints, raw)
         self._line_bytes += cost
 
     def token(self, key: MeshKey) -> int:
@@ -119,7 +110,6 @@ class ScanCache:
                 self._tokens.clear()
                 self._tokens[()] = 0
                 self._known.clear()
-                self._prints.clear()
                 self._line_bytes = 0
                 self._protos.clear()
                 self._n_protos = 0

@@ -229,7 +229,7 @@ PyDoc_STRVAR(scan_plain_doc,
 "many.");
 
 /* A line's print: a bit of the `prints` filter the line memo keeps beside each dict of
- * known lines (`ScanCache.prints`), from its length and its first and last 8 bytes. A
+ * known lines (`ScanCache.lines`), from its length and its first and last 8 bytes. A
  * line whose bit is clear was never learned, so the walker need not look it up: in a file
  * of new lines every look-up missed, and hashing each whole line for it was 4% of the
  * run. Lines that share the bit are looked up as before. */
@@ -257,7 +257,7 @@ PyDoc_STRVAR(line_print_doc,
 "\n"
 "The bit of a `prints` filter (a bytearray of 2**18 bits, bit i in byte i >> 3 at 1 << (i & 7))\n"
 "the line `line` (bytes, without its newline) sets when it is learned: the walkers skip the\n"
-"look-up of a line whose bit is clear (see ScanCache.prints).");
+"look-up of a line whose bit is clear (see ScanCache.lines).");
 
 static PyObject *line_print(PyObject *Py_UNUSED(self), PyObject *arg) {
     if (!PyBytes_Check(arg)) {
