@@ -30,30 +30,35 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
-def drive(scan, buf: bytes, lineno: int, known: dict, learn, pos: int = 0):
-    """Scan `buf` to its end from `pos`; every result, the two output lists and `known`.
+def drive(scan, buf: bytes, lineno: int, known: dict, learn, pos: int = 0, end=None):
+    """Scan `buf` (its lines before `end`, when given) from `pos`; every result, the two
+    output lists and `known`.
 
     `learn(key)` says whether a returned line is added to `known` (with a value naming it).
     """
     lines_out: list = []
     items_out: list = []
     results = []
+    stop = len(buf) if end is None else end
     while True:
-        result = scan(buf, pos, lineno, known, lines_out, items_out)
+        if end is None:
+            result = scan(buf, pos, lineno, known, lines_out, items_out)
+        else:
+            result = scan(buf, pos, lineno, known, lines_out, items_out, None, end)
         results.append(result)
-        start, end, lineno, pos = result
-        if start < 0 or pos > len(buf):  # pos > len: a last line without its newline
+        start, cut, lineno, pos = result
+        if start < 0 or pos > stop:  # pos > stop: a last line without its newline
             break
-        key = buf[start:end]
+        key = buf[start:cut]
         if learn(key):
             known[key] = ("value", key)
         lineno += 1
     return results, lines_out, items_out, known
 
 
-def assert_same(buf: bytes, lineno: int, known: dict, learn, pos: int = 0) -> list:
-    got = drive(native, buf, lineno, dict(known), learn, pos)
-    want = drive(reference, buf, lineno, dict(known), learn, pos)
+def assert_same(buf: bytes, lineno: int, known: dict, learn, pos: int = 0, end=None) -> list:
+    got = drive(native, buf, lineno, dict(known), learn, pos, end)
+    want = drive(reference, buf, lineno, dict(known), learn, pos, end)
     assert got == want
     return got[0]
 
@@ -78,12 +83,15 @@ def candidate_keys(buf: bytes) -> list[bytes]:
     return keys
 
 
-def blocks_of(data: bytes, size: int) -> list[tuple[bytes, int]]:
-    """`data` cut into blocks of whole lines of about `size` bytes, as `read_blocks` does."""
+def blocks_of(data: bytes, size: int, prefix: int = 0) -> list[tuple[bytes, int, int, int]]:
+    """`data` as `read_blocks` gives it in reads of `size` bytes (after a `prefix` of that
+    many bytes read before): (buffer, start, end, first line) each."""
     old = lines.BLOCK
     lines.BLOCK = size
     try:
-        return list(lines.read_blocks(io.BytesIO(data), lambda *a: None))
+        f = io.BytesIO(data)
+        head = f.read(prefix)
+        return list(lines.read_blocks(f, lambda *a: None, prefix=head))
     finally:
         lines.BLOCK = old
 
@@ -134,11 +142,12 @@ def test_fixture_files(path):
     # 1 MiB blocks like the scanner reads them, then small blocks for many block edges
     for block_list in (blocks, blocks_of(data, 4096)):
         known: dict = {}  # learnt across blocks, like the real caller's cache
-        for block, lineno in block_list:
-            assert_same(block, lineno, {}, never)
-            assert_same(block, lineno, {}, some)
-            assert_same(block, lineno, {k: 1 for k in candidate_keys(block)}, never)
-            results = assert_same(block, lineno, known, always)
+        for block, start, end, lineno in block_list:
+            assert_same(block, lineno, {}, never, start, end)
+            assert_same(block, lineno, {}, some, start, end)
+            keys = {k: 1 for k in candidate_keys(block[start:end])}
+            assert_same(block, lineno, keys, never, start, end)
+            results = assert_same(block, lineno, known, always, start, end)
             for r in results[:-1]:
                 known[block[r[0] : r[1]]] = ("value", block[r[0] : r[1]])
 
@@ -215,6 +224,76 @@ def scan_cases(draw):
 def test_generated_blocks(case):
     buf, lineno, known, learn, pos = case
     assert_same(buf, lineno, known, learn, pos)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(scan_cases(), st.lists(st.sampled_from(FRAGMENTS), max_size=8))
+def test_a_walk_to_end_is_a_walk_of_the_lines_before_it(case, after):
+    """With `end` (after a newline), both walkers see `buf[:end]` and nothing after it,
+    whatever follows (here: more fragments, candidate words among them, and no newline at
+    the end: the unfinished line a read stops in)."""
+    buf, lineno, known, learn, pos = case
+    end = buf.rfind(b"\n") + 1
+    pos = min(pos, end)
+    longer = buf + b"".join(after).replace(b"\n", b"") + b" sharding"
+    for scan in (native, reference):
+        assert drive(scan, longer, lineno, dict(known), learn, pos, end) == drive(
+            scan, buf[:end], lineno, dict(known), learn, pos
+        )
+
+
+def test_end_outside_the_block_is_refused():
+    lines_out: list = []
+    with pytest.raises(ValueError, match="end"):
+        native(b"a\n", 0, 1, {}, lines_out, [], None, 3)
+    with pytest.raises(ValueError, match="pos"):
+        native(b"a\nb\n", 3, 1, {}, lines_out, [], None, 2)
+    with pytest.raises(TypeError):
+        native(b"a\n", 0, 1, {}, lines_out, [], None, "2")
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.lists(st.sampled_from([*FRAGMENTS, b"x" * 40, b"y" * 300]), max_size=80).map(b"".join),
+    st.integers(1, 64),
+    st.integers(0, 200),
+)
+def test_read_blocks_gives_every_line_once_in_order(data, size, prefix):
+    """The ranges `read_blocks` gives are the input's lines, each once, in order, each
+    range whole lines (from a line start to after a newline), numbered by the lines before
+    it: whatever the read size and the prefix read before."""
+    blocks = blocks_of(data, size, prefix)
+    want = data if not data or data.endswith(b"\n") else data + b"\n"
+    assert b"".join(buf[start:end] for buf, start, end, _ in blocks) == want
+    seen = 0
+    for buf, start, end, lineno in blocks:
+        assert 0 <= start < end <= len(buf)
+        assert buf[end - 1] == 10 and (start == 0 or buf[start - 1] == 10)
+        assert lineno == 1 + want.count(b"\n", 0, seen)
+        seen += end - start
+
+
+def test_read_blocks_hands_over_each_read_without_copying_it():
+    """Lines that end in a read come from the bytes that read gave, not a copy: only a line
+    begun in the read before is joined (a small block of its own)."""
+    data = b"".join(b"line %d sharding\n" % i for i in range(1000))
+    reads: list[bytes] = []
+
+    class Reader(io.BytesIO):
+        def read(self, n=-1):
+            got = super().read(n)
+            reads.append(got)
+            return got
+
+    old = lines.BLOCK
+    lines.BLOCK = 1000
+    try:
+        blocks = list(lines.read_blocks(Reader(data), lambda *a: None))
+    finally:
+        lines.BLOCK = old
+    big = [buf for buf, start, end, _ in blocks if end - start > 100]
+    assert big and all(any(buf is r for r in reads) for buf in big)
+    assert all(end - start <= 100 for buf, start, end, _ in blocks if buf not in big)
 
 
 def test_seeded_large_blocks():
@@ -359,9 +438,9 @@ def test_real_dump_files(dump):
     for f in files:
         data = f.read_bytes()
         known: dict = {}
-        for block, lineno in blocks_of(data, 4096):
-            assert_same(block, lineno, {}, never)
-            results = assert_same(block, lineno, known, always)
+        for block, start, end, lineno in blocks_of(data, 4096):
+            assert_same(block, lineno, {}, never, start, end)
+            results = assert_same(block, lineno, known, always, start, end)
             for r in results[:-1]:
                 known[block[r[0] : r[1]]] = ("value", block[r[0] : r[1]])
 

@@ -104,46 +104,62 @@ class Bounded:
 
 def read_blocks(
     raw: BinaryIO, problem: Problem, *, prefix: bytes = b"", first_line: int = 1
-) -> Generator[tuple[bytes, int], int | None, None]:
-    """`raw` as blocks of whole lines: (block, number of its first line). Each block ends
-    with a newline (one is added after a last line without it).
+) -> Generator[tuple[bytes, int, int, int], int | None, None]:
+    """`raw` as blocks of whole lines: (buffer, start, end, number of the line at `start`),
+    the lines being `buffer[start:end]` (`end` is after a newline; one is added after a
+    last line without it).
+
+    Each buffer is what one read gave, not a copy of it: the lines it ends in the middle of
+    come first in a small block of their own, joined with the rest of that line read
+    before; the block of the rest of the read stops after its last newline (copying each
+    read into a block of whole lines was a third of reading the 252 MB bench file).
 
     `prefix` is data already read from `raw` (the binary sniff); `first_line` is the
     number of its first line (a part of a file, `ir.parts`). Invalid UTF-8 on lines that
-    are not candidates is reported here, after the consumer handled the block (findings keep
-    the order of the lines); candidates report their own when decoded (`decode_line`).
+    are not candidates is reported here, after the consumer handled all the blocks of a read
+    (findings keep the order of the lines: the candidates report their own when decoded,
+    `decode_line`, then these).
 
     A consumer that counted the block's lines anyway (`scan_known` does) may `send` the
     number of the line after the block instead of calling `next`: it is not counted twice.
     """
     limit = max_line_bytes()
     lineno = first_line  # number of the first line in `tail`
-    tail = prefix
+    tail = prefix  # bytes read and not yet in a block: whole lines, then part of one
     count = bytes.count
     while True:
         chunk = raw.read(BLOCK)
         at_end = not chunk
+        blocks: list[tuple[bytes, int, int, int]] = []  # this read's, for the UTF-8 check
         if at_end:  # a last line without a newline is still a line
-            whole, tail = (tail + b"\n" if tail else b""), b""
+            if tail:
+                whole = tail if tail.endswith(b"\n") else tail + b"\n"
+                blocks.append((whole, 0, len(whole), lineno))
+            tail = b""
         else:
-            # the block is the tail and the chunk up to its last newline, joined in one copy
-            # (`tail + chunk` then a slice of it copied each block twice: a tenth of a
-            # second of the 252 MB bench file, a third of reading it)
-            cut = chunk.rfind(b"\n") + 1
-            if not cut:  # no line ends in the chunk (lines may end in the tail: the prefix,
-                # or what follows a long line skipped)
-                buf = tail + chunk
-                cut = buf.rfind(b"\n") + 1
-                whole, tail = buf[:cut], buf[cut:]
-            elif tail:
-                whole, tail = b"".join((tail, memoryview(chunk)[:cut])), chunk[cut:]
+            first = chunk.find(b"\n") + 1
+            if not first:  # no line ends in the chunk: the tail grows
+                tail += chunk
+                cut = tail.rfind(b"\n") + 1  # (a prefix may hold whole lines)
+                if cut:
+                    blocks.append((tail, 0, cut, lineno))
+                    tail = tail[cut:]
             else:
-                whole, tail = chunk[:cut], chunk[cut:]
-        if whole:
-            after = yield whole, lineno
-            if not whole.isascii():
-                check_utf8(whole, lineno, problem)
-            lineno = after if after is not None else lineno + count(whole, b"\n")
+                if tail:  # the lines ending in the chunk's first line, joined
+                    seam = tail + chunk[:first]
+                    blocks.append((seam, 0, len(seam), lineno))
+                cut = chunk.rfind(b"\n") + 1
+                if cut > first or not tail:
+                    blocks.append((chunk, first if tail else 0, cut, -1))
+                tail = chunk[cut:]
+        for k, (buf, start, end, _) in enumerate(blocks):
+            if k:  # numbered when the one before it has been read
+                blocks[k] = (buf, start, end, lineno)
+            after = yield buf, start, end, lineno
+            lineno = after if after is not None else lineno + count(buf, b"\n", start, end)
+        for buf, start, end, first_line_of in blocks:
+            if not buf.isascii():
+                check_utf8(buf[start:end], first_line_of, problem)
         if at_end:
             return
         if len(tail) > limit:  # the unfinished line is already too long: drop it
@@ -217,9 +233,11 @@ def scan_known_py(
     lines_out: list,
     items_out: list,
     prints: bytearray | None = None,
+    end: int | None = None,
 ) -> tuple[int, int, int, int]:
-    """Walk the candidate lines of `buf` (a block of whole lines) from offset `pos`, a line
-    start whose line number is `lineno`.
+    """Walk the candidate lines of `buf` (a block of whole lines; with `end`, those of
+    `buf[:end]`, `end` being after a newline) from offset `pos`, a line start whose line
+    number is `lineno`.
 
     A candidate whose bytes (without the newline and a trailing `\\r`) are a key of `known`
     is recorded (its number appended to `lines_out`, `known[line]` to `items_out`; nothing
@@ -227,7 +245,7 @@ def scan_known_py(
     first candidate that is not a key stops the walk: the result is
     `(start, end, number, next)` — its span in `buf`, its line number and the offset of the
     line after it. At the end of `buf` the result is `(-1, -1, number of the line after the
-    block, len(buf))`.
+    block, end)` (`end` defaults to `len(buf)`).
 
     `prints`: the filter of `known`'s lines (`ir.prints`), or None: a line whose bit is
     clear is not looked up.
@@ -235,10 +253,10 @@ def scan_known_py(
     The native scanner (`_fastscan.scan_known`) does exactly this in one pass over the
     bytes; this is its reference and the fallback where it is not built.
     """
-    start, end, lineno, after, _ = scan_plain_py(
-        buf, pos, lineno, known, lines_out, items_out, {}, 0, prints
+    start, stop, lineno, after, _ = scan_plain_py(
+        buf, pos, lineno, known, lines_out, items_out, {}, 0, prints, end
     )
-    return start, end, lineno, after
+    return start, stop, lineno, after
 
 
 def scan_plain_py(
@@ -251,6 +269,7 @@ def scan_plain_py(
     protos: dict,
     budget: int,
     prints: bytearray | None = None,
+    end: int | None = None,
 ) -> tuple[int, int, int, int, int]:
     """`scan_known_py`, but a candidate that is not known and is a plain constraint or op
     line whose sharding has a prototype in `protos` (`fields.plain_value_py`) is appended
@@ -264,16 +283,18 @@ def scan_plain_py(
         spans = candidate_spans(buf)
         _walk = (buf, [s for s, _ in spans], spans)
     _, starts, spans = _walk
+    stop = len(buf) if end is None else end
     count = buf.count
     get = known.get
     last = pos
     read = 0
-    for i in range(bisect_left(starts, pos), len(spans)):
+    # (`stop` is after a newline: a candidate before it ends before it)
+    for i in range(bisect_left(starts, pos), bisect_left(starts, stop)):
         ls, le = spans[i]
         lineno += count(b"\n", last, ls)
         last = ls
-        end = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
-        line = buf[ls:end]
+        cut = le - 1 if le > ls and buf[le - 1] == 13 else le  # 13: `\r`
+        line = buf[ls:cut]
         item = _UNKNOWN
         if known and (prints is None or printed(prints, line)):
             item = get(line, _UNKNOWN)
@@ -281,12 +302,12 @@ def scan_plain_py(
             if read < budget and plain_line_py(line, lineno, protos, lines_out, items_out):
                 read += 1
                 continue
-            return ls, end, lineno, le + 1, read
+            return ls, cut, lineno, le + 1, read
         if item is None:  # known to yield nothing
             continue
         lines_out.append(lineno)
         items_out.append(item)
-    return -1, -1, lineno + count(b"\n", last), len(buf), read
+    return -1, -1, lineno + count(b"\n", last, stop), stop, read
 
 
 def plain_line_py(raw: bytes, lineno: int, protos: dict, lines_out: list, items_out: list) -> bool:

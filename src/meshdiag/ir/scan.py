@@ -194,7 +194,7 @@ def scan_bytes(
     if _skipped(b, path, data):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
-    _scan_block(b, block, 1)
+    _scan_block(b, block, 0, len(block), 1)
     if not block.isascii():
         check_utf8(block, 1, b.problem)
     return b.finish()
@@ -263,7 +263,7 @@ def _scan_stream(b: Builder, path: str, stream, head: bytes, first_line: int) ->
         blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
         while block_at is not None:
-            lineno = _scan_block(b, *block_at)
+            lineno = _scan_block(b, *block_at)  # (buffer, start, end, first line)
             try:  # the scanner counted the block's lines: read_blocks need not
                 block_at = blocks.send(lineno)
             except StopIteration:
@@ -293,12 +293,11 @@ def scan_part(
     return b.finish()
 
 
-def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
-    """The candidate lines of a block of whole lines starting at `lineno`; returns the
-    number of the line after it."""
+def _scan_block(b: Builder, block: bytes, pos: int, end: int, lineno: int) -> int:
+    """The candidate lines of `block[pos:end]`, whole lines, the first numbered `lineno`;
+    returns the number of the line after them."""
     lines_in = b.cache.lines
     sampling = b.sampling
-    pos = 0
     # the walker's output lists while there is no module (only lines known to yield nothing
     # are learned then: it appends nothing), and its memo inside a manual region (empty)
     unused: list = []
@@ -323,20 +322,20 @@ def _scan_block(b: Builder, block: bytes, lineno: int) -> int:
         before = len(lines_out)
         if budget:
             protos = b.cache.protos(b.mesh_token)
-            start, end, lineno, pos, read = scan_plain(
-                block, pos, lineno, known, lines_out, items_out, protos, budget, prints
+            start, stop, lineno, pos, read = scan_plain(
+                block, pos, lineno, known, lines_out, items_out, protos, budget, prints, end
             )
             sampling.skipped(read)  # type: ignore[union-attr]
             before += read
         else:
-            start, end, lineno, pos = scan_known(
-                block, pos, lineno, known, lines_out, items_out, prints
+            start, stop, lineno, pos = scan_known(
+                block, pos, lineno, known, lines_out, items_out, prints, end
             )
         if sampling is not None:
             sampling.replayed(len(lines_out) - before)
         if start < 0:
             return lineno
-        raw = block[start:end]
+        raw = block[start:stop]
         if not linememo.read_plain(b, raw, lineno):
             _line(b, raw, lineno)
         lineno += 1

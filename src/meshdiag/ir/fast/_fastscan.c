@@ -207,7 +207,7 @@ static int as_index(PyObject *o, const char *fn, const char *name, Py_ssize_t *o
 }
 
 PyDoc_STRVAR(scan_known_doc,
-"scan_known(buf, pos, lineno, known, lines_out, items_out[, prints])\n"
+"scan_known(buf, pos, lineno, known, lines_out, items_out[, prints[, end]])\n"
 "    -> (start, end, lineno, next)\n"
 "\n"
 "Native lines.scan_known_py: walk the candidate lines of `buf` (bytes, whole lines) from\n"
@@ -217,10 +217,11 @@ PyDoc_STRVAR(scan_known_doc,
 "other candidate stops the walk with (start, end, its number, offset after its newline).\n"
 "At the end of `buf`: (-1, -1, number of the line after the block, len(buf)).\n"
 "`prints` (None, or the bytearray filter of `known`'s lines: see line_print): a line whose\n"
-"bit is clear is not looked up (it was never learned).");
+"bit is clear is not looked up (it was never learned). `end` (None, or an offset after a\n"
+"newline): the lines walked are those of buf[:end], and `end` stands for len(buf) above.");
 
 PyDoc_STRVAR(scan_plain_doc,
-"scan_plain(buf, pos, lineno, known, lines_out, items_out, protos, budget[, prints])\n"
+"scan_plain(buf, pos, lineno, known, lines_out, items_out, protos, budget[, prints[, end]])\n"
 "    -> (start, end, lineno, next, read)\n"
 "\n"
 "Native lines.scan_plain_py: scan_known, but up to `budget` candidates that are not known\n"
@@ -292,7 +293,7 @@ typedef struct {
 } Plain;
 
 static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain,
-                      const unsigned char *prints) {
+                      const unsigned char *prints, PyObject *end_arg) {
     PyObject *bufobj = args[0], *known = args[3], *lines_out = args[4], *items_out = args[5];
     if (!PyBytes_Check(bufobj)) {
         PyErr_Format(PyExc_TypeError, "%s: buf must be bytes, not %.100s", fn,
@@ -312,7 +313,18 @@ static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain,
     if (as_index(args[1], fn, "pos", &pos) < 0 || as_index(args[2], fn, "lineno", &lineno) < 0)
         return NULL;
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
-    const Py_ssize_t n = PyBytes_GET_SIZE(bufobj);
+    Py_ssize_t n = PyBytes_GET_SIZE(bufobj);
+    if (end_arg != Py_None) { /* the lines of buf[:end] only */
+        Py_ssize_t end;
+        if (as_index(end_arg, fn, "end", &end) < 0)
+            return NULL;
+        if (end < 0 || end > n) {
+            PyErr_Format(PyExc_ValueError, "%s: end %zd outside the block (length %zd)", fn,
+                         end, n);
+            return NULL;
+        }
+        n = end;
+    }
     if (pos < 0 || pos > n) {
         PyErr_Format(PyExc_ValueError, "%s: pos %zd outside the block (length %zd)", fn, pos,
                      n);
@@ -400,24 +412,24 @@ static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain,
 
 static PyObject *scan_known(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 6 && nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "scan_known expected 6 or 7 arguments, got %zd", nargs);
+    if (nargs < 6 || nargs > 8) {
+        PyErr_Format(PyExc_TypeError, "scan_known expected 6 to 8 arguments, got %zd", nargs);
         return NULL;
     }
     const unsigned char *prints;
-    if (prints_arg(nargs == 7 ? args[6] : Py_None, "scan_known", &prints) < 0)
+    if (prints_arg(nargs >= 7 ? args[6] : Py_None, "scan_known", &prints) < 0)
         return NULL;
-    return walk(args, "scan_known", NULL, prints);
+    return walk(args, "scan_known", NULL, prints, nargs == 8 ? args[7] : Py_None);
 }
 
 static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 8 && nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "scan_plain expected 8 or 9 arguments, got %zd", nargs);
+    if (nargs < 8 || nargs > 10) {
+        PyErr_Format(PyExc_TypeError, "scan_plain expected 8 to 10 arguments, got %zd", nargs);
         return NULL;
     }
     const unsigned char *prints;
-    if (prints_arg(nargs == 9 ? args[8] : Py_None, "scan_plain", &prints) < 0)
+    if (prints_arg(nargs >= 9 ? args[8] : Py_None, "scan_plain", &prints) < 0)
         return NULL;
     Plain plain = {args[6], 0, 0, {{0}}};
     if (!PyDict_Check(plain.protos)) {
@@ -427,7 +439,7 @@ static PyObject *scan_plain(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     if (as_index(args[7], "scan_plain", "budget", &plain.budget) < 0)
         return NULL;
-    PyObject *result = walk(args, "scan_plain", &plain, prints);
+    PyObject *result = walk(args, "scan_plain", &plain, prints, nargs == 10 ? args[9] : Py_None);
     fs_proto_cache_clear(&plain.cache);
     return result;
 }
