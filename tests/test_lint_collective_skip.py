@@ -228,3 +228,87 @@ def test_a_streamed_file_gets_the_findings_of_its_scan(tmp_path, monkeypatch, na
         str(path), "big.txt", LintSettings(codes=codes), collective_checks()
     )
     assert got == [] and len(scans) == 1  # none named: not scanned
+
+
+# --- a big file: its sharding scan's reads are asked, not the file again ------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(FILLER + WORDS), max_size=40),
+    block=st.integers(1, 48),
+    cut=st.integers(0, 40),
+)
+def test_a_streamed_scan_sees_collectives_wherever_its_bytes_hold_them(parts, block, cut):
+    """Shown every buffer a streamed scan reads (whole, or a part from a line start), the
+    sniff says `maybe` exactly when `file_may_hold_collectives` would of those bytes: never
+    less (a word across two reads is whole in the block of its line), and only more where
+    a word cut at a read's end looks whole."""
+    import io
+
+    from meshdiag.ir import lines
+    from meshdiag.ir.scan import scan_file
+
+    data = b"".join(parts)
+    start = data.rfind(b"\n", 0, min(cut, len(data))) + 1
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lines, "BLOCK", block)
+        for text in (data, data[start:]):
+            sniff = comms_scan.CollectiveSniff()
+            report = scan_file("f.mlir", io.BytesIO(text), on_block=sniff)
+            if report.skipped:  # (no bytes: nothing to ask)
+                continue
+            if comms_scan.may_hold_collectives(text):
+                assert sniff.maybe
+            if not any(w in text for w in (*comms_scan._HLO_WORDS, *comms_scan._SDY_OPS)):
+                assert not sniff.maybe
+
+
+def _streamed(tmp_path, monkeypatch, body: str, name: str = "big.txt"):
+    """A file linted as a big one (streamed: no bytes read ahead), its collective findings
+    and how many times its collective scan or the search of its bytes ran."""
+    from meshdiag.ir import lines
+    from meshdiag.ir import scan as ir_scan
+
+    path = tmp_path / name
+    path.write_text(HLO.replace("{body}", body))
+    monkeypatch.setattr(ir_scan, "BLOCK", 64)  # not read whole: streamed
+    monkeypatch.setattr(lines, "BLOCK", 64)  # in reads of 64 bytes
+    calls = {"scan": 0, "search": 0}
+    real_scan, real_search = comms_scan.scan_path, comms_scan.file_may_hold_collectives
+
+    def scan(*a):
+        calls["scan"] += 1
+        return real_scan(*a)
+
+    def search(*a):
+        calls["search"] += 1
+        return real_search(*a)
+
+    monkeypatch.setattr(comms_scan, "scan_path", scan)
+    monkeypatch.setattr(comms_scan, "file_may_hold_collectives", search)
+    settings_ = LintSettings(codes=frozenset(collective_checks()) | {"MD001"})
+    found = runner.lint_file(str(path), settings_)
+    return [f.code for f in found], calls
+
+
+def test_a_streamed_file_is_read_once_for_both_scans(tmp_path, monkeypatch):
+    filler = "".join(f"  %n{i} = f32[8]{{0}} add(%p, %p)\n" for i in range(40))
+    codes, calls = _streamed(tmp_path, monkeypatch, filler + CASES["big gather"])
+    assert codes == ["MD202"] and calls == {"scan": 1, "search": 0}
+    codes, calls = _streamed(tmp_path, monkeypatch, filler + ADD)
+    assert codes == [] and calls == {"scan": 0, "search": 0}  # named none: not scanned
+
+
+def test_a_line_the_sharding_scan_skipped_is_searched_again(tmp_path, monkeypatch):
+    """A line too long for the sharding scan (an MD001) was not shown to the sniff: the
+    file's bytes are searched again, and its collective is scanned and judged."""
+    from meshdiag import limits
+
+    monkeypatch.setattr(limits, "MAX_ANNOTATION_CHARS", 64)  # lines of 256 bytes at most
+    gather = CASES["big gather"].replace("dimensions={0}", "dimensions={0}" + " " * 300)
+    # (past the first 8 KiB, which the scan reads whole to tell text from binary)
+    filler = "".join(f"  %n{i} = f32[8]{{0}} add(%p, %p)\n" for i in range(400))
+    codes, calls = _streamed(tmp_path, monkeypatch, filler + gather)
+    assert "MD001" in codes and "MD202" in codes
+    assert calls == {"scan": 1, "search": 1}

@@ -126,6 +126,25 @@ def file_may_hold_collectives(path: str, start: int = 0, stop: int | None = None
     return False
 
 
+class CollectiveSniff:
+    """`file_may_hold_collectives` asked of the buffers a sharding scan reads anyway (its
+    `on_block`, `ir.scan.OnBlock`), so a big file is not read a second time for it (`lint`):
+    after the scan, `maybe` is False when no buffer names a collective. Buffers hold whole
+    lines but for a line begun or ended in the one before or after, which holds it whole
+    too, so no word is missed; a buffer longer than MAX_LINE holds such a line. Only an
+    answer for every byte of the file when the scan reported no problem (a line too long to
+    scan, bytes it could not read or decode, a file skipped)."""
+
+    __slots__ = ("maybe",)
+
+    def __init__(self) -> None:
+        self.maybe = False
+
+    def __call__(self, buf: bytes) -> None:
+        if not self.maybe:
+            self.maybe = len(buf) > MAX_LINE or may_hold_collectives(buf)
+
+
 #: what `file_may_hold_collectives` reads at a time, and how much of the last read it reads
 #: again (more than the longest word: `sdy.collective_permute` and the byte after it)
 _CHUNK = 4 << 20

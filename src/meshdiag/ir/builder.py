@@ -100,6 +100,8 @@ class Builder:
         #: which new lines the line memo learns in a streamed file (`linememo.Sampling`);
         #: None: every one
         self.sampling = None
+        #: shown each buffer of lines before it is scanned (`scan.OnBlock`), or None
+        self.on_block: Callable[[bytes], None] | None = None
 
     # -- structure ---------------------------------------------------------------------
     def start_module(self, name: str | None, line: int, dialect: str = "mlir") -> ModuleReport:

@@ -45,6 +45,10 @@ from meshdiag.ir.scancache import ScanCache
 
 #: called with each module of a file as soon as it is complete (see `scan_path`)
 OnModule = Callable[[ModuleReport], None] | None
+#: shown each buffer of lines the scan reads before it scans them (a whole small file, or
+#: a read of a streamed one: `lines.read_blocks`), for a caller that asks something of
+#: every byte of the file without reading it again (`lint`'s search for collectives)
+OnBlock = Callable[[bytes], None] | None
 
 SNIFF = 8192
 #: extensions that are never text IR
@@ -101,27 +105,29 @@ def scan_paths(paths: Iterable[str], cache: ScanCache | None = None) -> Iterator
         yield scan_path(p, cache=cache)
 
 
-def scan_path(path: str, on_module: OnModule = None, cache: ScanCache | None = None) -> FileReport:
+def scan_path(
+    path: str, on_module: OnModule = None, cache: ScanCache | None = None, on_block: OnBlock = None
+) -> FileReport:
     """Open `path` (gzip by extension, `-` = stdin) and scan it; never raises on bad input.
 
     With `on_module`, each module goes to it as soon as it is complete (nothing after it
     can change it: the next module has started, or the file ended) and the report does not
     keep it: a big file is then held one module at a time."""
     if path == "-":
-        return scan_file("<stdin>", sys.stdin.buffer, on_module, cache)
+        return scan_file("<stdin>", sys.stdin.buffer, on_module, cache, on_block)
     try:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
             data, stream = _open(path)  # type: ignore[assignment]
             if data is not None:  # most dump files: one read, then scanned in memory
-                return scan_bytes(path, data, on_module, cache)
+                return scan_bytes(path, data, on_module, cache, on_block)
     except OSError as e:
         b = Builder(path)
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
-        return scan_file(path, stream, on_module, cache)
+        return scan_file(path, stream, on_module, cache, on_block)
 
 
 def read_small_file(path: str) -> bytes | None:
@@ -186,11 +192,16 @@ def _open(path: str) -> tuple[bytes | None, BinaryIO | None]:
 
 
 def scan_bytes(
-    path: str, data: bytes, on_module: OnModule = None, cache: ScanCache | None = None
+    path: str,
+    data: bytes,
+    on_module: OnModule = None,
+    cache: ScanCache | None = None,
+    on_block: OnBlock = None,
 ) -> FileReport:
     """Scan a whole file already in memory (at most `max_line_bytes()`: no line in it can
     be too long to keep) as one block; the same report as `scan_file` on its bytes."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
+    b.on_block = on_block
     if _skipped(b, path, data):
         return b.finish()
     block = data if data.endswith(b"\n") else data + b"\n"
@@ -235,10 +246,15 @@ def _read_small(fd: int) -> bytes | None:
 
 
 def scan_file(
-    path: str, stream: BinaryIO, on_module: OnModule = None, cache: ScanCache | None = None
+    path: str,
+    stream: BinaryIO,
+    on_module: OnModule = None,
+    cache: ScanCache | None = None,
+    on_block: OnBlock = None,
 ) -> FileReport:
     """Scan one open binary stream; `path` is what reports show."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
+    b.on_block = on_block
     try:
         head = stream.read(SNIFF)
         while head and len(head) < SNIFF:  # an unbuffered pipe may return less than asked
@@ -279,11 +295,13 @@ def scan_part(
     first_line: int,
     on_module: OnModule = None,
     cache: ScanCache | None = None,
+    on_block: OnBlock = None,
 ) -> FileReport:
     """Scan one part of a big file (`ir.parts.FilePart`): its bytes from `start` to
     `stop`, its first line numbered `first_line`, as the whole file's scan reads them there
     (the file was sniffed when it was cut: a part is not checked for being binary)."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
+    b.on_block = on_block
     try:
         with open(path, "rb", buffering=0) as f:
             f.seek(start)
@@ -296,6 +314,8 @@ def scan_part(
 def _scan_block(b: Builder, block: bytes, pos: int, end: int, lineno: int) -> int:
     """The candidate lines of `block[pos:end]`, whole lines, the first numbered `lineno`;
     returns the number of the line after them."""
+    if b.on_block is not None:
+        b.on_block(block)
     lines_in = b.cache.lines
     sampling = b.sampling
     # the walker's output lists while there is no module (only lines known to yield nothing

@@ -336,12 +336,22 @@ def _lint_file(
                     f if f.path != before else dataclasses.replace(f, path=shown) for f in found
                 ]
         # the same checks, the same way, as `meshdiag inspect` (only the enabled ones),
-        # each module judged as it ends: a big file is never held whole
+        # each module judged as it ends: a big file is never held whole, nor read twice
+        # (its search for collectives sees what the scan reads)
+        sniff = _sniff(collective, data)
         findings = scan_checked(
-            path, *where, checks=checks, memos=settings.memos, data=data, replay=False
+            path,
+            *where,
+            checks=checks,
+            memos=settings.memos,
+            data=data,
+            replay=False,
+            on_block=sniff,
         )[2]
         unreadable = {f.line for f in findings if f.code == "MD001"}
-        findings += _collective_findings(path, shown, settings, collective, data, unreadable)
+        findings += _collective_findings(
+            path, shown, settings, collective, data, unreadable, sniffed=sniff
+        )
     findings = _reported(findings, enabled, shown, path)
     if key is not None:
         settings.memos.recent("lint.recent_files").put(key[0], key, (shown, findings))
@@ -349,6 +359,16 @@ def _lint_file(
 
 
 _UNKNOWN = object()  # not worked out yet (a memo's answer may be None)
+
+
+def _sniff(checks: dict, data: bytes | None):
+    """What a big file's sharding scan shows its buffers to (`comms.scan.CollectiveSniff`),
+    when collective `checks` are enabled; None for a file read already (`data`)."""
+    if not checks or data is not None:
+        return None
+    from meshdiag.comms.scan import CollectiveSniff
+
+    return CollectiveSniff()
 
 
 def _collective_findings(
@@ -359,12 +379,15 @@ def _collective_findings(
     data: bytes | None = None,
     unreadable: Collection[int] = (),
     part: FilePart | None = None,
+    sniffed=None,
 ) -> list[Finding]:
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
-    the file's bytes (`data`, when read already; a big file's, read in chunks) name no
-    collective. `unreadable`: the lines of the sharding scan's MD001s (a problem both scans
-    find is reported once). `part`: only that part of the file (`ir.parts`)."""
+    the file's bytes (`data`, when read already; a big file's, as its sharding scan read
+    them, `sniffed`, else read again in chunks) name no collective. `unreadable`: the lines
+    of the sharding scan's MD001s (a problem both scans find is reported once; with any, the
+    scan did not see every line: its `sniffed` does not count). `part`: only that part of
+    the file (`ir.parts`)."""
     if not checks:
         return []
     # imported here, not at the top: a lint of files that name no collective never loads the
@@ -374,7 +397,10 @@ def _collective_findings(
 
     if data is not None and not comms_scan.may_hold_collectives(data):
         return []  # nothing to measure, and nothing the collective scan alone could find
-    if data is None:  # a big file, or a part of one: asked in chunks
+    if data is None and sniffed is not None and not unreadable:  # asked of what was read
+        if not sniffed.maybe:
+            return []
+    elif data is None:  # a big file, or a part of one: asked in chunks
         start, stop = (part.start, part.stop) if part is not None else (0, None)
         if not comms_scan.file_may_hold_collectives(path, start, stop):
             return []
@@ -427,10 +453,13 @@ def lint_part(part: FilePart, settings: LintSettings) -> PartFindings:
     path = part.path
     _, checks, collective, _ = _selection(settings, path)
     where = (settings.mesh, settings.target, settings.split)
-    _, scanned, checked = scan_checked_part(part, *where, checks, None, settings.memos)
+    sniff = _sniff(collective, None)
+    _, scanned, checked = scan_checked_part(
+        part, *where, checks, None, settings.memos, on_block=sniff
+    )
     unreadable = {f.line for f in (*scanned, *checked) if f.code == "MD001"}
     found = _collective_findings(
-        path, display_path(path), settings, collective, None, unreadable, part=part
+        path, display_path(path), settings, collective, None, unreadable, part, sniff
     )
     return scanned, checked, found
 

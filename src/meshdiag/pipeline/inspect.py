@@ -24,6 +24,7 @@ from meshdiag.ir.batches import task_files
 from meshdiag.ir.fast import native
 from meshdiag.ir.model import FileReport, MeshDecl, ModuleReport, Value
 from meshdiag.ir.scan import (
+    OnBlock,
     partitioned_by_name,
     read_small_file,
     scan_bytes,
@@ -141,14 +142,21 @@ def scan_checked_part(
     checks: dict | None = None,
     each: Callable[[ModuleReport], None] | None = None,
     memos: RunMemos | None = None,
+    on_block: OnBlock = None,
 ) -> tuple[int, list[Finding], list[Finding]]:
     """`scan_checked` of one part of a big file (`ir.parts`): how many modules it has, its
     MD001s and its module checks' findings, for `joined_findings` to put together with the
-    other parts'."""
+    other parts'. `on_block`: shown each buffer of lines read (`ir.scan.OnBlock`)."""
     checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
     done = _Ended(checker, each, None)
     report = scan_part(
-        part.path, part.start, part.stop, part.line, on_module=done, cache=scan_cache(memos)
+        part.path,
+        part.start,
+        part.stop,
+        part.line,
+        on_module=done,
+        cache=scan_cache(memos),
+        on_block=on_block,
     )
     return done.count, report.findings, checker.module_findings
 
@@ -189,6 +197,7 @@ def scan_checked(
     memos: RunMemos | None = None,
     data: bytes | None = None,
     replay: bool = True,
+    on_block: OnBlock = None,
 ) -> tuple[FileReport, int, list[Finding]]:
     """Scan `path` module by module: each module is checked as it ends, handed to `each`
     and let go, so memory stays flat in the file's size. Returns the report (without its
@@ -196,7 +205,8 @@ def scan_checked(
     The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`.
     `data`: the file's bytes when the caller read it already (`read_small_file`).
     `replay=False`: the caller remembers the files it read itself (`lint`, whose memo holds
-    the findings of both its scans): none is kept here."""
+    the findings of both its scans): none is kept here. `on_block`: shown each buffer of
+    lines the scan reads (`ir.scan.OnBlock`; not for a file replayed from memory)."""
     shown = "<stdin>" if path == "-" else path
     checker = ModuleChecker(shown, mesh, target, split, checks, memos)
     # XLA's every-pass dumps write an unchanged module again under the next pass's name
@@ -215,9 +225,9 @@ def scan_checked(
     # a small file's modules are kept for the next files; a big file's are let go one by one
     done = _Ended(checker, each, [] if key is not None else None)
     if data is None:
-        report = scan_path(path, on_module=done, cache=scan_cache(memos))
+        report = scan_path(path, on_module=done, cache=scan_cache(memos), on_block=on_block)
         return report, done.count, checker.findings(report)
-    report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos))
+    report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos), on_block=on_block)
     findings = checker.findings(report)
     if done.kept is not None and report.skipped is None:  # a skipped file's note names it
         scanned = Scanned(shown, report, done.kept, findings)
