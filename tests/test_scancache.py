@@ -201,6 +201,33 @@ def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):
     assert _fields(streamed) == _fields(scan_bytes("d.txt", (one * 8).encode()))
 
 
+def test_the_parts_of_a_file_read_by_one_worker_go_on_sampling(monkeypatch, tmp_path):
+    """A worker's next part of the same file (`ir.parts`) goes on with the sampling its
+    last part left (learning off after a window of new lines), not a first window again;
+    another file starts afresh. What each part yields is the same either way."""
+    from meshdiag.ir.scan import scan_part
+
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    one, two = _new_lines(0, 300), _new_lines(1, 300)
+    path = tmp_path / "big.txt"
+    path.write_text(one + two)
+    cut = len(one.encode())
+    cache = ScanCache()
+    first = scan_part(str(path), 0, cut, 1, cache=cache)
+    after_first = learned(cache)
+    assert after_first >= linememo.WINDOW - 1  # a first window learned whole
+    second = scan_part(str(path), cut, len((one + two).encode()), one.count("\n") + 1, cache=cache)
+    assert learned(cache) - after_first <= 300 // linememo.PROBE + 2  # only probes
+    assert cache.sampling(str(path), linememo.Sampling).on is False
+    fresh = cache.sampling(str(tmp_path / "other.txt"), linememo.Sampling)
+    assert fresh.on and fresh.new == 0
+    alone = ScanCache()  # the second part on its own learns a window again: same values
+    again = scan_part(str(path), cut, len((one + two).encode()), one.count("\n") + 1, cache=alone)
+    assert learned(alone) >= linememo.WINDOW - 1
+    assert _fields(second) == _fields(again)
+    assert _fields(first) + _fields(second) == _fields(scan_bytes("d.txt", (one + two).encode()))
+
+
 def test_a_small_file_learns_every_line(monkeypatch):
     monkeypatch.setattr(linememo, "WINDOW", 64)
     cache = ScanCache()

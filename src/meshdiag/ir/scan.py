@@ -273,8 +273,9 @@ def scan_file(
 
 def _scan_stream(b: Builder, path: str, stream, head: bytes, first_line: int) -> None:
     """Scan the rest of `stream` (`head`: what was read of it already) a block at a time,
-    learning new lines as `linememo.Sampling` says."""
-    b.sampling = linememo.Sampling()
+    learning new lines as `linememo.Sampling` says (the run's for `path`:
+    `ScanCache.sampling`)."""
+    b.sampling = b.cache.sampling(path, linememo.Sampling)
     try:
         blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
