@@ -202,30 +202,61 @@ def test_a_file_that_repeats_its_modules_learns_again(monkeypatch):
 
 
 def test_the_parts_of_a_file_read_by_one_worker_go_on_sampling(monkeypatch, tmp_path):
-    """A worker's next part of the same file (`ir.parts`) goes on with the sampling its
-    last part left (learning off after a window of new lines), not a first window again;
-    another file starts afresh. What each part yields is the same either way."""
+    """A part of a big file (`ir.parts`) is probed from its start: its lines are mostly
+    new. A worker's next part of the same file goes on with the sampling its last part left
+    (a file repeating itself keeps the learning it turned on); another file starts afresh.
+    What each part yields is the same whatever was learned."""
     from meshdiag.ir.scan import scan_part
 
     monkeypatch.setattr(linememo, "WINDOW", 64)
+    monkeypatch.setattr(linememo, "PROBE", 4)
     one, two = _new_lines(0, 300), _new_lines(1, 300)
+    whole = (one + two).encode()
     path = tmp_path / "big.txt"
-    path.write_text(one + two)
-    cut = len(one.encode())
+    path.write_bytes(whole)
+    cut, after = len(one.encode()), one.count("\n") + 1
     cache = ScanCache()
     first = scan_part(str(path), 0, cut, 1, cache=cache)
-    after_first = learned(cache)
-    assert after_first >= linememo.WINDOW - 1  # a first window learned whole
-    second = scan_part(str(path), cut, len((one + two).encode()), one.count("\n") + 1, cache=cache)
-    assert learned(cache) - after_first <= 300 // linememo.PROBE + 2  # only probes
-    assert cache.sampling(str(path), linememo.Sampling).on is False
+    sampling = cache.sampling(str(path), linememo.Sampling)
+    assert learned(cache) <= 300 // linememo.PROBE + 2  # probes only
+    probes = sampling.probe
+    second = scan_part(str(path), cut, len(whole), after, cache=cache)
+    assert cache.sampling(str(path), linememo.Sampling) is sampling
+    assert sampling.probe > probes  # went on counting
     fresh = cache.sampling(str(tmp_path / "other.txt"), linememo.Sampling)
-    assert fresh.on and fresh.new == 0
-    alone = ScanCache()  # the second part on its own learns a window again: same values
-    again = scan_part(str(path), cut, len((one + two).encode()), one.count("\n") + 1, cache=alone)
-    assert learned(alone) >= linememo.WINDOW - 1
+    assert fresh is not sampling and fresh.on and fresh.new == 0
+    again = scan_part(str(path), cut, len(whole), after, cache=ScanCache())
     assert _fields(second) == _fields(again)
-    assert _fields(first) + _fields(second) == _fields(scan_bytes("d.txt", (one + two).encode()))
+    assert _fields(first) + _fields(second) == _fields(scan_bytes("d.txt", whole))
+    # a part of a file repeating one module: learning turns on in the first part and stays
+    # on in the next
+    path.write_text(one * 8)
+    cache = ScanCache()
+    scan_part(str(path), 0, 4 * cut, 1, cache=cache)
+    assert cache.sampling(str(path), linememo.Sampling).on
+    seen = learned(cache)
+    scan_part(str(path), 4 * cut, 8 * cut, 4 * (after - 1) + 1, cache=cache)
+    assert learned(cache) == seen  # every line replayed, none new
+
+
+def test_a_big_regular_file_is_probed_from_its_start(monkeypatch, tmp_path):
+    """`scan_path` streams a regular file too big to read whole with learning off from its
+    first line (one new line in PROBE learned); a stream of unknown kind (stdin, gzip, a
+    pipe) learns a first window whole, in case it repeats itself."""
+    from meshdiag.ir import scan as ir_scan
+
+    monkeypatch.setattr(linememo, "WINDOW", 64)
+    text = "".join(_new_lines(k, 100) for k in range(10))  # 1000 lines, none repeated
+    path = tmp_path / "big.txt"
+    path.write_text(text)
+    monkeypatch.setattr(ir_scan, "BLOCK", 1024)  # too big to read whole
+    cache = ScanCache()
+    report = ir_scan.scan_path(str(path), cache=cache)
+    assert learned(cache) <= 1000 // linememo.PROBE + 2
+    assert _fields(report) == _fields(scan_bytes("d.txt", text.encode()))
+    cache = ScanCache()
+    scan(text, cache)  # a stream of unknown kind
+    assert learned(cache) >= linememo.WINDOW - 1
 
 
 def test_a_small_file_learns_every_line(monkeypatch):

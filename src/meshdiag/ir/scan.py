@@ -127,7 +127,9 @@ def scan_path(
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
         return b.finish()
     with stream:
-        return scan_file(path, stream, on_module, cache, on_block)
+        # a regular file too big to read whole: mostly new lines (`linememo.Sampling`)
+        big = not path.endswith(".gz") and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        return scan_file(path, stream, on_module, cache, on_block, probing=big)
 
 
 def read_small_file(path: str) -> bytes | None:
@@ -251,8 +253,11 @@ def scan_file(
     on_module: OnModule = None,
     cache: ScanCache | None = None,
     on_block: OnBlock = None,
+    *,
+    probing: bool = False,
 ) -> FileReport:
-    """Scan one open binary stream; `path` is what reports show."""
+    """Scan one open binary stream; `path` is what reports show. `probing`: its lines are
+    mostly new (a big regular file): learned one in `linememo.PROBE` from the start."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
     b.on_block = on_block
     try:
@@ -267,15 +272,17 @@ def scan_file(
         return b.finish()
     if _skipped(b, path, head):
         return b.finish()
-    _scan_stream(b, path, stream, head, 1)
+    _scan_stream(b, path, stream, head, 1, probing)
     return b.finish()
 
 
-def _scan_stream(b: Builder, path: str, stream, head: bytes, first_line: int) -> None:
+def _scan_stream(
+    b: Builder, path: str, stream, head: bytes, first_line: int, probing: bool
+) -> None:
     """Scan the rest of `stream` (`head`: what was read of it already) a block at a time,
     learning new lines as `linememo.Sampling` says (the run's for `path`:
-    `ScanCache.sampling`)."""
-    b.sampling = b.cache.sampling(path, linememo.Sampling)
+    `ScanCache.sampling`; made `probing` or learning)."""
+    b.sampling = b.cache.sampling(path, lambda: linememo.Sampling(learning=not probing))
     try:
         blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
@@ -306,7 +313,7 @@ def scan_part(
     try:
         with open(path, "rb", buffering=0) as f:
             f.seek(start)
-            _scan_stream(b, path, Bounded(f, stop - start), b"", first_line)
+            _scan_stream(b, path, Bounded(f, stop - start), b"", first_line, True)
     except OSError as e:
         b.problem(f"cannot read {path}: {e.strerror or e}", None)
     return b.finish()
