@@ -121,6 +121,27 @@ def test_shapes_beyond_a_long_long_and_values_the_writer_does_not_know(writer):
     assert json.loads(want)[1]["shape"] == [4, 8]
 
 
+_OWN_MODULE = next(m for m in _modules() if len(m.values) >= 2 and not m.partitioned)
+_INT = st.one_of(
+    st.integers(-(2**64), 2**64),
+    st.sampled_from([0, -1, 9, 10, -10, 2**63 - 1, -(2**63), -(2**63) - 1, 2**63, 10**18]),
+)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(dims=st.lists(_INT, max_size=5), line=_INT, column=_INT)
+def test_every_int_as_python_writes_it(writer, dims, line, column):
+    """Dims, lines and columns of any sign and size (the native writer prints a long long's
+    digits itself, and leaves bigger ones to Python)."""
+    m = _OWN_MODULE  # (not one the tests above edit: a list shape sends it to the twin)
+    memos = RunMemos()
+    v = m.values[0]
+    v.shape, v.line, v.column = tuple(dims), line, column
+    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+
+
 def test_the_native_writer_leaks_nothing():
     import tracemalloc
 
