@@ -95,3 +95,64 @@ def test_a_serial_json_run_writes_straight_out(tmp_path, monkeypatch, capfdbinar
     assert out == (json.dumps(doc) + "\n").encode()  # one json.dumps, separators and all
     assert [f["path"] for f in doc["files"]] == files and len(files) > 3
     assert spool._WRITER is None  # the run's direct writer is gone with it
+
+
+def test_write_all_writes_every_part_in_order_whatever_each_call_takes(tmp_path, monkeypatch):
+    """`write_all` gathers the parts into `os.writev` calls of at most IOV_MAX buffers and
+    goes on after a short write, in the middle of a buffer or between two; without
+    `writev` it joins them. The file holds the parts in order either way."""
+    import random
+
+    rng = random.Random(7)
+    parts = [bytes([65 + k % 26]) * rng.randrange(0, 40) for k in range(3000)]
+    want = b"".join(parts)
+    real = os.writev
+    calls = []
+
+    def short(fd, buffers):  # writes at most 100 bytes, at most IOV_MAX buffers
+        assert len(buffers) <= spool.IOV_MAX
+        calls.append(len(buffers))
+        return real(fd, [b"".join(bytes(b) for b in buffers)[: rng.randrange(1, 100)]])
+
+    for name, writev in (("short", short), ("real", real), ("none", None)):
+        path = tmp_path / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+        try:
+            if writev is None:
+                monkeypatch.delattr(os, "writev")
+            else:
+                monkeypatch.setattr(os, "writev", writev)
+            assert spool.write_all(fd, parts) == len(want)
+        finally:
+            os.close(fd)
+            monkeypatch.undo()
+        assert path.read_bytes() == want, name
+    assert len(calls) > 100  # the short writes were gone on from
+
+
+def test_a_serial_runs_pieces_go_straight_out_after_what_is_buffered(tmp_path):
+    """A serial run's stream of pieces (`SpoolStream` on the direct writer) reaches the
+    output's file after the separator still in its buffer, and a captured output (no
+    file) gets them joined."""
+    path = tmp_path / "out"
+    with open(path, "wb") as out:
+        spool._WRITER = spool._Direct(out, b", ")
+        try:
+            spool._WRITER.write(b"first")
+            stream = spool.SpoolStream()  # begins: the separator, buffered
+            for k in range(5):
+                stream.write(b"[%d]" % k)
+            stream.done()
+        finally:
+            spool._WRITER = None
+    assert path.read_bytes() == b"first, [0][1][2][3][4]"
+    captured = io.BytesIO()
+    spool._WRITER = spool._Direct(captured, b", ")
+    try:
+        stream = spool.SpoolStream()
+        stream.write(b"a")
+        stream.write(b"b")
+        stream.done()
+    finally:
+        spool._WRITER = None
+    assert captured.getvalue() == b"ab"

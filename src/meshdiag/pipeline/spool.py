@@ -76,6 +76,38 @@ class _Writer:
             view = view[n:]
         self.size += len(data)
 
+    def append_all(self, parts: list[bytes]) -> None:
+        """`append` of the parts one after another, in one system call where it can."""
+        self.size += write_all(self.fd, parts)
+
+
+#: buffers one `os.writev` call takes at most (POSIX guarantees 16; Linux takes 1024)
+IOV_MAX = 1024
+
+
+def write_all(fd: int, parts: list[bytes]) -> int:
+    """Write `parts` to `fd` one after another, gathered by `os.writev` (no copy of them
+    joined: a big file's JSON, 340 MB of the bench file, was copied once more that way);
+    returns how many bytes. Joined and written where there is no `writev`."""
+    total = sum(map(len, parts))
+    if not hasattr(os, "writev"):
+        view = memoryview(b"".join(parts))
+        while view:
+            view = view[os.write(fd, view) :]
+        return total
+    pending = [memoryview(p) for p in parts if p]
+    i = 0  # the first buffer not yet written whole
+    while i < len(pending):
+        n = os.writev(fd, pending[i : i + IOV_MAX])
+        while n:  # past what was written: whole buffers, then the start of the next
+            if n >= len(pending[i]):
+                n -= len(pending[i])
+                i += 1
+            else:
+                pending[i] = pending[i][n:]
+                n = 0
+    return total
+
 
 class SpoolStream:
     """One output appended piece by piece (a big file's modules as they are rendered), so
@@ -99,7 +131,7 @@ class SpoolStream:
             self._flush()
 
     def _flush(self) -> None:
-        self._writer.append(b"".join(self._parts))
+        self._writer.append_all(self._parts)
         self._parts = []
         self._size = 0
 
@@ -132,6 +164,17 @@ class _Direct:
 
     def append(self, data: bytes) -> None:
         self.out.write(data)
+
+    def append_all(self, parts: list[bytes]) -> None:
+        """`append` of the parts one after another: gathered straight to the output's file
+        (`write_all`, after what is buffered), joined where it has none."""
+        try:
+            fd = self.out.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file: captured output
+            self.out.write(b"".join(parts))
+            return
+        self.out.flush()
+        write_all(fd, parts)
 
     def write(self, data: bytes) -> Spooled:
         self.begin()
