@@ -42,10 +42,17 @@ def writer(request, monkeypatch):
 
 
 def test_every_fixture_module_as_json_dumps_writes_it(writer):
+    """Also the modules holding lines shared with others (`LineValues`: the native writer
+    reads the columns, each shared line's values at its occurrence's line), partitioned
+    ones among them (their values' shapes per device)."""
+    from meshdiag.ir.model import LineValues
+
     memos = RunMemos()
     modules = _modules()
     assert sum(len(m.values) for m in modules) > 300
     assert any(m.partitioned for m in modules)
+    shared = [m for m in modules if any(it.__class__ is LineValues for it in m.items)]
+    assert len(shared) > 10 and any(m.partitioned for m in shared)
     for m in modules:
         assert inspect.values_json_text(m, memos) == _by_json(m, memos)
 
@@ -70,7 +77,14 @@ def test_names_and_texts_that_need_escaping(writer, names, texts):
     assert inspect.values_json_text(m, memos) == _by_json(m, memos)
 
 
-_MODULES = [m for m in _modules() if m.values and not m.partitioned][:5]
+def _own(m):
+    """`m` with its values as Values of its own (no shared lines), so that editing one of
+    `m.values` edits the module (a shared line's values in `m.values` are copies)."""
+    m.values = list(m.values)
+    return m
+
+
+_MODULES = [_own(m) for m in _modules() if m.values and not m.partitioned][:5]
 
 
 def test_a_files_json_around_its_modules_as_json_dumps_writes_it(tmp_path):
@@ -121,7 +135,7 @@ def test_shapes_beyond_a_long_long_and_values_the_writer_does_not_know(writer):
     assert json.loads(want)[1]["shape"] == [4, 8]
 
 
-_OWN_MODULE = next(m for m in _modules() if len(m.values) >= 2 and not m.partitioned)
+_OWN_MODULE = _own(next(m for m in _modules() if len(m.values) >= 2 and not m.partitioned))
 _INT = st.one_of(
     st.integers(-(2**64), 2**64),
     st.sampled_from([0, -1, 9, 10, -10, 2**63 - 1, -(2**63), -(2**63) - 1, 2**63, 10**18]),

@@ -769,7 +769,9 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
 
         heads, tails = _json_pieces(memos)
         got = _native_values_json(
-            m.values,
+            # the columns themselves: `m.values` made a list (and a copy of each shared
+            # line's values) only for this
+            (m.lines, m.items, m.partitioned, Value),
             lambda v: gspmd_text(v, memos),
             _json_head,
             _json_tail,

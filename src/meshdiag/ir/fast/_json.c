@@ -166,14 +166,18 @@ static void last_drop(Last *m) {
     Py_CLEAR(m->val);
 }
 
-/* One value's JSON object; 1 when it is not what the twin expects (the caller falls back) */
-static int put_value(Buf *b, PyObject *v, PyObject *gspmd_of, PyObject *head_of,
+/* One value's JSON object, at its own line or at `line` (not NULL: a prototype of a shared
+ * line, `LineValues`, at one of its occurrences); 1 when it is not what the twin expects
+ * (the caller falls back) */
+static int put_value(Buf *b, PyObject *v, PyObject *line, PyObject *gspmd_of, PyObject *head_of,
                      PyObject *tail_of, PyObject *quote, PyObject *gspmds, PyObject *heads,
                      PyObject *tails, Last *last) {
     PyObject *all[FV_N];
     int r = fs_fields(v, all); /* borrowed; v keeps them */
     if (r != 0)
         return r;
+    if (line != NULL)
+        all[FV_LINE] = line;
     PyObject *const f[12] = {all[FV_NAME],  all[FV_LINE],       all[FV_COLUMN], all[FV_KIND],
                              all[FV_OP],    all[FV_SHAPE],      all[FV_LOCAL_SHAPE],
                              all[FV_DTYPE], all[FV_NOTATION],   all[FV_TEXT],
@@ -246,28 +250,92 @@ const char fs_values_json_doc[] =
     "value's name (quoted by `quote` when it must be escaped), line, column and shapes, and\n"
     "head_of(kind, op) and tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), kept\n"
     "in the dicts `heads` and `tails` (gspmd_of once per distinct tiled form of the call).\n"
-    "None when a value is not as the twin expects it.";
+    "`values`: a list of them, or a module's columns (lines, items, partitioned, Value): an\n"
+    "item of another class than Value holds its line's values in `protos` (`partitioned`\n"
+    "in a partitioned module), written at the item's line, as ModuleReport.values gives\n"
+    "them. None when a value is not as the twin expects it.";
+
+/* The `protos` of a shared line's entry and their name in a partitioned module */
+static PyObject *S_PROTOS, *S_PARTITIONED;
 
 PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[5]) ||
+    PyObject *values = nargs == 7 ? args[0] : NULL, *lines = NULL, *value_cls = NULL;
+    int partitioned = 0;
+    if (values != NULL && PyTuple_Check(values) && PyTuple_GET_SIZE(values) == 4) {
+        lines = PyTuple_GET_ITEM(values, 0);
+        value_cls = PyTuple_GET_ITEM(values, 3);
+        partitioned = PyObject_IsTrue(PyTuple_GET_ITEM(values, 2));
+        values = PyTuple_GET_ITEM(values, 1);
+        if (partitioned < 0)
+            return NULL;
+        if (!PyList_Check(lines) || !PyList_Check(values) ||
+            PyList_GET_SIZE(lines) != PyList_GET_SIZE(values) || !PyType_Check(value_cls))
+            values = NULL;
+    }
+    if (values == NULL || !PyList_Check(values) || !PyDict_Check(args[5]) ||
         !PyDict_Check(args[6])) {
-        PyErr_SetString(PyExc_TypeError, "values_json(values: list, gspmd_of, head_of, "
-                                         "tail_of, quote, heads: dict, tails: dict)");
+        PyErr_SetString(PyExc_TypeError,
+                        "values_json(values: list or (lines, items, partitioned, Value), "
+                        "gspmd_of, head_of, tail_of, quote, heads: dict, tails: dict)");
         return NULL;
     }
-    PyObject *values = args[0], *heads = args[5], *tails = args[6];
+    if (S_PROTOS == NULL) {
+        S_PROTOS = PyUnicode_InternFromString("protos");
+        S_PARTITIONED = PyUnicode_InternFromString("partitioned");
+        if (S_PROTOS == NULL || S_PARTITIONED == NULL)
+            return NULL;
+    }
+    PyObject *heads = args[5], *tails = args[6];
     PyObject *gspmds = PyDict_New();
     Buf b = {NULL, 0, 0};
     PyObject *out = NULL;
     Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
     int r = gspmds == NULL ? -1 : PUT(&b, "[");
+    int first = 1;
+    /* (the lists are read again at each step: the callbacks could change them) */
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(values); i++) {
-        if (i > 0 && (r = PUT(&b, ", ")) != 0)
-            break;
         PyObject *v = PyList_GET_ITEM(values, i);
         Py_INCREF(v); /* kept whatever the callbacks do to the list */
-        r = put_value(&b, v, args[1], args[2], args[3], args[4], gspmds, heads, tails, last);
+        if (lines == NULL || Py_TYPE(v) == (PyTypeObject *)value_cls) {
+            if (!first && (r = PUT(&b, ", ")) != 0) {
+                Py_DECREF(v);
+                break;
+            }
+            first = 0;
+            r = put_value(&b, v, NULL, args[1], args[2], args[3], args[4], gspmds, heads, tails,
+                          last);
+            Py_DECREF(v);
+            continue;
+        }
+        /* a shared line's values, at this occurrence's line */
+        PyObject *line = i < PyList_GET_SIZE(lines) ? PyList_GET_ITEM(lines, i) : NULL;
+        PyObject *protos = line == NULL ? NULL
+                           : PyObject_GetAttr(v, partitioned ? S_PARTITIONED : S_PROTOS);
         Py_DECREF(v);
+        if (protos == NULL) {
+            if (line != NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                r = -1;
+                break;
+            }
+            PyErr_Clear();
+            r = 1; /* not what the twin expects: it writes this module */
+            break;
+        }
+        if (!PyTuple_Check(protos)) {
+            Py_DECREF(protos);
+            r = 1;
+            break;
+        }
+        Py_INCREF(line);
+        for (Py_ssize_t k = 0; r == 0 && k < PyTuple_GET_SIZE(protos); k++) {
+            if (!first && (r = PUT(&b, ", ")) != 0)
+                break;
+            first = 0;
+            r = put_value(&b, PyTuple_GET_ITEM(protos, k), line, args[1], args[2], args[3],
+                          args[4], gspmds, heads, tails, last);
+        }
+        Py_DECREF(line);
+        Py_DECREF(protos);
     }
     for (int k = 0; k < 3; k++)
         last_drop(&last[k]);
