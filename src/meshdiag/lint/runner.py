@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from meshdiag.checks.context import CheckContext
 from meshdiag.errors import MeshdiagError
@@ -34,6 +35,9 @@ from meshdiag.pipeline.inspect import (
     scan_checked,
     scan_checked_part,
 )
+
+if TYPE_CHECKING:
+    from meshdiag.comms.scan import CollectiveSniff
 
 #: what the scanner reads to tell a binary file (`ir.scan.SNIFF`)
 SNIFF = 8192
@@ -361,7 +365,7 @@ def _lint_file(
 _UNKNOWN = object()  # not worked out yet (a memo's answer may be None)
 
 
-def _sniff(checks: dict, data: bytes | None):
+def _sniff(checks: dict, data: bytes | None) -> CollectiveSniff | None:
     """What a big file's sharding scan shows its buffers to (`comms.scan.CollectiveSniff`),
     when collective `checks` are enabled; None for a file read already (`data`)."""
     if not checks or data is not None:
@@ -379,7 +383,7 @@ def _collective_findings(
     data: bytes | None = None,
     unreadable: Collection[int] = (),
     part: FilePart | None = None,
-    sniffed=None,
+    sniffed: CollectiveSniff | None = None,
 ) -> list[Finding]:
     """The enabled collective `checks` (MD201-MD203) over the file's collectives, the same
     way `meshdiag comms` runs them; nothing (no second read) when none is enabled, or when
