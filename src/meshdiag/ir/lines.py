@@ -130,11 +130,11 @@ def read_blocks(
     while True:
         chunk = raw.read(BLOCK)
         at_end = not chunk
-        blocks: list[tuple[bytes, int, int, int]] = []  # this read's, for the UTF-8 check
+        blocks: list[tuple[bytes, int, int]] = []  # this read's (buffer, start, end)
         if at_end:  # a last line without a newline is still a line
             if tail:
                 whole = tail if tail.endswith(b"\n") else tail + b"\n"
-                blocks.append((whole, 0, len(whole), lineno))
+                blocks.append((whole, 0, len(whole)))
             tail = b""
         else:
             first = chunk.find(b"\n") + 1
@@ -142,22 +142,22 @@ def read_blocks(
                 tail += chunk
                 cut = tail.rfind(b"\n") + 1  # (a prefix may hold whole lines)
                 if cut:
-                    blocks.append((tail, 0, cut, lineno))
+                    blocks.append((tail, 0, cut))
                     tail = tail[cut:]
             else:
                 if tail:  # the lines ending in the chunk's first line, joined
                     seam = tail + chunk[:first]
-                    blocks.append((seam, 0, len(seam), lineno))
+                    blocks.append((seam, 0, len(seam)))
                 cut = chunk.rfind(b"\n") + 1
                 if cut > first or not tail:
-                    blocks.append((chunk, first if tail else 0, cut, -1))
+                    blocks.append((chunk, first if tail else 0, cut))
                 tail = chunk[cut:]
-        for k, (buf, start, end, _) in enumerate(blocks):
-            if k:  # numbered when the one before it has been read
-                blocks[k] = (buf, start, end, lineno)
+        firsts = []  # each block's first line, known once the one before it was read
+        for buf, start, end in blocks:
+            firsts.append(lineno)
             after = yield buf, start, end, lineno
             lineno = after if after is not None else lineno + count(buf, b"\n", start, end)
-        for buf, start, end, first_line_of in blocks:
+        for (buf, start, end), first_line_of in zip(blocks, firsts, strict=True):
             if not buf.isascii():
                 check_utf8(buf[start:end], first_line_of, problem)
         if at_end:
