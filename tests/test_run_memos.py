@@ -470,3 +470,24 @@ def test_a_replayed_report_copies_every_field_of_the_report():
         "findings",
         "skipped",
     ]
+
+
+def test_a_modules_rows_spell_each_value_as_written_whatever_it_shares():
+    """`dump_summary._module_rows` works out a value's layout key and spelling once per
+    (text, notation, parsed objects) in a module: values sharing one parsed tiled form but
+    written differently (a V1 device list and its V2 spelling) are one layout, each
+    spelling counted as written."""
+    from meshdiag.ir.model import ModuleReport, Value
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    v1, v2 = "{devices=[2,1]0,1}", "{devices=[2,1]<=[2]}"
+    h = parse_gspmd(v2)
+    values = [
+        Value(name, 3 + k, 5, text, "gspmd", "op", None, (4, 8), None, "f32", None, h, h)
+        for k, (name, text) in enumerate([("%a", v1), ("%b", v2), ("%c", v1)])
+    ]
+    m = ModuleReport("m", 1, "hlo", values=values)
+    rows = dump_summary._module_rows(m, None, RunMemos())
+    assert len(rows) == 1
+    (row,) = rows.values()
+    assert row[0] == 3 and row[1] == {v1: 2, v2: 1}

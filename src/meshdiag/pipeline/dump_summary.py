@@ -240,6 +240,10 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
     out: dict[str, list] = {}
     one_off: set[tuple] = set()  # (line, name, key) of Values kept whole
     done_items: set[int] = set()
+    # (layout key, spelling) by what they are worked out from: a module's values mostly
+    # share their text and parsed objects (copies of one prototype), which stay alive
+    # meanwhile, so their identities name them
+    texts: dict[tuple, tuple[str, str]] = {}
     for i, it in enumerate(items):
         if it.__class__ is Value:
             vals = [it]
@@ -252,8 +256,11 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
             times = occurrences[id(it)]
         counted: set[tuple[str, str]] = set()
         for v in vals:
-            k = layout_key(v, memos)
-            spelling = own_text(v, memos)
+            of = (v.text, v.notation, id(v.sharding), id(v.hlo))
+            got = texts.get(of)
+            if got is None:
+                got = texts[of] = (layout_key(v, memos), own_text(v, memos))
+            k, spelling = got
             row = out.get(k)
             if row is None:
                 row = out[k] = [0, {}, {}, {}, (v.name, i), None]
