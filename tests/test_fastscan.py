@@ -624,8 +624,24 @@ def test_the_memo_marks_what_it_learns_and_forgets_it_with_the_lines():
     prints = cache.lines(1, "mlir")[1]
     assert printed(prints, b"  %0 = a sharding line")
     assert sum(bin(byte).count("1") for byte in prints) == 1
-    assert not any(cache.lines(2, "mlir")[1])  # another module state: its own filter
+    # another module state: its own filter, none while it has learned nothing
+    assert cache.lines(2, "mlir") == ({}, None)
     cache.learn(1, "mlir", b"x" * (MAX_LINE_BYTES // 2), None)
     cache.learn(1, "mlir", b"y" * (MAX_LINE_BYTES // 2), None)  # past the budget: all forgotten
-    assert not printed(prints, b"  %0 = a sharding line")
+    assert not printed(cache.lines(1, "mlir")[1], b"  %0 = a sharding line")
     assert list(cache.lines(1, "mlir")[0]) == [b"y" * (MAX_LINE_BYTES // 2)]
+
+
+def test_the_memos_filters_are_made_as_lines_are_learned_and_bounded():
+    """A module state the walker only asks about costs no filter; one is made with a
+    state's first line learned, at most MAX_PRINTS of them before the memo starts over, so
+    a run of thousands of states (every module on a mesh of its own) holds a few MB."""
+    from meshdiag.ir.scancache import MAX_PRINTS, ScanCache
+
+    cache = ScanCache()
+    for token in range(5000):
+        assert cache.lines(token, "mlir")[1] is None
+    for token in range(5000):
+        cache.learn(token, "mlir", b"  %0 = a sharding line", None)
+        assert sum(p is not None for _, p in cache._known.values()) <= MAX_PRINTS
+    assert cache.lines(4999, "mlir")[0] == {b"  %0 = a sharding line": None}

@@ -38,6 +38,10 @@ MAX_LINE_BYTES = 16 << 20
 #: about what a learned line costs besides its bytes, and each of its values
 LINE_COST = 120
 VALUE_COST = 400
+#: the bytes of a module state's filter of its learned lines (`ir.prints`), and how many
+#: the memo holds at most (4 MB)
+PRINTS_COST = _prints.PRINT_BITS // 8
+MAX_PRINTS = 128
 #: lines longer than this are read each time, never learned
 MAX_LINE = 16384
 #: distinct parses and shapes kept (each entry a few hundred bytes; a run sees tens to
@@ -55,6 +59,7 @@ class ScanCache:
     __slots__ = (
         "_known",
         "_line_bytes",
+        "_n_prints",
         "_tokens",
         "_next_token",
         "_parses",
@@ -67,8 +72,9 @@ class ScanCache:
     )
 
     def __init__(self) -> None:
-        self._known: dict[tuple[int, str | None], tuple[dict[bytes, Any], bytearray]] = {}
+        self._known: dict[tuple[int, str | None], tuple[dict[bytes, Any], bytearray | None]] = {}
         self._line_bytes = 0
+        self._n_prints = 0  # states with a filter (`learn`)
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
         self._parses = Table(MAX_PARSES)
@@ -95,25 +101,35 @@ class ScanCache:
         return sampling
 
     # -- lines -----------------------------------------------------------------------------
-    def lines(self, token: int, dialect: str | None) -> tuple[dict[bytes, Any], bytearray]:
+    def lines(self, token: int, dialect: str | None) -> tuple[dict[bytes, Any], bytearray | None]:
         """The lines learned in one module state, meshes (`token`) and dialect: what each
         yields (a `LineValues`, or None: nothing), and the filter of them the walkers ask
-        first (each one's bit set, `ir.prints`: a line whose bit is clear is not looked up)."""
+        first (each one's bit set, `ir.prints`: a line whose bit is clear is not looked up);
+        None until a line is learned there (the walkers look nothing up in an empty dict)."""
         key = (token, dialect)
         got = self._known.get(key)
         if got is None:
-            got = self._known[key] = ({}, bytearray(_prints.PRINT_BITS // 8))
+            got = self._known[key] = ({}, None)
         return got
 
     def learn(self, token: int, dialect: str | None, raw: bytes, item: LineValues | None) -> None:
-        """`raw` yields `item` (None: nothing) in the module state (`lines`)."""
+        """`raw` yields `item` (None: nothing) in the module state (`lines`). A state's
+        filter is made with its first line learned, at most MAX_PRINTS of them before the
+        memo starts over (made for every state the walker asked about, 4,000 modules on
+        meshes of their own held 128 MB of filters)."""
+        key = (token, dialect)
         cost = len(raw) + LINE_COST + (VALUE_COST * len(item.protos) if item is not None else 0)
-        if self._line_bytes + cost > MAX_LINE_BYTES:
-            for known, prints in self._known.values():  # the walker asks again at its next call
-                known.clear()
-                prints[:] = bytes(len(prints))
-            self._line_bytes = 0
-        known, prints = self.lines(token, dialect)
+        known, prints = self._known.get(key) or ({}, None)
+        if self._line_bytes + cost > MAX_LINE_BYTES or (
+            prints is None and self._n_prints >= MAX_PRINTS
+        ):
+            self._known.clear()  # (the walker asks again at its next call)
+            self._line_bytes = self._n_prints = 0
+            known, prints = {}, None
+        if prints is None:
+            prints = bytearray(PRINTS_COST)
+            self._n_prints += 1
+            self._known[key] = (known, prints)
         known[raw] = item
         _prints.mark(prints, raw)
         self._line_bytes += cost
@@ -127,7 +143,7 @@ class ScanCache:
                 self._tokens.clear()
                 self._tokens[()] = 0
                 self._known.clear()
-                self._line_bytes = 0
+                self._line_bytes = self._n_prints = 0
                 self._protos.clear()
                 self._n_protos = 0
             t = self._tokens[key] = self._next_token

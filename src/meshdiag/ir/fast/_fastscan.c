@@ -364,9 +364,12 @@ static PyObject *walk(PyObject *const *args, const char *fn, Plain *plain,
         Py_ssize_t end = (le > ls && buf[le - 1] == '\r') ? le - 1 : le;
 
         PyObject *item = NULL;
-        uint32_t bit = prints == NULL ? 0 : line_print_of(buf + ls, end - ls);
-        if (PyDict_GET_SIZE(known) > 0 &&
-            (prints == NULL || (prints[bit >> 3] >> (bit & 7)) & 1)) {
+        int look = PyDict_GET_SIZE(known) > 0; /* (a print only where there is a dict) */
+        if (look && prints != NULL) {
+            uint32_t bit = line_print_of(buf + ls, end - ls);
+            look = (prints[bit >> 3] >> (bit & 7)) & 1;
+        }
+        if (look) {
             PyObject *key = PyBytes_FromStringAndSize((const char *)buf + ls, end - ls);
             if (key == NULL)
                 return NULL;
