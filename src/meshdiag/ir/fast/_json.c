@@ -294,48 +294,41 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     int first = 1;
     /* (the lists are read again at each step: the callbacks could change them) */
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(values); i++) {
-        PyObject *v = PyList_GET_ITEM(values, i);
+        PyObject *v = PyList_GET_ITEM(values, i), *line = NULL, *protos = NULL;
         Py_INCREF(v); /* kept whatever the callbacks do to the list */
-        if (lines == NULL || Py_TYPE(v) == (PyTypeObject *)value_cls) {
-            if (!first && (r = PUT(&b, ", ")) != 0) {
+        PyObject *const *vs = &v; /* the values this item writes: itself, or... */
+        Py_ssize_t n = 1;
+        if (lines != NULL && Py_TYPE(v) != (PyTypeObject *)value_cls) {
+            /* ...a shared line's values, at this occurrence's line */
+            line = i < PyList_GET_SIZE(lines) ? PyList_GET_ITEM(lines, i) : NULL;
+            protos = line == NULL ? NULL
+                                  : PyObject_GetAttr(v, partitioned ? S_PARTITIONED : S_PROTOS);
+            if (protos == NULL || !PyTuple_Check(protos)) {
+                if (protos == NULL && line != NULL &&
+                    !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                    r = -1; /* an error of its own */
+                } else {
+                    PyErr_Clear();
+                    r = 1; /* not what the twin expects: it writes this module */
+                }
+                Py_XDECREF(protos);
                 Py_DECREF(v);
                 break;
             }
-            first = 0;
-            r = put_value(&b, v, NULL, args[1], args[2], args[3], args[4], gspmds, heads, tails,
-                          last);
-            Py_DECREF(v);
-            continue;
+            Py_INCREF(line);
+            vs = &PyTuple_GET_ITEM(protos, 0);
+            n = PyTuple_GET_SIZE(protos);
         }
-        /* a shared line's values, at this occurrence's line */
-        PyObject *line = i < PyList_GET_SIZE(lines) ? PyList_GET_ITEM(lines, i) : NULL;
-        PyObject *protos = line == NULL ? NULL
-                           : PyObject_GetAttr(v, partitioned ? S_PARTITIONED : S_PROTOS);
-        Py_DECREF(v);
-        if (protos == NULL) {
-            if (line != NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-                r = -1;
-                break;
-            }
-            PyErr_Clear();
-            r = 1; /* not what the twin expects: it writes this module */
-            break;
-        }
-        if (!PyTuple_Check(protos)) {
-            Py_DECREF(protos);
-            r = 1;
-            break;
-        }
-        Py_INCREF(line);
-        for (Py_ssize_t k = 0; r == 0 && k < PyTuple_GET_SIZE(protos); k++) {
+        for (Py_ssize_t k = 0; r == 0 && k < n; k++) {
             if (!first && (r = PUT(&b, ", ")) != 0)
                 break;
             first = 0;
-            r = put_value(&b, PyTuple_GET_ITEM(protos, k), line, args[1], args[2], args[3],
-                          args[4], gspmds, heads, tails, last);
+            r = put_value(&b, vs[k], line, args[1], args[2], args[3], args[4], gspmds, heads,
+                          tails, last);
         }
-        Py_DECREF(line);
-        Py_DECREF(protos);
+        Py_XDECREF(line);
+        Py_XDECREF(protos);
+        Py_DECREF(v);
     }
     for (int k = 0; k < 3; k++)
         last_drop(&last[k]);
