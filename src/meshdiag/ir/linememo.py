@@ -14,8 +14,9 @@ comes again: in a big file of new lines (one program's every op, each with its o
 names and shapes) it never does. So a streamed file learns under a `Sampling`: after a window
 of new lines of which few came again, only one new line in `PROBE` is learned, until the
 walker replays enough of those (a file that repeats its modules, a pass dump in one file)
-to turn learning back on. A big regular file, or a part of one, starts that way. What a line yields is the same learned or not; only the time
-differs: a 60 MB file of new lines scanned in 1.52 s learning every line, 1.36 s sampled.
+to turn learning back on. A big regular file, or a part of one, starts that way. What a
+line yields is the same learned or not; only the time differs: a 60 MB file of new lines
+scanned in 1.52 s learning every line, 1.36 s sampled.
 A file small enough to read whole (`scan_bytes`) learns every line: a dump's pass files
 repeat each other, not themselves.
 """

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from meshdiag.ir.parts import FilePart
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
+    from meshdiag.model.sharding import HloSharding
 
 JSON_VERSION = 1
 T = TypeVar("T")
@@ -943,7 +944,7 @@ def value_layout(v: Value, n: int | None, split: str, memos: RunMemos | None = N
         return None
 
 
-def layout_devices(h, n: int | None) -> int | None:
+def layout_devices(h: HloSharding, n: int | None) -> int | None:
     """The device count a value's layout is made over: its module's `n`, or None (every
     device the sharding names) when the sharding names more devices than the module has."""
     named = h.num_devices
