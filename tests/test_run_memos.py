@@ -491,3 +491,81 @@ def test_a_modules_rows_spell_each_value_as_written_whatever_it_shares():
     assert len(rows) == 1
     (row,) = rows.values()
     assert row[0] == 3 and row[1] == {v1: 2, v2: 1}
+
+
+# -- what the run's memos hold ---------------------------------------------------------------
+
+
+def test_a_weighed_table_starts_over_past_its_weight():
+    t = Table(limit=100, max_weight=10)
+    t.put("a", 1, weight=6)
+    t.put("b", 2)  # (unweighed: counts against the entries only)
+    assert len(t) == 2 and t.weight == 6
+    t.put("c", 3, weight=5)  # 11 > 10: starts over, keeping the new entry
+    assert list(t.data) == ["c"] and t.weight == 5
+    t.clear()
+    assert len(t) == 0 and t.weight == 0
+
+
+def test_the_run_memos_start_over_past_what_they_hold():
+    """Past `max_held` bytes of parses told (`hold`), every memo of the run is emptied in
+    place: one a caller holds is the run's still."""
+    from meshdiag.checks.values import _Book
+    from meshdiag.comms.scan import ScanMemo
+    from meshdiag.layouts.engine import LayoutMemo
+
+    memos = RunMemos(max_held=100_000)
+    cache = inspect.scan_cache(memos)
+    scan_file("d.mlir", io.BytesIO(dump(2)), cache=cache)
+    memos.table("t").put("k", 1)
+    memos.identity("i").put(cache, 1)
+    memos.content("c").put("k", 3, 1)
+    memos.last("l").put("k", 1)
+    memos.recent("r").put(b"data", "k", 1)
+    memos.slot("d", dict)["k"] = 1
+    book = memos.slot("checks.verdicts", _Book)
+    book.by_facts["k"], book.judged = None, 5
+    memos.slot("comms.scan", ScanMemo).calls.put("k", 1)
+    memos.slot("layouts", lambda: LayoutMemo(max_devices=10))
+    assert len(cache._parses) > 0 and memos._held > 0  # the scan told what it parsed
+    memos.hold(100_000 - memos._held)  # at the budget: kept
+    assert memos.table("t").get("k") == 1
+    memos.hold(7)
+    assert memos._held == 7  # (what the caller told of, kept as it started over)
+    assert inspect.scan_cache(memos) is cache and len(cache._parses) == 0
+    assert len(memos.table("t")) == len(memos.identity("i")) == len(memos.content("c")) == 0
+    assert memos.last("l").get("k") is None and memos.recent("r").get(b"data", "k") is None
+    assert memos.slot("d", dict) == {} and memos.slot("checks.verdicts", _Book).judged == 0
+    assert not book.by_facts and len(memos.slot("comms.scan", ScanMemo).calls) == 0
+
+
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "-q", "-j1"],
+        ["inspect", "-q", "-j1", "--format", "json"],
+        ["inspect", "-q", "-j1", "--mesh", "batch=2,model=4"],
+        ["lint", "-j1", "--format", "json"],
+    ],
+)
+def test_memos_starting_over_at_every_parse_change_no_output(args, capsys, monkeypatch):
+    """Memos only save work: with the run's memos emptied at every sharding or mesh parsed
+    (a budget of 0 bytes), every fixture gives what it gives with room for them all."""
+    from meshdiag import memo
+    from meshdiag.cli.app import main
+
+    def run() -> str:
+        with pytest.raises(SystemExit):
+            main([*args, str(FIXTURE_DIR)])
+        return capsys.readouterr().out
+
+    roomy = run()
+    starts = []
+    real = RunMemos.start_over
+    monkeypatch.setattr(RunMemos, "start_over", lambda self: starts.append(1) or real(self))
+    monkeypatch.setattr(memo, "MAX_HELD_BYTES", 0)
+    assert run() == roomy
+    assert len(starts) > 100

@@ -70,6 +70,47 @@ def test_each_distinct_sharding_is_parsed_once_per_run():
     assert parses == [("hlo", "{devices=[2,4]<=[8]}")]
 
 
+def test_each_parse_tells_the_run_what_it_holds():
+    """A parse is weighed by the devices it lists (an iota assignment's at the bytes of its
+    array, a listed one's at a tuple slot and an int each) and told to the run once, when
+    first made; a hit tells nothing."""
+    told: list[int] = []
+    cache = ScanCache(told.append)
+    listed = "{devices=[4,1]" + ",".join(map(str, (3, 1, 0, 2))) + "}"
+    hlo = "HloModule m, num_partitions=4\n  %p = f32[8,16]{1,0} parameter(0), sharding=S\n"
+    scan(hlo.replace("S", listed) + hlo.replace("S", listed), cache)
+    assert len(told) == 1  # once per distinct text, in the file or the run
+    assert told[0] == 4 * scancache.LISTED_DEVICE_BYTES + scancache.PARSED_BYTES + len(listed)
+    scan(hlo.replace("S", "{devices=[4,1]<=[4]}"), cache)
+    iota = 4 * scancache.IOTA_DEVICE_BYTES + scancache.PARSED_BYTES + len("{devices=[4,1]<=[4]}")
+    assert told[1:] == [iota]
+    told.clear()
+    shardy = (
+        "module @m {\n"
+        '  sdy.mesh @mesh = <["x"=2, "y"=4], device_ids=[7, 6, 5, 4, 3, 2, 1, 0]>\n'
+        '  func.func @main(%a: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})'
+        " -> tensor<8x8xf32> {\n    return %a : tensor<8x8xf32>\n  }\n}\n"
+    )
+    scan(shardy, cache)
+    mesh = 8 * scancache.LISTED_DEVICE_BYTES + scancache.PARSED_BYTES
+    assert told and told[0] >= mesh  # the mesh, with every device it lists
+    assert sum(told) >= mesh + 8 * scancache.IOTA_DEVICE_BYTES  # and the sharding on it
+
+
+def test_a_cleared_cache_reads_on_as_a_fresh_one():
+    """`clear` (the run's memos starting over) forgets every line and parse, and a mesh
+    state's number is never given again: a scan after it reads what a fresh cache reads."""
+    cache = ScanCache()
+    before = scan(PASS.format(n=0), cache)
+    token = cache.token((("m", 1),))  # (any key)
+    cache.clear()
+    assert learned(cache) == 0 and len(cache._parses) == 0 and not cache._protos
+    assert cache.token((("m", 1),)) > token
+    after = scan(PASS.format(n=0), cache)
+    assert after.modules == before.modules == scan(PASS.format(n=0)).modules
+    assert learned(cache) > 0
+
+
 def test_structure_lines_are_read_once_and_long_ones_never_kept():
     """Module headers and mesh declarations are read once per distinct line of at most
     MAX_LINE characters; a longer one is read each time and not kept."""

@@ -89,6 +89,59 @@ def test_big_file_peak_rss_is_flat(tmp_path):
     assert all(v < BOUND_MB for v in peaks.values()), (modules, peaks)
 
 
+def listed_devices_module(j: int, n: int = 2048) -> str:
+    """A module whose one sharding lists `n` devices in an order of its own."""
+    import random
+
+    order = list(range(n))
+    random.Random(j).shuffle(order)
+    s = f"{{devices=[{n},1]{','.join(map(str, order))}}}"
+    return (
+        f"module @m{j} attributes {{mhlo.num_partitions = {n} : i32}} {{\n"
+        f'  func.func public @main(%arg0: tensor<{4 * n}x8xf32> {{mhlo.sharding = "{s}"}})'
+        f" -> (tensor<{4 * n}x8xf32>) {{\n    return %arg0 : tensor<{4 * n}x8xf32>\n  }}\n}}\n"
+    )
+
+
+def own_mesh_module(j: int) -> str:
+    """A Shardy module on a mesh of its own: `j + 2` devices on one axis."""
+    d = j + 2
+    return (
+        f"module @m{j} attributes {{mhlo.num_partitions = {d} : i32}} {{\n"
+        f'  sdy.mesh @mesh = <["x"={d}]>\n'
+        f"  func.func public @main(%arg0: tensor<{4 * d}x8xf32> {{sdy.sharding = "
+        f'#sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) -> (tensor<{4 * d}x8xf32>) {{\n'
+        f"    return %arg0 : tensor<{4 * d}x8xf32>\n  }}\n}}\n"
+    )
+
+
+def test_thousands_of_distinct_big_shardings_stay_within_the_bound(tmp_path):
+    """Each distinct sharding or mesh is kept by every memo keyed by it; with thousands of
+    devices each, the run's memos start over past their budget (`RunMemos.hold`). Before
+    that, 1,500 distinct lists of 2,048 devices (14 MB) peaked at 272 MB, 3,000 meshes of
+    their own at 256 MB in JSON."""
+    listed, meshes = tmp_path / "listed.mlir", tmp_path / "meshes.mlir"
+    listed.write_text("".join(listed_devices_module(j) for j in range(1500)))
+    meshes.write_text("".join(own_mesh_module(j) for j in range(3000)))
+    cmds = {
+        f"{how} {p.name}": [MESHDIAG, *args, str(p)]
+        for p in (listed, meshes)
+        for how, args in (
+            ("inspect", ["inspect", "-q", "-j1"]),
+            ("json", ["inspect", "-q", "-j1", "--format", "json"]),
+        )
+    }
+    peaks = {}
+    for k, c in cmds.items():  # (one at a time: each takes a core for seconds)
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE, *c], capture_output=True, text=True, timeout=900
+        ).stdout
+        rc, rss = out.split()
+        assert rc == "0", (k, rc)
+        peaks[k] = float(rss)
+    assert all(v < BOUND_MB for v in peaks.values()), peaks
+
+
 def test_json_of_big_file_is_whole(tmp_path):
     """The module-by-module JSON is one valid document with every module."""
     f = tmp_path / "some.mlir"

@@ -12,6 +12,13 @@ bounded: past its budget it starts over.
 
 `memos.last(name)` keeps only the last key's value; `memos.recent(name)` the last few
 hundred keys' (a file that repeats one read a little before).
+
+Counting entries bounds a memo only as far as each entry is small, and an entry keyed by a
+parsed sharding holds the sharding, whose listed devices may be thousands (a run over 3,000
+distinct 2,048-device lists held 280 MB of them, kept alive by every memo keyed by
+sharding). So the run also counts what it parses (`hold`, asked by the scanner's memo for
+each sharding and mesh it parses): past MAX_HELD_BYTES, every memo of the run starts over
+(`start_over`), each memo made with a `clear()` for it.
 """
 
 from __future__ import annotations
@@ -29,27 +36,45 @@ MAX_ENTRIES = 1 << 14
 #: (a row costs about 16 bytes plus what it keeps alive)
 MAX_ROWS = 1 << 15
 MAX_MODULE_ROWS = 1 << 14
+#: bytes of parsed shardings and meshes (as `ir.scancache` weighs them) a run's memos may
+#: hold before they all start over: a real program's every-pass dump parses a few MB of
+#: them in all, but every distinct sharding of a 4,096-device pod listing its devices
+#: costs 180 KB
+MAX_HELD_BYTES = 64 << 20
 
 
 class Table:
-    """A dict bounded by its number of entries: full, it starts over."""
+    """A dict bounded by its number of entries, and by their weight where `put` is given
+    one (`max_weight`: the bytes of a rendered text, the devices of a tiling): full, it
+    starts over."""
 
-    __slots__ = ("data", "limit")
+    __slots__ = ("data", "limit", "weight", "max_weight")
 
-    def __init__(self, limit: int = MAX_ENTRIES) -> None:
+    def __init__(self, limit: int = MAX_ENTRIES, max_weight: int | None = None) -> None:
         self.data: dict[Any, Any] = {}
         self.limit = limit
+        self.weight = 0
+        self.max_weight = max_weight
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self.data.get(key, default)
 
-    def put(self, key: Any, value: Any) -> Any:
-        """Remember `value` under `key`; returns `value`."""
+    def put(self, key: Any, value: Any, weight: int = 0) -> Any:
+        """Remember `value` under `key`, weighing `weight` (counted against `max_weight`,
+        unless the table has none); returns `value`."""
         data = self.data
-        if len(data) >= self.limit:
+        if len(data) >= self.limit or (
+            weight and self.max_weight is not None and self.weight + weight > self.max_weight
+        ):
             data.clear()
+            self.weight = 0
         data[key] = value
+        self.weight += weight
         return value
+
+    def clear(self) -> None:
+        self.data.clear()
+        self.weight = 0
 
     def call(self, fn: Callable, *args: Any) -> Any:
         """`fn(*args)` once per distinct arguments (for a pure `fn`; an exception is raised
@@ -98,6 +123,9 @@ class IdentityTable:
         if hit is not None and hit[0] is obj:
             del self.data[id(obj)]
 
+    def clear(self) -> None:
+        self.data.clear()
+
     def ids(self):
         """The identities held (a set-like view)."""
         return self.data.keys()
@@ -133,6 +161,10 @@ class ContentTable:
         self.rows += rows + 1
         return value
 
+    def clear(self) -> None:
+        self.data.clear()
+        self.rows = 0
+
     def __len__(self) -> int:
         return len(self.data)
 
@@ -155,6 +187,9 @@ class Last:
     def put(self, key: Any, value: Any) -> Any:
         self.key, self.value = key, value
         return value
+
+    def clear(self) -> None:
+        self.key, self.value = _MISSING, None
 
 
 class Recent:
@@ -205,6 +240,11 @@ class Recent:
             self.held -= old[2]
         return value
 
+    def clear(self) -> None:
+        self.order.clear()
+        self.buckets.clear()
+        self.held = 0
+
 
 #: every how many bytes `Recent` samples its inputs
 STRIDE = 61
@@ -217,15 +257,34 @@ def _bucket(data: bytes) -> int:
 class RunMemos:
     """Every memo of one run, by name (`"<module>.<what>"`), each made on first use."""
 
-    __slots__ = ("_tables",)
+    __slots__ = ("_tables", "_held", "max_held")
 
-    def __init__(self) -> None:
+    def __init__(self, max_held: int | None = None) -> None:
         self._tables: dict[str, Any] = {}
+        self._held = 0  # bytes of parses counted since the memos last started over
+        self.max_held = MAX_HELD_BYTES if max_held is None else max_held
 
-    def table(self, name: str, limit: int = MAX_ENTRIES) -> Table:
+    def hold(self, nbytes: int) -> None:
+        """Count `nbytes` of parsed objects (shardings, meshes) that the run's memos may
+        now hold; past `max_held` since they last started over, they all start over (and
+        then hold these alone: the caller keeps what it is telling of, told first)."""
+        held = self._held + nbytes
+        if held > self.max_held:
+            self.start_over()
+            held = nbytes
+        self._held = held
+
+    def start_over(self) -> None:
+        """Empty every memo of the run (each keeps its place: a caller holding one goes on
+        with it, emptied)."""
+        for t in self._tables.values():
+            t.clear()
+        self._held = 0
+
+    def table(self, name: str, limit: int = MAX_ENTRIES, max_weight: int | None = None) -> Table:
         t = self._tables.get(name)
         if t is None:
-            t = self._tables[name] = Table(limit)
+            t = self._tables[name] = Table(limit, max_weight)
         return t  # type: ignore[return-value]
 
     def identity(self, name: str, limit: int = MAX_ENTRIES) -> IdentityTable:
@@ -236,7 +295,8 @@ class RunMemos:
 
     def slot(self, name: str, make: Callable[[], T]) -> T:
         """The memo called `name`, made by `make()` on first use: for memos bounded by
-        something other than their entries (layouts, by the devices they hold)."""
+        something other than their entries (layouts, by the devices they hold). It must
+        have a `clear()` (`start_over`)."""
         t = self._tables.get(name)
         if t is None:
             t = self._tables[name] = make()  # type: ignore[assignment]

@@ -55,6 +55,12 @@ class _Book:
         self._keyed: tuple[list, int] | None = None  # the list `_distinct` is of, its length
         self._distinct: list[tuple[tuple, Value]] = []
 
+    def clear(self) -> None:
+        self.by_facts.clear()
+        self.judged = 0
+        self._keyed = None
+        self._distinct = []
+
     def distinct(self, items: list) -> list[tuple[tuple, Value]]:
         """`keys.distinct(items)`, once for the rules that judge one module's own values
         one after another (the last list asked about is kept, and so alive)."""

@@ -204,6 +204,10 @@ class ScanMemo:
         # module headers: a table of their own, so one-off headers cannot evict parses
         self.headers = Table(MAX_HEADERS)
 
+    def clear(self) -> None:
+        for t in (self.files, self.hlo, self.calls, self.tables, self.headers):
+            t.clear()
+
 
 def scan_collectives(
     paths: Iterable[str], memos: RunMemos | None = None

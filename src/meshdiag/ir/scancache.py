@@ -18,7 +18,10 @@ module-level, keyed by value (bytes / str / mesh keys), bounded.
   (hashing a MeshKey hashes its meshes, and tuples do not keep their hash).
 
 Everything here is bounded by a byte estimate and starts over past it: a file with no
-repeated line must not grow the memo with its size.
+repeated line must not grow the memo with its size. What a parse holds is weighed
+(`held_bytes`: mostly the devices a sharding or mesh lists) and told to the run
+(`RunMemos.hold`): every memo keyed by a sharding holds it, so past the run's budget they
+all start over, this one too (`clear`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from meshdiag.ir import text as _text
 from meshdiag.ir.annot import MeshKey, Parsed
 from meshdiag.ir.model import LineValues, Value, from_proto
 from meshdiag.memo import Table
+from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import HloSharding, NamedSharding
 
 #: what the line memo may hold (its keys' bytes plus an estimate per value), in bytes
 MAX_LINE_BYTES = 16 << 20
@@ -51,6 +56,13 @@ MAX_TOKENS = 4096
 #: distinct module headers and mesh declarations kept (a few hundred bytes each, at most
 #: `MAX_LINE`; a dump has a few per module)
 MAX_HEADERS = 1024
+#: what `held_bytes` takes a parse to hold: a listed device (its tuple slot and int, its
+#: array once asked for), a device of an iota assignment (its array, and what the memos
+#: keyed by the sharding derive from it: tilings, tile orders, renderings; weighed at 8 B,
+#: 4,000 meshes of their own held 200 MB within the budget), a parsed object besides them
+LISTED_DEVICE_BYTES = 44
+IOTA_DEVICE_BYTES = 44
+PARSED_BYTES = 400
 
 
 class ScanCache:
@@ -69,9 +81,10 @@ class ScanCache:
         "_protos",
         "_n_protos",
         "_stream",
+        "_hold",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, hold: Callable[[int], None] | None = None) -> None:
         self._known: dict[tuple[int, str | None], tuple[dict[bytes, Any], bytearray | None]] = {}
         self._line_bytes = 0
         self._n_prints = 0  # states with a filter (`learn`)
@@ -84,6 +97,22 @@ class ScanCache:
         self._protos: dict[int, dict[str, Value]] = {}
         self._n_protos = 0
         self._stream: tuple[str, Any] | None = None  # (path, its sampling): `sampling`
+        self._hold = hold  # told the bytes each parse holds (`RunMemos.hold`)
+
+    def clear(self) -> None:
+        """Forget everything but the numbers given to mesh keys (`token`: a number is never
+        given again, so one a caller still holds can only miss)."""
+        self._known.clear()
+        self._line_bytes = self._n_prints = 0
+        self._tokens.clear()
+        self._tokens[()] = 0
+        self._parses.clear()
+        self._shapes.clear()
+        self._headers.clear()
+        self._types.clear()
+        self._protos.clear()
+        self._n_protos = 0
+        self._stream = None
 
     # -- streams ---------------------------------------------------------------------------
     def sampling(self, path: str, make: Callable[[], Any]) -> Any:
@@ -196,7 +225,7 @@ class ScanCache:
         key = ("hlo", text)
         hit = self._parses.get(key)
         if hit is None:
-            hit = self._parses.put(key, annot.leaves(annot.parse_hlo_text(text)))
+            hit = self._parsed(key, annot.leaves(annot.parse_hlo_text(text)), text)
         return hit  # type: ignore[return-value]
 
     def named(self, text: str, meshes: MeshKey, manual_axes: tuple[str, ...], token: int) -> Parsed:
@@ -206,13 +235,24 @@ class ScanCache:
         key = ("sdy", text, token, manual_axes)
         hit = self._parses.get(key)
         if hit is None:
-            hit = self._parses.put(key, annot.parse_named(text, meshes, manual_axes))
+            hit = self._parsed(key, annot.parse_named(text, meshes, manual_axes), text)
         return hit  # type: ignore[return-value]
 
     def call(self, fn, *args):
         """`fn(*args)` once per distinct arguments: the handlers' parsers of a mesh
-        declaration or a per-value sharding list."""
-        return self._parses.call(fn, *args)
+        declaration or a per-value sharding list (whose first argument is the text)."""
+        key = (fn, *args)
+        hit = self._parses.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self._parsed(key, fn(*args), args[0])
+        return hit
+
+    def _parsed(self, key: tuple, parsed: Any, text: Any) -> Any:
+        """Keep `parsed`, the parse of `text` (under `key`), and tell the run what it
+        holds: told first, so that the run's memos starting over keeps this one."""
+        if self._hold is not None:
+            self._hold(held_bytes(parsed) + (len(text) if isinstance(text, str) else 0))
+        return self._parses.put(key, parsed)
 
     def tensor_type(self, text: str) -> tuple[tuple[int, ...] | None, str | None]:
         """(shape, dtype) of the first `tensor<...>` of an MLIR type text ((None, None) when
@@ -224,6 +264,34 @@ class ScanCache:
         """`text.hlo_shapes(text)`, once per distinct shape text."""
         hit = self._shapes.get(text)
         return hit if hit is not None else _remember(self._shapes, text, _text.hlo_shapes)
+
+
+_MISSING = object()
+
+
+def held_bytes(parsed: Any) -> int:
+    """About the bytes a parse result holds beyond its text: its shardings' and meshes'
+    devices (`LISTED_DEVICE_BYTES` a listed one, `IOTA_DEVICE_BYTES` one of an iota
+    assignment) and `PARSED_BYTES` an object; through lists, tuples and `Parsed`."""
+    if isinstance(parsed, HloSharding):
+        n = PARSED_BYTES
+        tile = parsed.tile
+        if tile is not None:
+            listed = tile.explicit is not None
+            n += tile.num_devices * (LISTED_DEVICE_BYTES if listed else IOTA_DEVICE_BYTES)
+        for e in parsed.elements:
+            n += held_bytes(e)
+        return n
+    if isinstance(parsed, Parsed):  # (a GSPMD parse's `hlo` is its sharding)
+        n = held_bytes(parsed.hlo)
+        return n if parsed.sharding is parsed.hlo else n + held_bytes(parsed.sharding)
+    if isinstance(parsed, (list, tuple)):
+        return sum(held_bytes(p) for p in parsed)
+    if isinstance(parsed, Mesh):  # (an iota mesh's `ids` may be listed later: as listed)
+        return PARSED_BYTES + LISTED_DEVICE_BYTES * parsed.size
+    if isinstance(parsed, NamedSharding):
+        return PARSED_BYTES  # (its mesh is weighed where it is parsed)
+    return 0
 
 
 def _remember(memo: dict, key: str, read: Callable[[str], Any]) -> Any:

@@ -266,7 +266,7 @@ class Scanned:
 def scan_cache(memos: RunMemos | None) -> ScanCache | None:
     """The scanner's memo of the run (what it learned of lines and parses), kept in the
     run's memos; None (a fresh one per scan) without them."""
-    return None if memos is None else memos.slot("ir.scan", ScanCache)
+    return None if memos is None else memos.slot("ir.scan", lambda: ScanCache(memos.hold))
 
 
 def logical_global_mesh(
@@ -637,10 +637,13 @@ def _ids(da: DeviceAssignment | None) -> dict:
 
 def mesh_json(d: MeshDecl) -> dict:
     m = d.mesh
+    ids = None
+    if m is not None:  # (not `m.ids`: that keeps a tuple of every device on the mesh)
+        ids = list(m.device_ids) if m.device_ids is not None else list(range(m.size))
     return {
         "name": d.name,
         "axes": [[a, s] for a, s in m.axes] if m is not None else None,
-        "device_ids": list(m.ids) if m is not None else None,
+        "device_ids": ids,
         "line": d.line,
         "column": d.column,
         "source": d.source,
@@ -795,7 +798,8 @@ def _json_pieces(memos: RunMemos | None) -> tuple[dict, dict]:
     their shardings: encoded once per module, the pieces were a third of writing values."""
     if memos is None:
         return {}, {}
-    heads, tails = memos.slot("inspect.json_pieces", lambda: ({}, {}))
+    heads = memos.slot("inspect.json_heads", dict)
+    tails = memos.slot("inspect.json_tails", dict)
     if len(heads) + len(tails) > MAX_JSON_PIECES:
         heads.clear()
         tails.clear()
