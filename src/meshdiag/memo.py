@@ -40,7 +40,7 @@ MAX_MODULE_ROWS = 1 << 14
 #: hold before they all start over: a real program's every-pass dump parses a few MB of
 #: them in all, but every distinct sharding of a 4,096-device pod listing its devices
 #: costs 180 KB
-MAX_HELD_BYTES = 64 << 20
+MAX_HELD_BYTES = 32 << 20
 
 
 class Table:
