@@ -333,6 +333,30 @@ def test_scan_bytes_without_remembering_the_file():
         assert kept.files.get(data, data) is not None
 
 
+def test_the_scan_tells_the_run_what_its_memo_holds():
+    """Each new line and each new parse is weighed and told (`ScanMemo.hold`): a replica
+    group list by its devices, once per distinct text; a line or text seen before tells
+    nothing."""
+    from meshdiag.comms import scan
+    from meshdiag.comms.groups import parse_pairs, parse_replica_groups
+    from meshdiag.ir import scancache
+
+    listed = parse_replica_groups("{{0,1,2,3},{4,5,6,7}}")
+    assert scan.held_bytes(listed) == scancache.PARSED_BYTES + 8 * scancache.LISTED_DEVICE_BYTES
+    pairs = parse_pairs("{{0,1},{1,2},{2,3}}")
+    assert scan.held_bytes(pairs) == scancache.PARSED_BYTES + 6 * scancache.LISTED_DEVICE_BYTES
+    told: list[int] = []
+    memo = scan.ScanMemo(told.append)
+    first = scan.scan_bytes("a", HLO.encode(), memo, remember=False)
+    assert told and sum(told) > 8 * scancache.LISTED_DEVICE_BYTES  # lines and groups
+    n = len(told)
+    again = scan.scan_bytes("b", HLO.encode(), memo, remember=False)
+    assert len(told) == n  # every line and parse known
+    assert [c.name for m in again.modules for c in m.collectives] == [
+        c.name for m in first.modules for c in m.collectives
+    ]
+
+
 def test_a_line_too_long_is_skipped_and_counted(monkeypatch):
     import io
 

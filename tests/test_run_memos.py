@@ -549,6 +549,8 @@ FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
         ["inspect", "-q", "-j1", "--format", "json"],
         ["inspect", "-q", "-j1", "--mesh", "batch=2,model=4"],
         ["lint", "-j1", "--format", "json"],
+        ["lint", "-j1", "--format", "json", "--select", "MD2", "--collective-budget", "1KiB"],
+        ["comms", "--format", "json", "--mesh", "2x4"],
     ],
 )
 def test_memos_starting_over_at_every_parse_change_no_output(args, capsys, monkeypatch):

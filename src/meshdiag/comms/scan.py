@@ -23,9 +23,15 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, BinaryIO
 
-from meshdiag.comms.groups import parse_pairs, parse_replica_groups, replica_groups_end
+from meshdiag.comms.groups import (
+    ReplicaGroups,
+    parse_pairs,
+    parse_replica_groups,
+    replica_groups_end,
+)
 from meshdiag.comms.model import Collective, CollectiveFile, CollectiveModule, Problem
 from meshdiag.errors import MeshdiagError, ParseError
+from meshdiag.ir import scancache
 from meshdiag.ir.fast import native
 from meshdiag.ir.hlo import _header
 from meshdiag.ir.mlir import MODULE
@@ -192,27 +198,76 @@ class ScanMemo:
     content (dump directories hold the same pass output under many names), what each HLO
     line it stops at is (a collective, or one that may take a gathered value) by its
     bytes, HLO source tables by their text, module headers, meshes, and each distinct
-    Shardy sharding and axis check. Bounded."""
+    Shardy sharding and axis check. Bounded by entries, and by what its lines and parses
+    hold: each new one is weighed and told to the run (`hold`: `RunMemos.hold`, whose
+    memos, this one too, start over past their budget), a replica group list of thousands
+    of devices costing 100 KB."""
 
-    __slots__ = ("files", "hlo", "calls", "tables", "headers")
+    __slots__ = ("files", "hlo", "calls", "tables", "headers", "hold")
 
-    def __init__(self) -> None:
+    def __init__(self, hold: Callable[[int], None] | None = None) -> None:
         self.files = Recent()  # small files read a little before, by their bytes
         self.hlo: dict[bytes, tuple] = {}
-        self.calls = Table(MAX_MEMO)  # Shardy parses and axis checks: `calls.call(fn, ...)`
+        # Shardy and replica group parses, axis checks: `calls.call(fn, text, ...)`
+        self.calls = _Parses(MAX_MEMO, hold)
         self.tables = Table(MAX_TABLES_MEMO)  # HLO source tables by their text
         # module headers: a table of their own, so one-off headers cannot evict parses
         self.headers = Table(MAX_HEADERS)
+        self.hold = hold
 
     def clear(self) -> None:
         for t in (self.files, self.hlo, self.calls, self.tables, self.headers):
             t.clear()
 
 
+class _Parses(Table):
+    """A `Table` whose `call` tells `hold` what each new answer holds (`held_bytes`, and
+    its first argument's length: the text parsed)."""
+
+    __slots__ = ("hold",)
+
+    def __init__(self, limit: int, hold: Callable[[int], None] | None) -> None:
+        super().__init__(limit)
+        self.hold = hold
+
+    def call(self, fn: Callable, *args):
+        key = (fn, *args)
+        hit = self.data.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = fn(*args)
+            if self.hold is not None:  # told first: starting over keeps this one
+                text = args[0] if args else None
+                self.hold(held_bytes(hit) + (len(text) if isinstance(text, str) else 0))
+            self.put(key, hit)
+        return hit
+
+
+_MISSING = object()
+
+
+def held_bytes(parsed: object) -> int:
+    """`ir.scancache.held_bytes`, which also weighs replica groups and id pairs: a listed
+    device as a listed device of a sharding (each a tuple slot and an int)."""
+    if isinstance(parsed, ReplicaGroups):
+        n = scancache.PARSED_BYTES + held_bytes(parsed.mesh)
+        return n + scancache.LISTED_DEVICE_BYTES * (parsed.num_devices or 0)
+    if isinstance(parsed, tuple) and parsed and isinstance(parsed[0], tuple):  # id pairs
+        return scancache.PARSED_BYTES + scancache.LISTED_DEVICE_BYTES * 2 * len(parsed)
+    if isinstance(parsed, (list, tuple)):
+        return sum(held_bytes(p) for p in parsed)
+    return scancache.held_bytes(parsed)
+
+
+def run_memo(memos: RunMemos) -> ScanMemo:
+    """The collective scan's memo of the run: a slot of its `memos`, telling them what it
+    holds."""
+    return memos.slot("comms.scan", lambda: ScanMemo(memos.hold))
+
+
 def scan_collectives(
     paths: Iterable[str], memos: RunMemos | None = None
 ) -> Iterator[CollectiveFile]:
-    memo = ScanMemo() if memos is None else memos.slot("comms.scan", ScanMemo)
+    memo = ScanMemo() if memos is None else run_memo(memos)
     for p in expand(paths):
         yield scan_path(p, memo)
 
@@ -813,6 +868,8 @@ def _learn_hlo(memo: ScanMemo, raw: bytes) -> tuple:
     # no collective's opcode: an operand named after one (`fusion(%all-gather.3)`)
     no_op = _COLLECTIVE_OPCODE.search(raw) is None
     hit = _FOLLOW if no_op else _read_hlo(_decode(raw), memo.calls)
+    if memo.hold is not None:  # (what it parsed was told as parsed)
+        memo.hold(len(raw) + scancache.LINE_COST)
     known = memo.hlo
     if len(known) >= MAX_MEMO:  # a new program's lines, most likely: start over
         known.clear()

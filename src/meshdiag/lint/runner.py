@@ -419,7 +419,7 @@ def _collective_findings(
         remat_min_bytes=settings.remat_min_bytes,
         memos=settings.memos,
     )
-    memo = settings.memos.slot("comms.scan", comms_scan.ScanMemo)  # the run's (this process's)
+    memo = comms_scan.run_memo(settings.memos)  # the run's (this process's)
     if data is not None:
         # the settings are the run's (its memos are theirs): what the checks read differs
         # only with the checks (per-file ignores), so it is worked out once per set of them
