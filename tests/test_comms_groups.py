@@ -304,3 +304,61 @@ def test_id_lists_over_the_device_limit_are_refused_alike(monkeypatch):
     monkeypatch.setattr(limits, "MAX_DEVICES", 3)
     with pytest.raises(MeshdiagError, match="replica groups has 4 devices"):
         parse_id_lists("{{0,1},{2,3}}", "a device id")
+
+
+# -- groups kept flat --------------------------------------------------------------------------
+
+
+@given(st.lists(st.lists(st.integers(0, 2**40), max_size=5), max_size=8))
+def test_flat_groups_read_as_the_tuple_of_tuples(rows):
+    """`Groups` (one array of ids) reads as the tuple of tuples it was made from: length,
+    every index and slice, iteration, equality both ways, hash and pickling; rows of one
+    length or of several, empty rows and none."""
+    import pickle
+
+    from meshdiag.comms.groups import Groups, id_count
+
+    want = tuple(tuple(r) for r in rows)
+    g = Groups(rows)
+    assert len(g) == len(want) and tuple(g) == want and list(iter(g)) == list(want)
+    assert g == want and want == g and bool(g) == bool(want)
+    for i in range(-len(want), len(want)):
+        assert g[i] == want[i]
+    for s in (slice(None), slice(1, None), slice(None, -1), slice(None, None, 2)):
+        assert g[s] == want[s]
+    with pytest.raises(IndexError):
+        g[len(want)]
+    assert g.num_ids == id_count(want) == id_count(g) == sum(map(len, want))
+    again = Groups(list(want))
+    assert again == g and hash(again) == hash(g)
+    assert pickle.loads(pickle.dumps(g)) == g
+    if want[::-1] != want:
+        assert Groups(want[::-1]) != g
+
+
+def test_groups_from_arrays_equal_those_from_lists():
+    """The iota and mesh forms' rows (from arrays, `_rows`) equal the lists XLA prints."""
+    for iota, listed in (
+        ("[2,4]<=[4,2]T(1,0)", "{{0,2,4,6},{1,3,5,7}}"),
+        ("[4,2]<=[8]", "{{0,1},{2,3},{4,5},{6,7}}"),
+        ("[1,8]<=[8]", "{{0,1,2,3,4,5,6,7}}"),
+    ):
+        a, b = parse_replica_groups(iota).groups, parse_replica_groups(listed).groups
+        assert a == b and hash(a) == hash(b) and tuple(a) == tuple(b)
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 10**10), max_size=4), max_size=5),
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", ", use_global_device_ids=true", "}, x={{1}}"]),
+)
+def test_the_end_of_printed_groups_is_where_the_braces_close(groups, space, after):
+    """`replica_groups_end` of a list, found by the printed form's pattern where it
+    matches, is where the bracket walk finds it."""
+    from meshdiag.comms.groups import replica_groups_end
+    from meshdiag.ir.text import brace_end
+
+    value = "{" + f",{space}".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+    line = "x = all-reduce(%p), replica_groups=" + value + after
+    pos = line.index("replica_groups=") + len("replica_groups=")
+    assert replica_groups_end(line, pos) == brace_end(line, pos) == pos + len(value)

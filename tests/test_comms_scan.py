@@ -342,13 +342,13 @@ def test_the_scan_tells_the_run_what_its_memo_holds():
     from meshdiag.ir import scancache
 
     listed = parse_replica_groups("{{0,1,2,3},{4,5,6,7}}")
-    assert scan.held_bytes(listed) == scancache.PARSED_BYTES + 8 * scancache.LISTED_DEVICE_BYTES
+    assert scan.held_bytes(listed) == scancache.PARSED_BYTES + 8 * scan.GROUP_ID_BYTES
     pairs = parse_pairs("{{0,1},{1,2},{2,3}}")
-    assert scan.held_bytes(pairs) == scancache.PARSED_BYTES + 6 * scancache.LISTED_DEVICE_BYTES
+    assert scan.held_bytes(pairs) == scancache.PARSED_BYTES + 6 * scan.GROUP_ID_BYTES
     told: list[int] = []
     memo = scan.ScanMemo(told.append)
     first = scan.scan_bytes("a", HLO.encode(), memo, remember=False)
-    assert told and sum(told) > 8 * scancache.LISTED_DEVICE_BYTES  # lines and groups
+    assert told and sum(told) > 8 * scan.GROUP_ID_BYTES  # lines and groups
     n = len(told)
     again = scan.scan_bytes("b", HLO.encode(), memo, remember=False)
     assert len(told) == n  # every line and parse known

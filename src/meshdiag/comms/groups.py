@@ -12,14 +12,19 @@ Three spellings of `replica_groups=` (XLA's `CollectiveDeviceList`):
   it, and sub-axes `a:(1)2`. The groups are `axis_groups(mesh, axes)`.
 
 `source_target_pairs={{0,1},{1,2}}` lists (source, target) device pairs.
+
+The rows are kept flat (`Groups`: one array of every id), read as a tuple of tuples.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from itertools import accumulate, chain
+from typing import TYPE_CHECKING, Any, Literal
 
 from meshdiag import limits
 from meshdiag.errors import MeshdiagError, ParseError
@@ -39,6 +44,81 @@ if TYPE_CHECKING:
 Form = Literal["list", "iota", "mesh"]
 
 
+class Groups(Sequence):
+    """Rows of device ids (replica groups, source-target pairs), kept as one flat array of
+    every id and the rows' length (or where each row ends, when they differ): a tuple of
+    tuples holds an int object and two slots per device, about 100 bytes a device of the
+    lists of thousands of devices XLA can print, against 8 here. It reads as a tuple of
+    tuples: `len`, indexing and slicing, iteration (each row a tuple made when read), and
+    equality with one."""
+
+    __slots__ = ("_ids", "_size", "_ends", "_hash")
+
+    def __init__(self, rows: Iterable[Sequence[int]]) -> None:
+        rows = rows if isinstance(rows, list | tuple) else list(rows)
+        lengths = list(map(len, rows))
+        self._ids = array("q", chain.from_iterable(rows))
+        size = lengths[0] if lengths else 0
+        if size and lengths.count(size) == len(lengths):
+            self._size, self._ends = size, None  # rows of one length: no ends kept
+        elif not lengths:
+            self._size, self._ends = 0, None
+        else:
+            self._size, self._ends = -1, array("q", accumulate(lengths))
+        self._hash: int | None = None
+
+    def __len__(self) -> int:
+        if self._ends is not None:
+            return len(self._ends)
+        return len(self._ids) // self._size if self._size else 0
+
+    def _row(self, i: int) -> tuple[int, ...]:
+        if self._ends is None:
+            s = self._size
+            return tuple(self._ids[i * s : (i + 1) * s])
+        start = self._ends[i - 1] if i else 0
+        return tuple(self._ids[start : self._ends[i]])
+
+    def __getitem__(self, i: Any) -> Any:
+        n = len(self)
+        if isinstance(i, slice):
+            return tuple(self._row(j) for j in range(*i.indices(n)))
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("group index out of range")
+        return self._row(i)
+
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
+        if self._ends is None and self._size:
+            return zip(*[iter(self._ids)] * self._size, strict=False)  # rows, made in C
+        return (self._row(i) for i in range(len(self)))
+
+    @property
+    def num_ids(self) -> int:
+        """Ids in all rows."""
+        return len(self._ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Groups):
+            return (self._ids, self._size, self._ends) == (other._ids, other._size, other._ends)
+        if isinstance(other, tuple):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            ends = self._ends.tobytes() if self._ends is not None else b""
+            self._hash = hash((self._ids.tobytes(), self._size, ends))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Groups({tuple(self)!r})"
+
+    def __reduce__(self):
+        return (Groups, (tuple(self),))
+
+
 @dataclass(frozen=True)
 class ReplicaGroups:
     """Parsed `replica_groups`: the device ids of each group, row by row."""
@@ -46,7 +126,7 @@ class ReplicaGroups:
     form: Form
     text: str  # as written
     #: the groups; None for `{}` (one group of every device: its size is the module's count)
-    groups: tuple[tuple[int, ...], ...] | None
+    groups: Groups | None
     #: mesh form only: the collective's own mesh and the axes named
     mesh: Mesh | None = None
     axes: tuple[AxisRef, ...] = ()
@@ -62,7 +142,7 @@ class ReplicaGroups:
     def num_devices(self) -> int | None:
         if self.groups is None:
             return None
-        return sum(len(g) for g in self.groups)
+        return self.groups.num_ids
 
 
 _IOTA = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
@@ -73,12 +153,20 @@ def replica_groups_end(line: str, pos: int) -> int:
 
     c = line[pos : pos + 1]
     if c == "{":
-        return brace_end(line, pos)
+        m = _PRINTED_ID_LISTS.match(line, pos)  # as XLA prints them: one pass in C
+        return m.end() if m else brace_end(line, pos)
     if c == "[":
         m = _IOTA.match(line, pos)
         return m.end() if m else _word_end(line, pos)
     brace = line.find("{", pos)  # mesh form: the axes list closes it
     return brace_end(line, brace) if brace >= 0 else -1
+
+
+def id_count(groups: Sequence[Sequence[int]]) -> int:
+    """The ids in all rows of `groups` (`Groups` knows without reading them)."""
+    if isinstance(groups, Groups):
+        return groups.num_ids
+    return sum(len(g) for g in groups)
 
 
 def _word_end(line: str, pos: int) -> int:
@@ -92,7 +180,7 @@ def parse_replica_groups(text: str) -> ReplicaGroups:
     t = text.strip()
     if t.startswith("{"):
         groups = parse_id_lists(t, "a device id")
-        return ReplicaGroups("list", text, tuple(groups) if groups else None)
+        return ReplicaGroups("list", text, Groups(groups) if groups else None)
     if t.startswith("["):
         return _iota(t)
     if t.startswith(("mesh", "@mesh")):
@@ -100,13 +188,13 @@ def parse_replica_groups(text: str) -> ReplicaGroups:
     raise ParseError("replica groups: '{{...}}', '[G,S]<=[...]' or 'mesh[...] {...}'", text, 0)
 
 
-def parse_pairs(text: str) -> tuple[tuple[int, int], ...]:
-    """`source_target_pairs={{0,1},{1,2}}` (the braces) → ((0, 1), (1, 2))."""
+def parse_pairs(text: str) -> Groups:
+    """`source_target_pairs={{0,1},{1,2}}` (the braces) → ((0, 1), (1, 2)), as `Groups`."""
     pairs = parse_id_lists(text.strip(), "a device id")
     for p in pairs:
         if len(p) != 2:
             raise ParseError("pairs of two device ids ({source,target})", text, 0)
-    return tuple((p[0], p[1]) for p in pairs)
+    return Groups(pairs)
 
 
 #: id lists as XLA prints them (no spaces, ids of at most 9 digits): read by splitting
@@ -159,8 +247,7 @@ def _iota(text: str) -> ReplicaGroups:
         tile = TileAssignment.iota((g, s), reshape, perm)
     except MeshdiagError as e:
         raise ParseError(f"a valid iota ({e})", text, 0) from None
-    rows = tile.array()
-    return ReplicaGroups("iota", text, tuple(tuple(int(x) for x in r) for r in rows))
+    return ReplicaGroups("iota", text, _rows(tile.array()))
 
 
 def _mesh_form(text: str) -> ReplicaGroups:
@@ -190,8 +277,19 @@ def _mesh_form(text: str) -> ReplicaGroups:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"axes of the replica group mesh ({e})", text, refs_pos) from None
-    groups = tuple(tuple(int(x) for x in r) for r in rows)
-    return ReplicaGroups("mesh", text, groups, mesh, refs)
+    return ReplicaGroups("mesh", text, _rows(rows), mesh, refs)
+
+
+def _rows(rows: np.ndarray) -> Groups:
+    """The rows of a 2-D array of ids as `Groups` (without a Python int per id)."""
+    g = Groups(())
+    count, size = rows.shape
+    if count and size:
+        g._ids = array("q", rows.astype("int64", copy=False).tobytes())
+        g._size = int(size)
+    elif count:  # rows of nothing
+        g._size, g._ends = -1, array("q", bytes(8 * count))
+    return g
 
 
 # -- groups of mesh axes ------------------------------------------------------------------

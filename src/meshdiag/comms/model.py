@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from meshdiag.comms.groups import ReplicaGroups
+    from meshdiag.comms.groups import Groups, ReplicaGroups
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import AxisRef, NamedSharding
 
@@ -43,7 +43,7 @@ class Collective:
     #: starts the result part of the tuple; Shardy: the local shape out_sharding gives)
     results: tuple[Array, ...] = ()
     groups: ReplicaGroups | None = None  # HLO replica_groups
-    pairs: tuple[tuple[int, int], ...] | None = None  # HLO source_target_pairs
+    pairs: Groups | None = None  # HLO source_target_pairs (rows of two: source, target)
     dimensions: tuple[int, ...] = ()  # HLO dimensions={..} (gather / scatter dims)
     channel_id: int | None = None
     computation: str | None = None  # HLO computation it sits in

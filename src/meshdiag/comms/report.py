@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.comms import cost
 from meshdiag.comms.axes import attribute, refs_text
-from meshdiag.comms.groups import axis_groups
+from meshdiag.comms.groups import axis_groups, id_count
 from meshdiag.errors import MeshdiagError
 from meshdiag.layouts.engine import layout
 from meshdiag.memo import RunMemos, Table
@@ -193,7 +193,7 @@ def _measured(c: _What, mesh: Mesh | None, own: Mesh | None) -> tuple:
     traffic, exact = _traffic(c, c, groups)  # type: ignore[arg-type]
     axes, source, used = None, None, None
     if groups is not None and c.partitions:
-        total = sum(len(g) for g in groups)
+        total = id_count(groups)
         for src, candidate in (
             ("global", mesh),
             ("module", own),
@@ -226,7 +226,7 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
         return cost.Traffic(nbytes, nbytes, nbytes * devices), False
     if not groups:
         return None, True
-    devices = sum(len(g) for g in groups)
+    devices = id_count(groups)
     n = len(groups[0])
     if c.kind == "all-gather":
         return cost.all_gather(nbytes, n, devices), True

@@ -24,6 +24,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, BinaryIO
 
 from meshdiag.comms.groups import (
+    Groups,
     ReplicaGroups,
     parse_pairs,
     parse_replica_groups,
@@ -245,14 +246,18 @@ class _Parses(Table):
 _MISSING = object()
 
 
+#: what a device id of replica groups or pairs holds (`groups.Groups` keeps them flat)
+GROUP_ID_BYTES = 8
+
+
 def held_bytes(parsed: object) -> int:
-    """`ir.scancache.held_bytes`, which also weighs replica groups and id pairs: a listed
-    device as a listed device of a sharding (each a tuple slot and an int)."""
+    """`ir.scancache.held_bytes`, which also weighs replica groups and id pairs (by their
+    ids, `GROUP_ID_BYTES` each)."""
     if isinstance(parsed, ReplicaGroups):
         n = scancache.PARSED_BYTES + held_bytes(parsed.mesh)
-        return n + scancache.LISTED_DEVICE_BYTES * (parsed.num_devices or 0)
-    if isinstance(parsed, tuple) and parsed and isinstance(parsed[0], tuple):  # id pairs
-        return scancache.PARSED_BYTES + scancache.LISTED_DEVICE_BYTES * 2 * len(parsed)
+        return n + GROUP_ID_BYTES * (parsed.num_devices or 0)
+    if isinstance(parsed, Groups):  # id pairs
+        return scancache.PARSED_BYTES + GROUP_ID_BYTES * parsed.num_ids
     if isinstance(parsed, (list, tuple)):
         return sum(held_bytes(p) for p in parsed)
     return scancache.held_bytes(parsed)
