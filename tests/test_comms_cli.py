@@ -229,3 +229,51 @@ def test_rules_are_documented(code, capsys):
     assert code in collective_checks()
     rc, out, _ = run(capsys, "rule", code)
     assert rc == 0 and out.startswith(f"# {r.name} ({code})") and "## Why is this bad?" in out
+
+
+# -- written a file at a time ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mesh", [None, "batch=2,model=4"])
+def test_the_json_written_a_file_at_a_time_is_the_whole_documents(mesh):
+    """`JsonWriter` writes the bytes `json.dumps(to_json(...), indent=1)` gives: every
+    fixture file (modules or none), findings or none, no files at all."""
+    from meshdiag.checks.context import CheckContext
+    from meshdiag.comms.report import JsonWriter, to_json
+    from meshdiag.comms.scan import scan_collectives
+    from meshdiag.inputs.mesh_input import parse_mesh
+    from meshdiag.memo import RunMemos
+    from meshdiag.pipeline.comms_checks import run_collective_checks
+
+    m = parse_mesh(mesh) if mesh else None
+    memos = RunMemos()
+    files, findings = [], []
+    for f in scan_collectives([str(ROOT / "fixtures")], memos):
+        ctx = CheckContext(f.path, mesh=m, collective_budget=1024, memos=memos)
+        measured, found = run_collective_checks(f, ctx)
+        files.append(measured)
+        findings.extend(found)
+    assert findings and any(f.modules for f in files) and any(not f.modules for f in files)
+    for fs, fds in ((files, findings), (files, []), (files[:1], findings), ([], [])):
+        out: list[str] = []
+        w = JsonWriter(out.append, m)
+        for f in fs:
+            w.file(f)
+        w.end(fds)
+        assert "".join(out) == json.dumps(to_json(fs, m, fds), indent=1)
+
+
+def test_bad_input_after_good_files_shows_only_its_error(capsys, tmp_path):
+    """The output is written a file at a time but shown once every file is read: a file
+    that cannot be read after others leaves stdout empty, as before."""
+    (tmp_path / "a.txt").write_text(INDEX.read_text())
+    (tmp_path / "b.txt").write_text(
+        "HloModule m, num_partitions=8\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  ROOT %r = f32[8]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1},{2,x}}, "
+        "to_apply=%add\n}\n"
+    )
+    for fmt in ("text", "json"):
+        rc, out, err = run(capsys, "comms", tmp_path, "--format", fmt)
+        assert rc == 2 and out == "" and "b.txt:3:" in err
+        rc, out, _ = run(capsys, "comms", tmp_path / "a.txt", "--format", fmt)
+        assert rc == 0 and out

@@ -342,3 +342,51 @@ def to_json(files: list[FileComms], mesh: Mesh | None, findings: list) -> dict:
         },
         "findings": [f.to_json() for f in findings],
     }
+
+
+class JsonWriter:
+    """`to_json`'s document written a file at a time (`file`, then `end`), the bytes
+    `json.dumps(to_json(files, mesh, findings), indent=1)` gives: a run over thousands of
+    files keeps none of their collectives (the whole document of the cold bench's dumps
+    was 116 MB of text, and the objects it came from several times that)."""
+
+    def __init__(self, write: Callable[[str], object], mesh: Mesh | None) -> None:
+        self.write = write
+        self.files = self.modules = self.collectives = self.per_device = self.total = 0
+        head = {"axes": [list(a) for a in mesh.axes]} if mesh is not None else None
+        write('{\n "version": 1,\n "mesh": ' + _nested(head, 1) + ',\n "files": [')
+
+    def file(self, f: FileComms) -> None:
+        doc = {"path": f.path, "modules": [module_json(mc) for mc in f.modules]}
+        self.write(("," if self.files else "") + "\n  " + _nested(doc, 2))
+        self.files += 1
+        for mc in f.modules:
+            self.modules += 1
+            self.collectives += len(mc.rows)
+            self.per_device += mc.per_device
+            self.total += mc.total
+
+    def end(self, findings: list) -> None:
+        totals = {
+            "modules": self.modules,
+            "collectives": self.collectives,
+            "bytes_per_device": self.per_device,
+            "bytes_total": self.total,
+        }
+        found = [f.to_json() for f in findings]
+        self.write(
+            ("\n ]" if self.files else "]")
+            + ',\n "totals": '
+            + _nested(totals, 1)
+            + ',\n "findings": '
+            + _nested(found, 1)
+            + "\n}"
+        )
+
+
+def _nested(obj: object, depth: int) -> str:
+    """`json.dumps(obj, indent=1)` as it reads `depth` levels down a document dumped so
+    (its strings hold no newline: JSON escapes them)."""
+    import json
+
+    return json.dumps(obj, indent=1).replace("\n", "\n" + " " * depth)

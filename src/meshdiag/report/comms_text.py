@@ -11,6 +11,8 @@ from meshdiag.notation.byte_size import human_bytes
 from meshdiag.report.finding_text import located
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from meshdiag.comms.report import FileComms, ModuleComms, Row
     from meshdiag.model.findings import Finding
 
@@ -112,22 +114,38 @@ def module_lines(mc: ModuleComms) -> list[str]:
 
 def render(files: list[FileComms], findings: list[Finding]) -> str:
     out: list[str] = []
-    modules = 0
-    count = 0
-    per_device = 0
+    w = TextWriter(out.append)
     for f in files:
+        w.file(f)
+    w.end(findings)
+    return "".join(out)
+
+
+class TextWriter:
+    """`render`'s text written a file at a time (`file`, then `end`): a run keeps no
+    file's collectives once written."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self.write = write
+        self.modules = self.count = self.per_device = 0
+
+    def file(self, f: FileComms) -> None:
         if not f.modules:
-            continue
-        out.append(f.path)
+            return
+        out = [f.path]
         for mc in f.modules:
             out += module_lines(mc)
-            modules += 1
-            count += len(mc.rows)
-            per_device += mc.per_device
+            self.modules += 1
+            self.count += len(mc.rows)
+            self.per_device += mc.per_device
         out.append("")
-    if not count:
-        out.append("no collectives found")
-    else:
-        out.append(f"{_count(count)} in {modules} module(s): {human_bytes(per_device)} per device")
-    out.extend(located(fd).plain for fd in findings)
-    return "\n".join(out) + "\n"
+        self.write("\n".join(out) + "\n")
+
+    def end(self, findings: list[Finding]) -> None:
+        if not self.count:
+            out = ["no collectives found"]
+        else:
+            per = human_bytes(self.per_device)
+            out = [f"{_count(self.count)} in {self.modules} module(s): {per} per device"]
+        out.extend(located(fd).plain for fd in findings)
+        self.write("\n".join(out) + "\n")

@@ -24,11 +24,14 @@ def comms(
     remat_min_bytes: RematOpt = None,
 ) -> None:
     """List every collective with its groups, mesh axes and bytes per device (largest first)."""
-    import json
     import os
+    import shutil
+    import sys
+    import tempfile
 
     from meshdiag.checks.context import CheckContext
     from meshdiag.cli.commands.common import check_format, load_mesh
+    from meshdiag.comms.report import JsonWriter
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.errors import MeshdiagError
     from meshdiag.lint.config import REMAT_MIN_BYTES
@@ -36,7 +39,7 @@ def comms(
     from meshdiag.model.findings import Finding
     from meshdiag.notation.byte_size import parse_size
     from meshdiag.pipeline.comms_checks import run_collective_checks
-    from meshdiag.report.comms_text import render
+    from meshdiag.report.comms_text import TextWriter
 
     check_format(fmt)
     global_mesh = load_mesh(mesh)
@@ -45,28 +48,30 @@ def comms(
     for p in paths:
         if p != "-" and not os.path.exists(p):
             raise MeshdiagError(f"{p}: no such file or directory")
-    files = []
     findings: list[Finding] = []
     memos = RunMemos()
-    for f in scan_collectives(paths, memos):
-        if f.problems:  # bad input: one line with its location, exit 2
-            pr = f.problems[0]
-            where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path
-            raise MeshdiagError(f"{where}: {pr.message}")
-        ctx = CheckContext(
-            f.path,
-            mesh=global_mesh,
-            collective_budget=budget,
-            remat_min_bytes=remat,
-            memos=memos,
-        )
-        measured, found = run_collective_checks(f, ctx)
-        files.append(measured)
-        findings.extend(found)
-    findings.sort(key=Finding.sort_key)
-    if fmt == "json":
-        from meshdiag.comms.report import to_json
-
-        print(json.dumps(to_json(files, global_mesh, findings), indent=1))
-    else:
-        print(render(files, findings), end="")
+    # written a file at a time to a temporary file (a run keeps no file's collectives),
+    # shown once every file read: bad input shows its one-line error and nothing else
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogateescape") as out:
+        writer = JsonWriter(out.write, global_mesh) if fmt == "json" else TextWriter(out.write)
+        for f in scan_collectives(paths, memos):
+            if f.problems:  # bad input: one line with its location, exit 2
+                pr = f.problems[0]
+                where = f"{f.path}:{pr.line}:{pr.column}" if pr.line else f.path
+                raise MeshdiagError(f"{where}: {pr.message}")
+            ctx = CheckContext(
+                f.path,
+                mesh=global_mesh,
+                collective_budget=budget,
+                remat_min_bytes=remat,
+                memos=memos,
+            )
+            measured, found = run_collective_checks(f, ctx)
+            writer.file(measured)
+            findings.extend(found)
+        findings.sort(key=Finding.sort_key)
+        writer.end(findings)
+        if fmt == "json":
+            out.write("\n")
+        out.seek(0)
+        shutil.copyfileobj(out, sys.stdout)
