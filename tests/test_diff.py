@@ -222,3 +222,43 @@ def test_directories_and_values_on_one_side(tmp_path):
     assert out.returncode == 1
     assert "%arg0  different" in out.stdout and "%arg1  only in A" in out.stdout
     assert "2 values: 0 same, 0 permuted, 1 different, 1 only-a" in out.stdout
+
+
+DUMP_PAIRS = [
+    (SEED / "distorted_mesh.mlir", SEED / "fixed_mesh.mlir"),
+    (SEED / "distorted_mesh_gspmd.mlir", SEED / "fixed_mesh_gspmd.mlir"),
+    (JAXF / "mlp_gspmd.mlir", JAXF / "mlp_shardy.mlir"),
+    (JAXF / "mesh3d_gspmd.mlir", JAXF / "mesh3d_shardy.mlir"),
+    (JAXF / "mlp_compiled.hlo.txt", JAXF / "mlp2_compiled.hlo.txt"),
+    (ROOT / "fixtures" / "xla_dump" / "mlp2", ROOT / "fixtures" / "xla_dump" / "mlp2"),
+    (ROOT / "fixtures" / "xla_dump" / "mlp2", ROOT / "fixtures" / "xla_dump" / "loop"),
+]
+
+
+@pytest.mark.parametrize("a, b", DUMP_PAIRS)
+def test_a_dump_diff_says_what_comparing_every_layout_says(a, b, monkeypatch):
+    """Equal shardings answered without a second layout, pairs compared once per run,
+    devices dropped from verdicts of all the same: the text and JSON of comparing every
+    value's two layouts in full."""
+    from meshdiag.layouts import diff as layout_diff
+    from meshdiag.pipeline import dump_diff
+    from meshdiag.report.diff_report import dumps_json, dumps_text
+
+    def shown(diffs):
+        return (
+            dumps_text(diffs, str(a), str(b), details=True),
+            json.dumps(dumps_json(diffs, str(a), str(b))),
+        )
+
+    fast = shown(dump_diff.diff_dumps(str(a), str(b)))
+
+    def full(x, y, shape, split, n):
+        from meshdiag.layouts.engine import layout
+
+        return layout_diff.compare_layouts(
+            layout(x, shape, split=split, num_devices=n),
+            layout(y, shape, split=split, num_devices=n),
+        )
+
+    monkeypatch.setattr(dump_diff, "_layout_diff", full)
+    assert shown(dump_diff.diff_dumps(str(a), str(b))) == fast

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.model import FileReport, ModuleReport, Value
 from meshdiag.layouts.diff import DIFFERENT, SAME, LayoutDiff, compare_layouts, rank_of, tile_shape
+from meshdiag.memo import RunMemos
 from meshdiag.model.mesh import Mesh
+from meshdiag.model.sharding import HloSharding
 
 ONLY_A, ONLY_B, NOT_COMPARED = "only-a", "only-b", "not-compared"
 
@@ -69,9 +71,14 @@ def _entries(path: str) -> Iterator[tuple[Key, Value, ModuleReport]]:
 
 
 def _compare(
-    a: Value, ma: ModuleReport, b: Value, mb: ModuleReport, mesh: Mesh | None, split: str
+    a: Value,
+    ma: ModuleReport,
+    b: Value,
+    mb: ModuleReport,
+    mesh: Mesh | None,
+    split: str,
+    memos: RunMemos | None = None,
 ) -> tuple[str, LayoutDiff | None, str | None]:
-    from meshdiag.layouts.engine import layout
     from meshdiag.pipeline.inspect import num_devices
 
     if a.hlo is None or b.hlo is None:
@@ -85,13 +92,34 @@ def _compare(
             shape = tile_shape(a.hlo, b.hlo, rank_of(a.hlo, b.hlo))
         na, nb = num_devices(a, ma, mesh), num_devices(b, mb, mesh)
         n = max(x for x in (na, nb, a.hlo.num_devices, b.hlo.num_devices, 1) if x is not None)
-        diff = compare_layouts(
-            layout(a.hlo, shape, split=split, num_devices=n),
-            layout(b.hlo, shape, split=split, num_devices=n),
-        )
+        if memos is None:
+            diff = _layout_diff(a.hlo, b.hlo, shape, split, n)
+        else:  # a pair of shardings on one shape is compared once
+            diff = memos.table("dump_diff.layouts", 4096).call(
+                _layout_diff, a.hlo, b.hlo, shape, split, n
+            )
     except MeshdiagError as e:
         return NOT_COMPARED, None, str(e)
     return diff.verdict, diff, diff.note
+
+
+def _layout_diff(a: HloSharding, b: HloSharding, shape: tuple, split: str, n: int) -> LayoutDiff:
+    """`compare_layouts` of `a` and `b` on `shape`, without its devices when they are all
+    the same (nothing shows them: a dump of a million values keeps a verdict each). Equal
+    shardings lay out alike: one layout (which refuses what it would refuse for both)
+    and no comparison."""
+    from meshdiag.layouts.engine import layout
+
+    if a == b:
+        lay = layout(a, shape, split=split, num_devices=n)
+        return LayoutDiff(SAME, lay.shape, lay.num_devices, (), None)
+    diff = compare_layouts(
+        layout(a, shape, split=split, num_devices=n),
+        layout(b, shape, split=split, num_devices=n),
+    )
+    if diff.verdict == SAME and diff.note is None:
+        diff = replace(diff, devices=())
+    return diff
 
 
 def diff_dumps(
@@ -123,6 +151,7 @@ def diff_dumps(
         elif len(ka) == 1 and kb:
             pairs[ka[0]] = kb[0]
     out = []
+    memos = RunMemos()  # this run's
     for k, (va, ma) in left.items():
         kb = pairs[k]
         if kb is None:
@@ -130,7 +159,7 @@ def diff_dumps(
             continue
         matched_b.add(kb)
         vb, mb = right[kb]
-        status, diff, reason = _compare(va, ma, vb, mb, mesh, split)
+        status, diff, reason = _compare(va, ma, vb, mb, mesh, split, memos)
         out.append(ValueDiff(k, status, va, vb, diff, reason))
     out.extend(ValueDiff(k, ONLY_B, None, v) for k, (v, _) in right.items() if k not in matched_b)
     return out
