@@ -496,17 +496,6 @@ def test_a_modules_rows_spell_each_value_as_written_whatever_it_shares():
 # -- what the run's memos hold ---------------------------------------------------------------
 
 
-def test_a_weighed_table_starts_over_past_its_weight():
-    t = Table(limit=100, max_weight=10)
-    t.put("a", 1, weight=6)
-    t.put("b", 2)  # (unweighed: counts against the entries only)
-    assert len(t) == 2 and t.weight == 6
-    t.put("c", 3, weight=5)  # 11 > 10: starts over, keeping the new entry
-    assert list(t.data) == ["c"] and t.weight == 5
-    t.clear()
-    assert len(t) == 0 and t.weight == 0
-
-
 def test_the_run_memos_start_over_past_what_they_hold():
     """Past `max_held` bytes of parses told (`hold`), every memo of the run is emptied in
     place: one a caller holds is the run's still."""

@@ -44,37 +44,27 @@ MAX_HELD_BYTES = 32 << 20
 
 
 class Table:
-    """A dict bounded by its number of entries, and by their weight where `put` is given
-    one (`max_weight`: the bytes of a rendered text, the devices of a tiling): full, it
-    starts over."""
+    """A dict bounded by its number of entries: full, it starts over."""
 
-    __slots__ = ("data", "limit", "weight", "max_weight")
+    __slots__ = ("data", "limit")
 
-    def __init__(self, limit: int = MAX_ENTRIES, max_weight: int | None = None) -> None:
+    def __init__(self, limit: int = MAX_ENTRIES) -> None:
         self.data: dict[Any, Any] = {}
         self.limit = limit
-        self.weight = 0
-        self.max_weight = max_weight
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self.data.get(key, default)
 
-    def put(self, key: Any, value: Any, weight: int = 0) -> Any:
-        """Remember `value` under `key`, weighing `weight` (counted against `max_weight`,
-        unless the table has none); returns `value`."""
+    def put(self, key: Any, value: Any) -> Any:
+        """Remember `value` under `key`; returns `value`."""
         data = self.data
-        if len(data) >= self.limit or (
-            weight and self.max_weight is not None and self.weight + weight > self.max_weight
-        ):
+        if len(data) >= self.limit:
             data.clear()
-            self.weight = 0
         data[key] = value
-        self.weight += weight
         return value
 
     def clear(self) -> None:
         self.data.clear()
-        self.weight = 0
 
     def call(self, fn: Callable, *args: Any) -> Any:
         """`fn(*args)` once per distinct arguments (for a pure `fn`; an exception is raised
@@ -281,10 +271,10 @@ class RunMemos:
             t.clear()
         self._held = 0
 
-    def table(self, name: str, limit: int = MAX_ENTRIES, max_weight: int | None = None) -> Table:
+    def table(self, name: str, limit: int = MAX_ENTRIES) -> Table:
         t = self._tables.get(name)
         if t is None:
-            t = self._tables[name] = Table(limit, max_weight)
+            t = self._tables[name] = Table(limit)
         return t  # type: ignore[return-value]
 
     def identity(self, name: str, limit: int = MAX_ENTRIES) -> IdentityTable:

@@ -57,9 +57,10 @@ MAX_TOKENS = 4096
 #: `MAX_LINE`; a dump has a few per module)
 MAX_HEADERS = 1024
 #: what `held_bytes` takes a parse to hold: a listed device (its tuple slot and int, its
-#: array once asked for), a device of an iota assignment (its array, and what the memos
+#: array once asked for); a device of an iota assignment (its array, and what the memos
 #: keyed by the sharding derive from it: tilings, tile orders, renderings; weighed at 8 B,
-#: 4,000 meshes of their own held 200 MB within the budget), a parsed object besides them
+#: 4,000 meshes of their own held 200 MB within a 64 MB budget); a parsed object besides
+#: its devices
 LISTED_DEVICE_BYTES = 44
 IOTA_DEVICE_BYTES = 44
 PARSED_BYTES = 400
@@ -81,7 +82,6 @@ class ScanCache:
         "_protos",
         "_n_protos",
         "_stream",
-        "_hold",
     )
 
     def __init__(self, hold: Callable[[int], None] | None = None) -> None:
@@ -90,14 +90,13 @@ class ScanCache:
         self._n_prints = 0  # states with a filter (`learn`)
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
-        self._parses = Table(MAX_PARSES)
+        self._parses = ParseTable(MAX_PARSES, hold, held_bytes)
         self._shapes: dict[str, list] = {}
         self._headers = Table(MAX_HEADERS)
         self._types: dict[str, tuple] = {}
         self._protos: dict[int, dict[str, Value]] = {}
         self._n_protos = 0
         self._stream: tuple[str, Any] | None = None  # (path, its sampling): `sampling`
-        self._hold = hold  # told the bytes each parse holds (`RunMemos.hold`)
 
     def clear(self) -> None:
         """Forget everything but the numbers given to mesh keys (`token`: a number is never
@@ -225,7 +224,7 @@ class ScanCache:
         key = ("hlo", text)
         hit = self._parses.get(key)
         if hit is None:
-            hit = self._parsed(key, annot.leaves(annot.parse_hlo_text(text)), text)
+            hit = self._parses.keep(key, annot.leaves(annot.parse_hlo_text(text)), text)
         return hit  # type: ignore[return-value]
 
     def named(self, text: str, meshes: MeshKey, manual_axes: tuple[str, ...], token: int) -> Parsed:
@@ -235,24 +234,13 @@ class ScanCache:
         key = ("sdy", text, token, manual_axes)
         hit = self._parses.get(key)
         if hit is None:
-            hit = self._parsed(key, annot.parse_named(text, meshes, manual_axes), text)
+            hit = self._parses.keep(key, annot.parse_named(text, meshes, manual_axes), text)
         return hit  # type: ignore[return-value]
 
     def call(self, fn, *args):
         """`fn(*args)` once per distinct arguments: the handlers' parsers of a mesh
         declaration or a per-value sharding list (whose first argument is the text)."""
-        key = (fn, *args)
-        hit = self._parses.get(key, _MISSING)
-        if hit is _MISSING:
-            hit = self._parsed(key, fn(*args), args[0])
-        return hit
-
-    def _parsed(self, key: tuple, parsed: Any, text: Any) -> Any:
-        """Keep `parsed`, the parse of `text` (under `key`), and tell the run what it
-        holds: told first, so that the run's memos starting over keeps this one."""
-        if self._hold is not None:
-            self._hold(held_bytes(parsed) + (len(text) if isinstance(text, str) else 0))
-        return self._parses.put(key, parsed)
+        return self._parses.call(fn, *args)
 
     def tensor_type(self, text: str) -> tuple[tuple[int, ...] | None, str | None]:
         """(shape, dtype) of the first `tensor<...>` of an MLIR type text ((None, None) when
@@ -264,6 +252,34 @@ class ScanCache:
         """`text.hlo_shapes(text)`, once per distinct shape text."""
         hit = self._shapes.get(text)
         return hit if hit is not None else _remember(self._shapes, text, _text.hlo_shapes)
+
+
+class ParseTable(Table):
+    """A `Table` of parses that tells `hold` what each new one holds (`weigh(parsed)`,
+    plus the length of the text parsed, a call's first argument) as it keeps it: told
+    first, so that the run's memos starting over keeps this one."""
+
+    __slots__ = ("hold", "weigh")
+
+    def __init__(
+        self, limit: int, hold: Callable[[int], None] | None, weigh: Callable[[Any], int]
+    ) -> None:
+        super().__init__(limit)
+        self.hold = hold
+        self.weigh = weigh
+
+    def keep(self, key: Any, parsed: Any, text: Any) -> Any:
+        """Keep `parsed`, the parse of `text`, under `key`; returns it."""
+        if self.hold is not None:
+            self.hold(self.weigh(parsed) + (len(text) if isinstance(text, str) else 0))
+        return self.put(key, parsed)
+
+    def call(self, fn: Callable, *args: Any) -> Any:
+        key = (fn, *args)
+        hit = self.data.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self.keep(key, fn(*args), args[0] if args else None)
+        return hit
 
 
 _MISSING = object()
