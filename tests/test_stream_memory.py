@@ -67,6 +67,17 @@ print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 """
 
 
+def peak_mb(cmd: list[str]) -> float:
+    """`cmd`'s peak RSS in MB, run by a helper process of its own (RUSAGE_CHILDREN is per
+    process); it must exit 0."""
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, timeout=900
+    ).stdout
+    rc, rss = out.split()
+    assert rc == "0", (cmd, rc)
+    return float(rss)
+
+
 def test_big_file_peak_rss_is_flat(tmp_path):
     big = tmp_path / "big.mlir"
     modules = write_big(big, BIG_MB)
@@ -131,14 +142,7 @@ def test_thousands_of_distinct_big_shardings_stay_within_the_bound(tmp_path):
             ("json", ["inspect", "-q", "-j1", "--format", "json"]),
         )
     }
-    peaks = {}
-    for k, c in cmds.items():  # (one at a time: each takes a core for seconds)
-        out = subprocess.run(
-            [sys.executable, "-c", MEASURE, *c], capture_output=True, text=True, timeout=900
-        ).stdout
-        rc, rss = out.split()
-        assert rc == "0", (k, rc)
-        peaks[k] = float(rss)
+    peaks = {k: peak_mb(c) for k, c in cmds.items()}  # (one at a time: seconds of a core)
     assert all(v < BOUND_MB for v in peaks.values()), peaks
 
 
@@ -187,14 +191,7 @@ def test_thousands_of_distinct_big_replica_groups_stay_within_the_bound(tmp_path
         "lint one": [MESHDIAG, "lint", "-j1", str(one)],
         "comms one": [MESHDIAG, "comms", str(one)],
     }
-    peaks = {}
-    for k, c in cmds.items():
-        out = subprocess.run(
-            [sys.executable, "-c", MEASURE, *c], capture_output=True, text=True, timeout=900
-        ).stdout
-        rc, rss = out.split()
-        assert rc == "0", (k, rc)
-        peaks[k] = float(rss)
+    peaks = {k: peak_mb(c) for k, c in cmds.items()}
     assert all(v < BOUND_MB for v in peaks.values()), peaks
 
 
@@ -208,11 +205,7 @@ def test_comms_keeps_no_files_collectives_once_written(tmp_path):
     for i in range(3000):
         shutil.copy(src, tmp_path / f"f{i:04d}.txt")
     cmd = [MESHDIAG, "comms", "--format", "json", str(tmp_path)]
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, timeout=900
-    ).stdout
-    rc, rss = out.split()
-    assert rc == "0" and float(rss) < 120, (rc, rss)
+    assert peak_mb(cmd) < 120
 
 
 def test_diff_of_a_dump_with_itself_keeps_verdicts_not_devices(tmp_path):
@@ -222,11 +215,7 @@ def test_diff_of_a_dump_with_itself_keeps_verdicts_not_devices(tmp_path):
     big = tmp_path / "big.mlir"
     write_big(big, 8)
     cmd = [MESHDIAG, "diff", str(big), str(big)]
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, timeout=900
-    ).stdout
-    rc, rss = out.split()
-    assert rc == "0" and float(rss) < BOUND_MB, (rc, rss)
+    assert peak_mb(cmd) < BOUND_MB
 
 
 def test_json_of_big_file_is_whole(tmp_path):
