@@ -560,3 +560,31 @@ def test_memos_starting_over_at_every_parse_change_no_output(args, capsys, monke
     monkeypatch.setattr(memo, "MAX_HELD_BYTES", 0)
     assert run() == roomy
     assert len(starts) > 100
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_streamed_file_reads_alike_when_the_memos_start_over_at_every_parse(
+    fmt, tmp_path, capsys, monkeypatch
+):
+    """A file big enough to be streamed in blocks (its line memo learning and probing as
+    it goes) gives the same report when the run's memos start over at every parse, in
+    the middle of its blocks."""
+    from meshdiag import memo
+    from meshdiag.cli.app import main
+    from tests.test_stream_memory import write_big
+
+    big = tmp_path / "big.mlir"
+    write_big(big, 3)
+
+    def run() -> str:
+        with pytest.raises(SystemExit):
+            main(["inspect", "-q", "-j1", "--format", fmt, str(big)])
+        return capsys.readouterr().out
+
+    roomy = run()
+    starts = []
+    real = RunMemos.start_over
+    monkeypatch.setattr(RunMemos, "start_over", lambda self: starts.append(1) or real(self))
+    monkeypatch.setattr(memo, "MAX_HELD_BYTES", 0)
+    assert run() == roomy
+    assert len(starts) > 100
