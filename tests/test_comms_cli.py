@@ -236,10 +236,10 @@ def test_rules_are_documented(code, capsys):
 
 @pytest.mark.parametrize("mesh", [None, "batch=2,model=4"])
 def test_the_json_written_a_file_at_a_time_is_the_whole_documents(mesh):
-    """`JsonWriter` writes the bytes `json.dumps(to_json(...), indent=1)` gives: every
-    fixture file (modules or none), findings or none, no files at all."""
+    """`JsonWriter` writes the bytes `json.dumps(document, indent=1)` gives for the whole
+    document: every fixture file (modules or none), findings or none, no files at all."""
     from meshdiag.checks.context import CheckContext
-    from meshdiag.comms.report import JsonWriter, to_json
+    from meshdiag.comms.report import JsonWriter, module_json
     from meshdiag.comms.scan import scan_collectives
     from meshdiag.inputs.mesh_input import parse_mesh
     from meshdiag.memo import RunMemos
@@ -260,7 +260,22 @@ def test_the_json_written_a_file_at_a_time_is_the_whole_documents(mesh):
         for f in fs:
             w.file(f)
         w.end(fds)
-        assert "".join(out) == json.dumps(to_json(fs, m, fds), indent=1)
+        modules = [mc for f in fs for mc in f.modules]
+        whole = {
+            "version": 1,
+            "mesh": None if m is None else {"axes": [list(a) for a in m.axes]},
+            "files": [
+                {"path": f.path, "modules": [module_json(mc) for mc in f.modules]} for f in fs
+            ],
+            "totals": {
+                "modules": len(modules),
+                "collectives": sum(len(mc.rows) for mc in modules),
+                "bytes_per_device": sum(mc.per_device for mc in modules),
+                "bytes_total": sum(mc.total for mc in modules),
+            },
+            "findings": [f.to_json() for f in fds],
+        }
+        assert "".join(out) == json.dumps(whole, indent=1)
 
 
 def test_bad_input_after_good_files_shows_only_its_error(capsys, tmp_path):

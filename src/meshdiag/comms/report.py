@@ -326,29 +326,12 @@ def module_json(mc: ModuleComms) -> dict:
     }
 
 
-def to_json(files: list[FileComms], mesh: Mesh | None, findings: list) -> dict:
-    modules = [mc for f in files for mc in f.modules]
-    return {
-        "version": 1,
-        "mesh": None if mesh is None else {"axes": [list(a) for a in mesh.axes]},
-        "files": [
-            {"path": f.path, "modules": [module_json(mc) for mc in f.modules]} for f in files
-        ],
-        "totals": {
-            "modules": len(modules),
-            "collectives": sum(len(mc.rows) for mc in modules),
-            "bytes_per_device": sum(mc.per_device for mc in modules),
-            "bytes_total": sum(mc.total for mc in modules),
-        },
-        "findings": [f.to_json() for f in findings],
-    }
-
-
 class JsonWriter:
-    """`to_json`'s document written a file at a time (`file`, then `end`), the bytes
-    `json.dumps(to_json(files, mesh, findings), indent=1)` gives: a run over thousands of
-    files keeps none of their collectives (the whole document of the cold bench's dumps
-    was 116 MB of text, and the objects it came from several times that)."""
+    """`meshdiag comms --format json`'s document (version, mesh, files, totals, findings)
+    written a file at a time (`file`, then `end`), as `json.dumps(document, indent=1)`
+    would write it whole: a run over thousands of files keeps none of their collectives
+    (the whole document of the cold bench's dumps was 116 MB of text, and the objects it
+    came from several times that)."""
 
     def __init__(self, write: Callable[[str], object], mesh: Mesh | None) -> None:
         self.write = write

@@ -112,18 +112,9 @@ def module_lines(mc: ModuleComms) -> list[str]:
     return lines
 
 
-def render(files: list[FileComms], findings: list[Finding]) -> str:
-    out: list[str] = []
-    w = TextWriter(out.append)
-    for f in files:
-        w.file(f)
-    w.end(findings)
-    return "".join(out)
-
-
 class TextWriter:
-    """`render`'s text written a file at a time (`file`, then `end`): a run keeps no
-    file's collectives once written."""
+    """The text report written a file at a time (`file`: its modules' tables, then `end`:
+    the totals and the findings): a run keeps no file's collectives once written."""
 
     def __init__(self, write: Callable[[str], object]) -> None:
         self.write = write
