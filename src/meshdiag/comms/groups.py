@@ -67,6 +67,18 @@ class Groups(Sequence):
             self._size, self._ends = -1, array("q", accumulate(lengths))
         self._hash: int | None = None
 
+    @classmethod
+    def of_array(cls, rows: np.ndarray) -> Groups:
+        """The rows of a 2-D array of ids (without a Python int per id)."""
+        g = cls(())
+        count, size = rows.shape
+        if count and size:
+            g._ids = array("q", rows.astype("int64", copy=False).tobytes())
+            g._size = int(size)
+        elif count:  # rows of nothing
+            g._size, g._ends = -1, array("q", bytes(8 * count))
+        return g
+
     def __len__(self) -> int:
         if self._ends is not None:
             return len(self._ends)
@@ -247,7 +259,7 @@ def _iota(text: str) -> ReplicaGroups:
         tile = TileAssignment.iota((g, s), reshape, perm)
     except MeshdiagError as e:
         raise ParseError(f"a valid iota ({e})", text, 0) from None
-    return ReplicaGroups("iota", text, _rows(tile.array()))
+    return ReplicaGroups("iota", text, Groups.of_array(tile.array()))
 
 
 def _mesh_form(text: str) -> ReplicaGroups:
@@ -277,19 +289,7 @@ def _mesh_form(text: str) -> ReplicaGroups:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"axes of the replica group mesh ({e})", text, refs_pos) from None
-    return ReplicaGroups("mesh", text, _rows(rows), mesh, refs)
-
-
-def _rows(rows: np.ndarray) -> Groups:
-    """The rows of a 2-D array of ids as `Groups` (without a Python int per id)."""
-    g = Groups(())
-    count, size = rows.shape
-    if count and size:
-        g._ids = array("q", rows.astype("int64", copy=False).tobytes())
-        g._size = int(size)
-    elif count:  # rows of nothing
-        g._size, g._ends = -1, array("q", bytes(8 * count))
-    return g
+    return ReplicaGroups("mesh", text, Groups.of_array(rows), mesh, refs)
 
 
 # -- groups of mesh axes ------------------------------------------------------------------
