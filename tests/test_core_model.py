@@ -99,3 +99,13 @@ def test_a_sharding_is_checked_when_built() -> None:
         with pytest.raises(MeshdiagError):
             make()
     assert HloSharding.tiled(tile, replicate_on_last=True).data_rank == 1
+
+
+def test_a_mesh_lists_its_ids_without_keeping_them():
+    """`id_list` is `ids` as a list, and an iota mesh asked for it keeps no tuple of its
+    devices (the JSON of thousands of meshes asks it of each)."""
+    iota = Mesh((("x", 4), ("y", 2)))
+    assert iota.id_list() == list(range(8)) and "ids" not in iota.__dict__
+    assert iota.id_list() == list(iota.ids)
+    listed = Mesh((("x", 2),), (1, 0))
+    assert listed.id_list() == [1, 0] == list(listed.ids)

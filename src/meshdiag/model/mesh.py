@@ -111,6 +111,11 @@ class Mesh:
             return self.device_ids
         return tuple(range(self.size))
 
+    def id_list(self) -> list[int]:
+        """`ids` as a new list, without keeping a tuple of every device of a mesh that
+        lists none (JSON of thousands of meshes of thousands of devices)."""
+        return list(self.device_ids) if self.device_ids is not None else list(range(self.size))
+
     def devices_array(self) -> np.ndarray:
         """Device ids as an array of the mesh's shape."""
         import numpy as np

@@ -77,7 +77,7 @@ def _compare(
     mb: ModuleReport,
     mesh: Mesh | None,
     split: str,
-    memos: RunMemos | None = None,
+    memos: RunMemos,
 ) -> tuple[str, LayoutDiff | None, str | None]:
     from meshdiag.pipeline.inspect import num_devices
 
@@ -92,12 +92,10 @@ def _compare(
             shape = tile_shape(a.hlo, b.hlo, rank_of(a.hlo, b.hlo))
         na, nb = num_devices(a, ma, mesh), num_devices(b, mb, mesh)
         n = max(x for x in (na, nb, a.hlo.num_devices, b.hlo.num_devices, 1) if x is not None)
-        if memos is None:
-            diff = _layout_diff(a.hlo, b.hlo, shape, split, n)
-        else:  # a pair of shardings on one shape is compared once
-            diff = memos.table("dump_diff.layouts", 4096).call(
-                _layout_diff, a.hlo, b.hlo, shape, split, n
-            )
+        # a pair of shardings on one shape is compared once a run
+        diff = memos.table("dump_diff.layouts", 4096).call(
+            _layout_diff, a.hlo, b.hlo, shape, split, n
+        )
     except MeshdiagError as e:
         return NOT_COMPARED, None, str(e)
     return diff.verdict, diff, diff.note

@@ -637,13 +637,10 @@ def _ids(da: DeviceAssignment | None) -> dict:
 
 def mesh_json(d: MeshDecl) -> dict:
     m = d.mesh
-    ids = None
-    if m is not None:  # (not `m.ids`: that keeps a tuple of every device on the mesh)
-        ids = list(m.device_ids) if m.device_ids is not None else list(range(m.size))
     return {
         "name": d.name,
         "axes": [[a, s] for a, s in m.axes] if m is not None else None,
-        "device_ids": ids,
+        "device_ids": m.id_list() if m is not None else None,
         "line": d.line,
         "column": d.column,
         "source": d.source,
