@@ -255,11 +255,11 @@ def check_comms(data: bytes | str) -> None:
     import json
 
     from meshdiag.checks.context import CheckContext
-    from meshdiag.comms.report import to_json
+    from meshdiag.comms.report import JsonWriter
     from meshdiag.comms.scan import scan_stream
     from meshdiag.model.mesh import Mesh
     from meshdiag.pipeline.comms_checks import run_collective_checks
-    from meshdiag.report.comms_text import render
+    from meshdiag.report.comms_text import TextWriter
 
     raw = (data.encode() if isinstance(data, str) else data)[: MAX_INPUT * 4]
     lines = raw.split(b"\n")
@@ -276,8 +276,11 @@ def check_comms(data: bytes | str) -> None:
             for r in mc.rows:
                 if r.traffic is not None and min(r.traffic.sent, r.traffic.received) < 0:
                     raise AssertionError(f"negative bytes: {r}")
-        json.dumps(to_json([measured], mesh, findings))
-        render([measured], findings)
+        doc: list[str] = []  # what `meshdiag comms` writes, JSON and text
+        for w in (JsonWriter(doc.append, mesh), TextWriter([].append)):
+            w.file(measured)
+            w.end(findings)
+        json.loads("".join(doc))  # one valid document
 
 
 def preload() -> None:
