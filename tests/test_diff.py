@@ -10,6 +10,8 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jax.sharding import Mesh as JaxMesh
 from jax.sharding import NamedSharding as JaxNamed
 from jax.sharding import PartitionSpec as P
@@ -245,12 +247,16 @@ def test_a_dump_diff_says_what_comparing_every_layout_says(a, b, monkeypatch):
     from meshdiag.report.diff_report import dumps_json, dumps_text
 
     def shown(diffs):
+        diffs = list(diffs)
         return (
-            dumps_text(diffs, str(a), str(b), details=True),
-            json.dumps(dumps_json(diffs, str(a), str(b))),
+            list(dumps_text(diffs, str(a), str(b), details=True)),
+            "".join(dumps_json(diffs, str(a), str(b))),
         )
 
     fast = shown(dump_diff.diff_dumps(str(a), str(b)))
+    # the pieces make one document, the one `json.dumps` gives
+    doc = json.loads(fast[1])
+    assert fast[1] == json.dumps(doc) and doc["values"]
 
     def full(x, y, shape, split, n):
         from meshdiag.layouts.engine import layout
@@ -262,3 +268,192 @@ def test_a_dump_diff_says_what_comparing_every_layout_says(a, b, monkeypatch):
 
     monkeypatch.setattr(dump_diff, "_layout_diff", full)
     assert shown(dump_diff.diff_dumps(str(a), str(b))) == fast
+
+
+# -- pairing as the dumps stream by ----------------------------------------------------------
+
+AXES = ("x", "y")
+
+
+def _module_text(name: str, section: str | None, funcs: list[list[int]]) -> str:
+    """A Shardy module `@name` (after a pass-dump header when `section`): one function per
+    entry of `funcs`, each with arguments sharded along AXES[s] (or replicated, s = 2) in
+    turn; functions repeat `%arg0`, `%arg1`, ... (names repeat in the module)."""
+    head = (
+        f"// -----// IR Dump After {section} ({section.lower()}) "
+        f"('builtin.module' operation: @{name}) //----- //"
+        if section
+        else "// -----"
+    )
+    lines = [head, f"module @{name} {{", '  sdy.mesh @mesh = <["x"=2, "y"=2]>']
+    for i, specs in enumerate(funcs):
+        args = ", ".join(
+            f"%arg{j}: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, "
+            f"[{{{chr(34) + AXES[s] + chr(34) if s < 2 else ''}}}, {{}}]>}}"
+            for j, s in enumerate(specs)
+        )
+        lines += [
+            f"  func.func @f{i}({args}) -> tensor<8x8xf32> {{",
+            "    %0 = stablehlo.constant dense<0.0> : tensor<8x8xf32>",
+            "    return %0 : tensor<8x8xf32>",
+            "  }",
+        ]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _whole_pairing(path_a: str, path_b: str) -> list[tuple]:
+    """The reference: both dumps read whole, their values paired by key, as `diff` did
+    before it streamed (with the module's place among those of its name and section in
+    the key): (key, A's line, B's line or None) per value of A, (key, None, B's line) per
+    value only B has."""
+    import os
+
+    from meshdiag.ir.scan import scan_paths
+    from meshdiag.pipeline.dump_diff import Key, _loose, _module_key
+
+    def entries(path):
+        out = {}
+        for rep in scan_paths([path]):
+            fkey = os.path.relpath(rep.path, path) if os.path.isdir(path) else ""
+            modules: dict = {}
+            for m in rep.modules:
+                mk = _module_key(m)
+                mo = modules[mk] = modules.get(mk, -1) + 1
+                names: dict = {}
+                for v in m.values:
+                    k = names[v.name] = names.get(v.name, -1) + 1
+                    out[Key(fkey, mk, mo, v.name, k)] = v
+        return out
+
+    left, right = entries(path_a), entries(path_b)
+    pairs = {k: k if k in right else None for k in left}
+    matched = {k for k in pairs.values() if k is not None}
+    loose_a: dict = {}
+    loose_b: dict = {}
+    for k in left:
+        if pairs[k] is None:
+            loose_a.setdefault(_loose(k), []).append(k)
+    for k in right:
+        if k not in matched:
+            loose_b.setdefault(_loose(k), []).append(k)
+    for lk, ka in loose_a.items():
+        kb = loose_b.get(lk, [])
+        if len(kb) == 1:
+            for k in ka:
+                pairs[k] = kb[0]
+        elif len(ka) == 1 and kb:
+            pairs[ka[0]] = kb[0]
+    matched |= {k for k in pairs.values() if k is not None}
+    out = [(k, v.line, right[pairs[k]].line if pairs[k] else None) for k, v in left.items()]
+    out += [(k, None, v.line) for k, v in right.items() if k not in matched]
+    return out
+
+
+_modules = st.lists(
+    st.tuples(
+        st.sampled_from(["m", "n"]),
+        st.sampled_from([None, "Canonicalizer", "Inliner"]),
+        st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=3), min_size=1, max_size=2),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(a=_modules, b=_modules, shuffle=st.randoms(use_true_random=False))
+def test_streamed_pairing_is_the_pairing_of_whole_dumps(tmp_path, a, b, shuffle):
+    """Modules met in any order, missing on one side, repeated sections, values only one
+    side has, plain modules against pass-dump sections: each value is paired with what
+    pairing the whole dumps at once pairs it with."""
+    from meshdiag.pipeline.dump_diff import ONLY_A, ONLY_B, diff_dumps
+
+    b = b + [m for m in a if shuffle.random() < 0.5]  # some modules of A again, reordered
+    shuffle.shuffle(b)
+    fa, fb = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    fa.write_text("".join(_module_text(*m) for m in a))
+    fb.write_text("".join(_module_text(*m) for m in b))
+    got = []
+    for d in diff_dumps(str(fa), str(fb)):
+        assert (d.a is None) == (d.status == ONLY_B) and (d.b is None) == (d.status == ONLY_A)
+        got.append((d.key, d.a.line if d.a else None, d.b.line if d.b else None))
+    assert sorted(got, key=repr) == sorted(_whole_pairing(str(fa), str(fb)), key=repr)
+
+
+def test_a_section_printed_twice_is_two_modules(tmp_path):
+    """`mlir-print-ir-after-all` prints a pass's section each time the pass runs: each
+    occurrence is compared with the same occurrence on the other side (the second one
+    used to replace the first, which was then not compared at all)."""
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_text(
+        _module_text("m", "Canonicalizer", [[0]]) + _module_text("m", "Canonicalizer", [[1]])
+    )
+    b.write_text(
+        _module_text("m", "Canonicalizer", [[0]]) + _module_text("m", "Canonicalizer", [[0]])
+    )
+    out = run_cli("diff", str(a), str(b))
+    assert out.returncode == 1, out.stderr
+    assert "module m [IR Dump After Canonicalizer (canonicalizer)] (#2)" in out.stdout
+    assert "2 values: 1 same, 1 permuted, 0 different" in out.stdout  # x and y: 2 devices
+    doc = json.loads(run_cli("diff", str(a), str(b), "--format", "json").stdout)
+    assert [(v["module_occurrence"], v["status"]) for v in doc["values"]] == [
+        (0, "same"),
+        (1, "permuted"),
+    ]
+
+
+def test_a_file_with_nothing_to_read_writes_no_output(tmp_path):
+    """The error comes before any of the output (which is written as values are compared)."""
+    empty = tmp_path / "empty.mlir"
+    empty.write_bytes(b"\0binary")
+    for fmt in ("text", "json"):
+        out = run_cli("diff", str(SEED / "fixed_mesh.mlir"), str(empty), "--format", fmt)
+        assert out.returncode == 2 and out.stdout == "", out.stdout
+        assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_directories_pair_files_by_their_path_below_them(tmp_path):
+    """A file of A is compared with the file at the same path below B; files one side has
+    alone are all only-a or only-b: what pairing the whole directories at once gives."""
+    from meshdiag.pipeline.dump_diff import diff_dumps
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, files in (
+        (a, {"one.mlir": [("m", None, [[0, 1]])], "sub/two.mlir": [("m", "Inliner", [[1]])]}),
+        (b, {"sub/two.mlir": [("m", None, [[0], [2]])], "three.mlir": [("n", None, [[2]])]}),
+    ):
+        for name, modules in files.items():
+            (d / name).parent.mkdir(parents=True, exist_ok=True)
+            (d / name).write_text("".join(_module_text(*m) for m in modules))
+    got = [
+        (x.key, x.a.line if x.a else None, x.b.line if x.b else None)
+        for x in diff_dumps(str(a), str(b))
+    ]
+    assert sorted(got, key=repr) == sorted(_whole_pairing(str(a), str(b)), key=repr)
+    assert {k.file for k, la, lb in got if lb is None} == {"one.mlir"}
+    assert {k.file for k, la, lb in got if la is None} == {"three.mlir", "sub/two.mlir"}
+
+
+def test_a_module_stream_gives_the_modules_a_scan_gives(tmp_path):
+    """`ModuleStream` (what `diff` reads each dump with) gives the modules `scan_path` gives,
+    from a file read in many blocks, and the report once they are out; closed early, it
+    gives no more."""
+    from meshdiag.ir.module_stream import ModuleStream
+    from meshdiag.ir.scan import BLOCK, scan_path
+
+    big = tmp_path / "big.mlir"
+    one = _module_text("m", "Canonicalizer", [[0, 1, 2], [2, 1]])
+    big.write_text(one * (3 * BLOCK // len(one)))
+    whole = scan_path(str(big))
+    with ModuleStream(str(big)) as stream:
+        got = list(stream)
+        assert stream.report is not None and stream.report.modules == []
+        assert stream.report.findings == whole.findings
+    assert got == whole.modules and len(got) > 100
+    stream = ModuleStream(str(big))
+    assert next(stream) == whole.modules[0]
+    stream.close()
+    assert list(stream) == [] and stream.report is None

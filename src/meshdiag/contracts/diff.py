@@ -55,6 +55,11 @@ class ValueSide(Doc):
 class ValueDiff(Doc):
     file: str | None = Field(description="the file, relative to the directories compared")
     module: str | None = Field(description="the module (and pass-dump section)")
+    module_occurrence: int = Field(
+        ge=0,
+        description="k for the k+1-th module of that name and section in its file (a pass "
+        "dump prints some sections many times)",
+    )
     name: str = Field(description="the value's name, as in inspect")
     occurrence: int = Field(ge=0, description="k for the k+1-th value of that name")
     status: Literal["same", "permuted", "different", "only-a", "only-b", "not-compared"]

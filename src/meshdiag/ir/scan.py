@@ -24,7 +24,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -113,8 +113,17 @@ def scan_path(
     With `on_module`, each module goes to it as soon as it is complete (nothing after it
     can change it: the next module has started, or the file ended) and the report does not
     keep it: a big file is then held one module at a time."""
+    return _drained(scan_steps(path, on_module, cache, on_block))
+
+
+def scan_steps(
+    path: str, on_module: OnModule = None, cache: ScanCache | None = None, on_block: OnBlock = None
+) -> Generator[None, None, FileReport]:
+    """`scan_path` a block at a time: the scan stops after each block it reads (a small
+    file is one), so a caller reading two files side by side (`ir.module_stream`) takes
+    modules from either as it needs them; the generator returns the report."""
     if path == "-":
-        return scan_file("<stdin>", sys.stdin.buffer, on_module, cache, on_block)
+        return (yield from _file_steps("<stdin>", sys.stdin.buffer, on_module, cache, on_block))
     try:
         if path.endswith(".gz"):
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
@@ -129,7 +138,16 @@ def scan_path(
     with stream:
         # a regular file too big to read whole: mostly new lines (`linememo.Sampling`)
         big = not path.endswith(".gz") and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
-        return scan_file(path, stream, on_module, cache, on_block, probing=big)
+        return (yield from _file_steps(path, stream, on_module, cache, on_block, probing=big))
+
+
+def _drained(steps: Generator[None, None, FileReport]) -> FileReport:
+    """What a scan's steps return, run to the end."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 def read_small_file(path: str) -> bytes | None:
@@ -258,6 +276,19 @@ def scan_file(
 ) -> FileReport:
     """Scan one open binary stream; `path` is what reports show. `probing`: its lines are
     mostly new (a big regular file): learned one in `linememo.PROBE` from the start."""
+    return _drained(_file_steps(path, stream, on_module, cache, on_block, probing=probing))
+
+
+def _file_steps(
+    path: str,
+    stream: BinaryIO,
+    on_module: OnModule,
+    cache: ScanCache | None,
+    on_block: OnBlock,
+    *,
+    probing: bool = False,
+) -> Generator[None, None, FileReport]:
+    """`scan_file` a block at a time (`scan_steps`)."""
     b = Builder(path, partitioned_hint=partitioned_by_name(path), on_module=on_module, cache=cache)
     b.on_block = on_block
     try:
@@ -272,7 +303,7 @@ def scan_file(
         return b.finish()
     if _skipped(b, path, head):
         return b.finish()
-    _scan_stream(b, path, stream, head, 1, probing)
+    yield from _stream_steps(b, path, stream, head, 1, probing)
     return b.finish()
 
 
@@ -282,12 +313,21 @@ def _scan_stream(
     """Scan the rest of `stream` (`head`: what was read of it already) a block at a time,
     learning new lines as `linememo.Sampling` says (the run's for `path`:
     `ScanCache.sampling`; made `probing` or learning)."""
+    for _ in _stream_steps(b, path, stream, head, first_line, probing):
+        pass
+
+
+def _stream_steps(
+    b: Builder, path: str, stream, head: bytes, first_line: int, probing: bool
+) -> Iterator[None]:
+    """`_scan_stream`, stopping after each block."""
     b.sampling = b.cache.sampling(path, lambda: linememo.Sampling(learning=not probing))
     try:
         blocks = read_blocks(stream, b.problem, prefix=head, first_line=first_line)
         block_at = next(blocks, None)
         while block_at is not None:
             lineno = _scan_block(b, *block_at)  # (buffer, start, end, first line)
+            yield
             try:  # the scanner counted the block's lines: read_blocks need not
                 block_at = blocks.send(lineno)
             except StopIteration:

@@ -1,10 +1,21 @@
-"""Compare the sharded values of two dumps by per-device slices.
+"""Compare the sharded values of two dumps by per-device slices, as both dumps stream by.
 
 Values are matched by (file, module, value name, occurrence): the file by its path below the
-directory given (a single file needs no name match), the module by its name and pass-dump
-section, the value by its printed name and, when a name repeats in a module, by its position
-among the values of that name. Each matched pair is compared with `sharding_diff`; values only
-one side has are reported as such.
+directory given (a single file needs no name match), the module by its name, pass-dump
+section and, when those repeat in a file (`mlir-print-ir-after-all` prints
+`IR Dump After Canonicalizer` many times), by its place among the modules so named; the value
+by its printed name and, when a name repeats in a module, by its position among the values
+of that name. Each matched pair is compared with `sharding_diff`; values only one side has
+are reported as such. A value with no partner under its module's full key is paired by
+module name alone (without the section) when the other side holds that name once in the
+file: each section of a pass dump is then compared with the one module of a plain dump.
+
+Both files of a pair are read module by module (`ir.module_stream`), so memory stays flat
+in their size when they print their modules in the same order: a module is held only
+until its partner comes by, and a value without an exact partner until its file ends
+(where the loose pairing above is made). The order out: file by file (A's files, then the
+files only B has); in each, the exactly paired values in A's order, then the rest of A's
+in order (paired loosely or only in A), then the rest of B's in order.
 """
 
 from __future__ import annotations
@@ -12,9 +23,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.ir.model import FileReport, ModuleReport, Value
+from meshdiag.ir.model import ModuleReport, Value
 from meshdiag.layouts.diff import DIFFERENT, SAME, LayoutDiff, compare_layouts, rank_of, tile_shape
 from meshdiag.memo import RunMemos
 from meshdiag.model.mesh import Mesh
@@ -22,7 +34,16 @@ from meshdiag.model.sharding import HloSharding
 
 ONLY_A, ONLY_B, NOT_COMPARED = "only-a", "only-b", "not-compared"
 
-Key = tuple[str, str, str, int]
+
+class Key(NamedTuple):
+    """Where a value is, as the two dumps are matched by."""
+
+    file: str  # below the directory compared; "" for a file compared with a file
+    module: str  # its name, and its pass-dump section in brackets
+    #: k for the k+1-th module of that name and section in the file
+    module_occurrence: int
+    name: str
+    occurrence: int  # k for the k+1-th value of that name in the module
 
 
 @dataclass(frozen=True)
@@ -35,39 +56,14 @@ class ValueDiff:
     reason: str | None = None
 
 
-def _reports(path: str) -> list[FileReport]:
-    from meshdiag.ir.scan import scan_paths
-
-    if not os.path.exists(path):
-        raise MeshdiagError(f"{path}: no such file or directory")
-    return list(scan_paths([path]))
-
-
 def _module_key(m: ModuleReport) -> str:
     return f"{m.name or '<module>'}" + (f" [{m.section}]" if m.section else "")
 
 
-def _loose(k: Key) -> Key:
-    """The key without the pass-dump section: `mod [IR Dump After X]` → `mod`."""
-    file, module, name, n = k
-    return file, module.split(" [", 1)[0], name, n
-
-
-def _entries(path: str) -> Iterator[tuple[Key, Value, ModuleReport]]:
-    is_dir = os.path.isdir(path)
-    for rep in _reports(path):
-        errors = [f for f in rep.findings if f.code == "MD001"]
-        if errors and not rep.modules and not is_dir:  # a directory's binary files are skipped
-            f = errors[0]
-            raise MeshdiagError(f"{f.path}:{f.line or 1}: {f.message}")
-        fkey = os.path.relpath(rep.path, path) if is_dir else ""
-        for m in rep.modules:
-            mkey = _module_key(m)
-            seen: dict[str, int] = {}
-            for v in m.values:
-                k = seen.get(v.name, 0)
-                seen[v.name] = k + 1
-                yield (fkey, mkey, v.name, k), v, m
+def _loose(k: Key) -> tuple[str, str, str, int]:
+    """The key without the pass-dump section and the module's place:
+    `mod [IR Dump After X]` → `mod`."""
+    return k.file, k.module.split(" [", 1)[0], k.name, k.occurrence
 
 
 def _compare(
@@ -122,46 +118,171 @@ def _layout_diff(a: HloSharding, b: HloSharding, shape: tuple, split: str, n: in
 
 def diff_dumps(
     path_a: str, path_b: str, *, mesh: Mesh | None = None, split: str = "xla"
-) -> list[ValueDiff]:
-    """One ValueDiff per value of either dump, in A's order then B's leftovers.
+) -> Iterator[ValueDiff]:
+    """One ValueDiff per value of either dump, as they are read (in the order the module
+    docstring gives). Raises MeshdiagError for a path that does not exist, and for a file
+    given itself that has nothing to read (its MD001 says why)."""
+    from meshdiag.ir.scan import expand_paths
 
-    A value whose module section has no partner (a pass dump against a plain dump) is paired
-    by module name alone when that side holds the module once: each section of the pass dump
-    is then compared with the one plain module.
-    """
-    left = {k: (v, m) for k, v, m in _entries(path_a)}
-    right = {k: (v, m) for k, v, m in _entries(path_b)}
-    pairs: dict[Key, Key | None] = {k: k if k in right else None for k in left}
-    matched_b = {k for k in pairs.values() if k is not None}
-    loose_a: dict[Key, list[Key]] = {}
-    loose_b: dict[Key, list[Key]] = {}
-    for k in left:
-        if pairs[k] is None:
-            loose_a.setdefault(_loose(k), []).append(k)
-    for k in right:
-        if k not in matched_b:
-            loose_b.setdefault(_loose(k), []).append(k)
-    for lk, ka in loose_a.items():
-        kb = loose_b.get(lk, [])
-        if len(kb) == 1:
-            for k in ka:
-                pairs[k] = kb[0]
-        elif len(ka) == 1 and kb:
-            pairs[ka[0]] = kb[0]
+    for p in (path_a, path_b):
+        if not os.path.exists(p):
+            raise MeshdiagError(f"{p}: no such file or directory")
+    dir_a, dir_b = os.path.isdir(path_a), os.path.isdir(path_b)
+    files_b = {os.path.relpath(f, path_b) if dir_b else "": f for f in expand_paths([path_b])}
+    memos = RunMemos()  # this run's: layouts and the pair memo
+    sides = (_Side(dir_a), _Side(dir_b))
+    for fa in expand_paths([path_a]):
+        fkey = os.path.relpath(fa, path_a) if dir_a else ""
+        fb = files_b.pop(fkey, None)
+        yield from _file_pair(fkey, fa, fb, sides, mesh, split, memos)
+    for fkey, fb in files_b.items():
+        yield from _file_pair(fkey, None, fb, sides, mesh, split, memos)
+
+
+class _Side:
+    """One dump's way of reading its files: its own scan memo (the two files of a pair are
+    read in turns, a block at a time: each scan keeps its own state), and whether it is a
+    directory (whose unreadable files are skipped rather than refused)."""
+
+    def __init__(self, is_dir: bool) -> None:
+        from meshdiag.pipeline.inspect import scan_cache
+
+        self.is_dir = is_dir
+        self.cache = scan_cache(RunMemos())
+
+    def modules(self, path: str | None, fkey: str) -> Iterator[tuple[Key, list, ModuleReport]]:
+        """Each module of `path` (none when None) with its key (value name and occurrence
+        left empty) and its values keyed; raises for a file given itself that has nothing
+        to read, once its modules are all out."""
+        if path is None:
+            return
+        from meshdiag.ir.module_stream import ModuleStream
+
+        seen: dict[str, int] = {}
+        count = 0
+        with ModuleStream(path, self.cache) as stream:
+            for m in stream:
+                count += 1
+                mkey = _module_key(m)
+                k = seen.get(mkey, 0)
+                seen[mkey] = k + 1
+                yield Key(fkey, mkey, k, "", 0), _keyed(m), m
+            report = stream.report
+        assert report is not None
+        if self.is_dir or count:
+            return
+        errors = [f for f in report.findings if f.code == "MD001"]
+        if errors:  # a directory's binary files are skipped
+            f = errors[0]
+            raise MeshdiagError(f"{f.path}:{f.line or 1}: {f.message}")
+
+
+def _keyed(m: ModuleReport) -> list[tuple[tuple[str, int], Value]]:
+    """The module's values with their (name, occurrence of that name)."""
+    seen: dict[str, int] = {}
     out = []
-    memos = RunMemos()  # this run's
-    for k, (va, ma) in left.items():
-        kb = pairs[k]
-        if kb is None:
-            out.append(ValueDiff(k, ONLY_A, va, None))
-            continue
-        matched_b.add(kb)
-        vb, mb = right[kb]
-        status, diff, reason = _compare(va, ma, vb, mb, mesh, split, memos)
-        out.append(ValueDiff(k, status, va, vb, diff, reason))
-    out.extend(ValueDiff(k, ONLY_B, None, v) for k, (v, _) in right.items() if k not in matched_b)
+    for v in m.values:
+        k = seen.get(v.name, 0)
+        seen[v.name] = k + 1
+        out.append(((v.name, k), v))
     return out
 
 
-def all_same(diffs: list[ValueDiff]) -> bool:
-    return all(d.status == SAME for d in diffs)
+def _file_pair(
+    fkey: str,
+    fa: str | None,
+    fb: str | None,
+    sides: tuple[_Side, _Side],
+    mesh: Mesh | None,
+    split: str,
+    memos: RunMemos,
+) -> Iterator[ValueDiff]:
+    """The diffs of file `fa` of A against `fb` of B (either None: the file only the other
+    side has), pairing modules as they come: A's next module with the module of its key
+    that B has read, reading B on until it comes or B ends."""
+    b_modules = sides[1].modules(fb, fkey)
+    held: dict[tuple[str, int], tuple[int, list, ModuleReport]] = {}  # B's, read ahead
+    read_b = 0  # B modules read
+    b_ended = False
+    # values without an exact partner: A's in order; B's with their place in B
+    rest_a: list[tuple[Key, Value, ModuleReport]] = []
+    rest_b: list[tuple[tuple[int, int], Key, Value, ModuleReport]] = []
+    try:
+        for ka, values_a, ma in sides[0].modules(fa, fkey):
+            mk = (ka.module, ka.module_occurrence)
+            got = held.pop(mk, None)
+            while got is None and not b_ended:
+                nxt = next(b_modules, None)
+                if nxt is None:
+                    b_ended = True
+                    break
+                kb, values_b, mb = nxt
+                entry = (read_b, values_b, mb)
+                read_b += 1
+                if (kb.module, kb.module_occurrence) == mk:
+                    got = entry
+                else:
+                    held[(kb.module, kb.module_occurrence)] = entry
+            if got is None:
+                rest_a.extend((ka._replace(name=n, occurrence=k), v, ma) for (n, k), v in values_a)
+                continue
+            index_b, values_b, mb = got
+            partner = {nk: (i, v) for i, (nk, v) in enumerate(values_b)}
+            for nk, va in values_a:
+                key = ka._replace(name=nk[0], occurrence=nk[1])
+                hit = partner.pop(nk, None)
+                if hit is None:
+                    rest_a.append((key, va, ma))
+                    continue
+                status, diff, reason = _compare(va, ma, hit[1], mb, mesh, split, memos)
+                yield ValueDiff(key, status, va, hit[1], diff, reason)
+            for nk, (i, vb) in partner.items():
+                key = ka._replace(name=nk[0], occurrence=nk[1])
+                rest_b.append(((index_b, i), key, vb, mb))
+        for kb, values_b, mb in b_modules:  # what A did not ask for
+            held[(kb.module, kb.module_occurrence)] = (read_b, values_b, mb)
+            read_b += 1
+    finally:
+        b_modules.close()
+    for (mkey, occ), (index_b, values_b, mb) in held.items():
+        for i, ((n, k), vb) in enumerate(values_b):
+            rest_b.append(((index_b, i), Key(fkey, mkey, occ, n, k), vb, mb))
+    rest_b.sort(key=lambda e: e[0])
+    yield from _loosely_paired(rest_a, [e[1:] for e in rest_b], mesh, split, memos)
+
+
+def _loosely_paired(
+    rest_a: list[tuple[Key, Value, ModuleReport]],
+    rest_b: list[tuple[Key, Value, ModuleReport]],
+    mesh: Mesh | None,
+    split: str,
+    memos: RunMemos,
+) -> Iterator[ValueDiff]:
+    """The values of one file pair with no exact partner: paired by `_loose` key where the
+    other side holds it once (or this side does), in A's order, then B's unpaired ones."""
+    loose_b: dict[tuple, list[int]] = {}
+    for j, (kb, _, _) in enumerate(rest_b):
+        loose_b.setdefault(_loose(kb), []).append(j)
+    loose_a: dict[tuple, list[int]] = {}
+    for i, (ka, _, _) in enumerate(rest_a):
+        loose_a.setdefault(_loose(ka), []).append(i)
+    pair: dict[int, int] = {}
+    for lk, ia in loose_a.items():
+        jb = loose_b.get(lk, [])
+        if len(jb) == 1:
+            for i in ia:
+                pair[i] = jb[0]
+        elif len(ia) == 1 and jb:
+            pair[ia[0]] = jb[0]
+    paired_b = set(pair.values())
+    for i, (ka, va, ma) in enumerate(rest_a):
+        j = pair.get(i)
+        if j is None:
+            yield ValueDiff(ka, ONLY_A, va, None)
+            continue
+        _, vb, mb = rest_b[j]
+        status, diff, reason = _compare(va, ma, vb, mb, mesh, split, memos)
+        yield ValueDiff(ka, status, va, vb, diff, reason)
+    for j, (kb, vb, _) in enumerate(rest_b):
+        if j not in paired_b:
+            yield ValueDiff(kb, ONLY_B, None, vb)

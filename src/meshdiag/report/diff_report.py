@@ -1,10 +1,14 @@
 """`meshdiag diff` output: text lines and JSON documents for two shardings or two dumps.
 
-Pure: `ShardingDiff` / `ValueDiff` lists in, lines or JSON-ready dicts out.
+Pure: a `ShardingDiff` in, lines or a JSON-ready dict out; `ValueDiff`s as they come in,
+lines or pieces of the JSON document out (a dump diff is written as its values are
+compared, never held whole).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from meshdiag.report.reshard_report import slices_text, table
@@ -104,36 +108,43 @@ def _where(v) -> str:
     return f"line {v.line}" if v is not None else "-"
 
 
-def dumps_text(diffs: list[ValueDiff], path_a: str, path_b: str, *, details: bool) -> list[str]:
-    lines = [f"A: {path_a}", f"B: {path_b}"]
+def dumps_text(
+    diffs: Iterable[ValueDiff], path_a: str, path_b: str, *, details: bool
+) -> Iterator[str]:
+    """The text report's lines, each as soon as its value is in; the counts last."""
+    yield f"A: {path_a}"
+    yield f"B: {path_b}"
     current = None
     counts: dict[str, int] = {}
+    total = 0
     for vd in diffs:
+        total += 1
         counts[vd.status] = counts.get(vd.status, 0) + 1
-        file, module, name, k = vd.key
-        where = (file, module)
+        file, module, module_k, name, k = vd.key
+        where = (file, module, module_k)
         if where != current:
             current = where
-            lines.append(f"{file + ': ' if file else ''}module {module}")
+            yield f"{file + ': ' if file else ''}module {module}" + (
+                f" (#{module_k + 1})" if module_k else ""
+            )
         label = name + (f" (#{k + 1})" if k else "")
         lines_ab = f"A {_where(vd.a)}, B {_where(vd.b)}"
         if vd.status in ("only-a", "only-b"):
-            lines.append(f"  {label}  only in {'A' if vd.status == 'only-a' else 'B'} ({lines_ab})")
+            yield f"  {label}  only in {'A' if vd.status == 'only-a' else 'B'} ({lines_ab})"
             continue
         text = f"  {label}  {vd.status} ({lines_ab})"
         if vd.diff is not None and vd.status != "same":
             text += ": " + verdict_line(vd.diff)
         elif vd.reason:
             text += f": {vd.reason}"
-        lines.append(text)
+        yield text
         if details and vd.diff is not None and vd.status != "same":
             a, b = vd.a.text if vd.a else "", vd.b.text if vd.b else ""
-            lines.append(f"      A: {a}")
-            lines.append(f"      B: {b}")
-            lines.extend("      " + r for r in device_rows(vd.diff))
+            yield f"      A: {a}"
+            yield f"      B: {b}"
+            yield from ("      " + r for r in device_rows(vd.diff))
     order = ("same", "permuted", "different", "only-a", "only-b", "not-compared")
-    lines.append(f"{len(diffs)} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order))
-    return lines
+    yield f"{total} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order)
 
 
 def _value_json(v) -> dict | None:
@@ -148,22 +159,34 @@ def _value_json(v) -> dict | None:
     }
 
 
-def dumps_json(diffs: list[ValueDiff], path_a: str, path_b: str) -> dict:
-    values = []
+def value_json(vd: ValueDiff) -> dict:
+    """One entry of the document's `values`."""
+    file, module, module_k, name, k = vd.key
+    entry = {
+        "file": file or None,
+        "module": module,
+        "module_occurrence": module_k,
+        "name": name,
+        "occurrence": k,
+        "status": vd.status,
+        "reason": vd.reason,
+        "a": _value_json(vd.a),
+        "b": _value_json(vd.b),
+    }
+    if vd.diff is not None:
+        entry["differing_devices"] = list(vd.diff.differing)
+        entry["num_devices"] = vd.diff.num_devices
+    return entry
+
+
+def dumps_json(diffs: Iterable[ValueDiff], path_a: str, path_b: str) -> Iterator[str]:
+    """The JSON document of a dump diff in pieces, each value's as soon as it is in: joined,
+    the bytes `json.dumps` gives for the whole document (`{"version": ..., "a": ...,
+    "b": ..., "values": [...]}`)."""
+    head = {"version": JSON_VERSION, "a": path_a, "b": path_b, "values": []}
+    yield json.dumps(head)[:-2]  # up to the values' `[`
+    sep = ""
     for vd in diffs:
-        file, module, name, k = vd.key
-        entry = {
-            "file": file or None,
-            "module": module,
-            "name": name,
-            "occurrence": k,
-            "status": vd.status,
-            "reason": vd.reason,
-            "a": _value_json(vd.a),
-            "b": _value_json(vd.b),
-        }
-        if vd.diff is not None:
-            entry["differing_devices"] = list(vd.diff.differing)
-            entry["num_devices"] = vd.diff.num_devices
-        values.append(entry)
-    return {"version": JSON_VERSION, "a": path_a, "b": path_b, "values": values}
+        yield sep + json.dumps(value_json(vd))
+        sep = ", "
+    yield "]}"

@@ -38,9 +38,11 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = "text",
     ) -> None:
         """Compare two shardings or two dumps by per-device slices: same, permuted, different."""
+        import itertools
         import json
         import sys
 
+        from meshdiag.layouts.diff import SAME
         from meshdiag.model.splits import check_rule
 
         check_format(fmt)
@@ -53,21 +55,38 @@ def register(app: typer.Typer) -> None:
             missing, name = (b, "B") if exists[0] else (a, "A")
             raise MeshdiagError(f"{name}: {missing}: no such file or directory")
         if all(exists):
-            from meshdiag.pipeline.dump_diff import all_same, diff_dumps
+            from meshdiag.pipeline.dump_diff import diff_dumps
             from meshdiag.report.diff_report import dumps_json, dumps_text
 
             if shape is not None:
                 from meshdiag.errors import MeshdiagError
 
                 raise MeshdiagError("--shape is for two shardings; dump values carry their shapes")
-            diffs = diff_dumps(a, b, mesh=m, split=rule)
+            differs = []  # written as they come: the statuses are known at the end
+
+            def tallied(diffs):
+                for d in diffs:
+                    if d.status != SAME and not differs:
+                        differs.append(d)
+                    yield d
+
+            found = diff_dumps(a, b, mesh=m, split=rule)
+            # a file given itself with nothing to read raises before its first value:
+            # nothing is written before that error
+            first = next(found, None)
+            diffs = tallied(itertools.chain(() if first is None else (first,), found))
             if fmt == "json":
-                sys.stdout.write(json.dumps(dumps_json(diffs, a, b)) + "\n")
+                pieces = dumps_json(diffs, a, b)
             else:
-                sys.stdout.write("\n".join(dumps_text(diffs, a, b, details=details)) + "\n")
-            raise typer.Exit(0 if all_same(diffs) else 1)
+                pieces = (line + "\n" for line in dumps_text(diffs, a, b, details=details))
+            out = sys.stdout
+            for piece in pieces:
+                out.write(piece)
+            if fmt == "json":
+                out.write("\n")
+            raise typer.Exit(1 if differs else 0)
         from meshdiag.cli.commands.layout import parse_shape
-        from meshdiag.layouts.diff import SAME, diff_shardings
+        from meshdiag.layouts.diff import diff_shardings
         from meshdiag.report.diff_report import sharding_json, sharding_text
 
         dims = parse_shape(shape) if shape is not None else None
