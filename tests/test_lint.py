@@ -173,6 +173,23 @@ def test_select_ignore_extend(capsys, work):
     assert rc == 0 and codes_of(out) == []
 
 
+def test_a_selection_does_not_hide_what_could_not_be_read(capsys, tmp_path):
+    """`--select MD2` on a file whose replica groups do not parse said "All checks passed":
+    the collective checks never saw that all-reduce. MD001 stays on under any selection
+    (as ruff reports syntax errors); only an ignore naming it turns it off."""
+    bad = tmp_path / "bad.txt"
+    bad.write_text(
+        "HloModule m, num_partitions=4\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8]{0} parameter(0)\n"
+        "  ROOT %ar = f32[8]{0} all-reduce(%p), replica_groups={{0,1},{2,3}, to_apply=%add\n}\n"
+    )
+    rc, out, _ = run(capsys, bad, "-f", "json", "--select", "MD2")
+    assert rc == 1 and codes_of(out) == ["MD001"]
+    for off in ("MD001", "MD0"):
+        rc, out, _ = run(capsys, bad, "-f", "json", "--select", "MD2", "--ignore", off)
+        assert rc == 0 and codes_of(out) == []
+
+
 def test_per_file_ignores_cli_and_config(capsys, work):
     (work / "dumps" / "legacy").mkdir(parents=True)
     shutil.copy(work / "dump.mlir", work / "dumps" / "legacy" / "old.mlir")

@@ -66,7 +66,7 @@ def test_nested_discovery_applies_settings(tmp_path):
     nested = tmp_path / "a" / "b"
     nested.mkdir(parents=True)
     s = resolve_settings(CliOptions(), CODES, cwd=str(nested))
-    assert s.codes == {"MD101", "MD102", "MD104", "MD105"}
+    assert s.codes == {"MD001", "MD101", "MD102", "MD104", "MD105"}  # MD001: always on
     assert s.fail_on == "error" and s.split == "chunk"
     assert s.config_path == str(tmp_path / "pyproject.toml")
     # per-file-ignores globs are anchored at the config's directory, not the cwd
@@ -77,19 +77,19 @@ def test_nested_discovery_applies_settings(tmp_path):
 def test_cli_overrides_config(tmp_path):
     write(tmp_path / "meshdiag.toml", 'select = ["MD1"]\nignore = ["MD101"]\nfail-on = "info"\n')
     s = resolve_settings(CliOptions(select=("MD101",), fail_on="error"), CODES, cwd=str(tmp_path))
-    assert s.codes == {"MD101"}  # ruff: the CLI's select is the new base
+    assert s.codes == {"MD001", "MD101"}  # ruff: the CLI's select is the new base
     assert s.fail_on == "error"
     s = resolve_settings(CliOptions(extend_select=("MD101",)), CODES, cwd=str(tmp_path))
-    assert s.codes == {"MD101", "MD102", "MD103", "MD104", "MD105"}
+    assert s.codes == {"MD001", "MD101", "MD102", "MD103", "MD104", "MD105"}
 
 
 def test_isolated_and_explicit_config(tmp_path):
     write(tmp_path / "meshdiag.toml", 'select = ["MD103"]\n')
     other = write(tmp_path / "ci" / "lint.toml", 'select = ["MD105"]\n')
-    assert resolve_settings(CliOptions(), CODES, cwd=str(tmp_path)).codes == {"MD103"}
+    assert resolve_settings(CliOptions(), CODES, cwd=str(tmp_path)).codes == {"MD001", "MD103"}
     assert resolve_settings(CliOptions(isolated=True), CODES, cwd=str(tmp_path)).codes == set(CODES)
     s = resolve_settings(CliOptions(config=str(other)), CODES, cwd=str(tmp_path))
-    assert s.codes == {"MD105"} and s.root == str(tmp_path / "ci")
+    assert s.codes == {"MD001", "MD105"} and s.root == str(tmp_path / "ci")
 
 
 @pytest.mark.parametrize(
@@ -148,6 +148,25 @@ def test_select_prefixes_and_all():
     }
     assert sel(SelectionLayer(select=("ALL",), ignore=("MD1",))) == {"MD001", "MD201"}
     assert sel(SelectionLayer(select=("md001",))) == {"MD001"}  # case-insensitive
+
+
+def test_an_always_on_rule_is_left_out_only_by_an_ignore():
+    def on(*layers):
+        return set(resolve_selection(CODES, layers, always=("MD001",)))
+
+    assert on(SelectionLayer(select=("MD1",))) == {
+        "MD001",
+        "MD101",
+        "MD102",
+        "MD103",
+        "MD104",
+        "MD105",
+    }
+    assert "MD001" not in on(SelectionLayer(select=("MD1",), ignore=("MD001",)))
+    assert "MD001" not in on(SelectionLayer(ignore=("ALL",)))
+    config = SelectionLayer(ignore=("MD0",), origin="cfg")
+    assert "MD001" not in on(config, SelectionLayer(select=("MD1",)))  # still ignored
+    assert "MD001" in on(config, SelectionLayer(extend_select=("MD001",)))  # selected again
 
 
 def test_more_specific_selector_wins_within_a_layer():

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from meshdiag.model.mesh import Mesh
 
 CONFIG_NAMES = ("meshdiag.toml", "pyproject.toml")  # priority inside one directory
+#: rules a `select` cannot leave out, only an `ignore` (`lint.select`): input that cannot be
+#: read, which every other rule then did not see
+ALWAYS_ON = ("MD001",)
 
 #: the default of remat-min-bytes (MD202 reports gathers of whole tensors from this size)
 REMAT_MIN_BYTES = 1 << 20
@@ -202,7 +205,7 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
             )
         )
     layers.append(SelectionLayer(cli.select, tuple(cli.extend_select), tuple(cli.ignore)))
-    enabled = resolve_selection(codes, layers)
+    enabled = resolve_selection(codes, layers, always=ALWAYS_ON)
 
     pfi = table_per_file_ignores(values.get("per-file-ignores", {}), codes, base, origin)
     pfi += parse_per_file_ignores(cli.per_file_ignores, codes, cwd)

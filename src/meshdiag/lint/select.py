@@ -5,6 +5,11 @@ Selection is resolved layer by layer (config file first, then the command line).
 has `select` replaces the set carried from the layer before; `extend-select` adds and `ignore`
 removes. Inside one layer the most specific selector wins (`ignore = ["MD1"]` +
 `select = ["MD101"]` keeps MD101), and on a tie `ignore` wins — ruff's rule.
+
+A rule in `always` (MD001: input that cannot be read) stays on when a `select` leaves it
+out, as ruff reports syntax errors whatever is selected: a selection of a few rules would
+otherwise pass a file whose values they never saw. Only an `ignore` that names it (or a
+prefix of it) turns it off, and a later layer that selects it turns it on again.
 """
 
 from __future__ import annotations
@@ -70,10 +75,14 @@ def expand(selectors: Iterable[str], codes: Iterable[str], origin: str = "comman
     return out
 
 
-def resolve_selection(codes: Iterable[str], layers: Sequence[SelectionLayer]) -> frozenset[str]:
-    """The enabled codes after applying `layers` in order over the default (every rule)."""
+def resolve_selection(
+    codes: Iterable[str], layers: Sequence[SelectionLayer], always: Iterable[str] = ()
+) -> frozenset[str]:
+    """The enabled codes after applying `layers` in order over the default (every rule);
+    `always`: codes only an `ignore` turns off (see the module docstring)."""
     codes = sorted(codes)
     enabled = set(codes)
+    kept = set(always) & enabled  # the `always` codes no ignore has turned off
     for layer in layers:
         select = [normalize_selector(s, layer.origin) for s in (layer.select or ())]
         extend = [normalize_selector(s, layer.origin) for s in layer.extend_select]
@@ -85,11 +94,14 @@ def resolve_selection(codes: Iterable[str], layers: Sequence[SelectionLayer]) ->
             on = max((_specificity(s, code) for s in (*select, *extend)), default=-1)
             off = max((_specificity(s, code) for s in ignore), default=-1)
             if off >= 0 and off >= on:
+                kept.discard(code)
                 continue
+            if on >= 0 and code in always:
+                kept.add(code)
             if on >= 0 or (layer.select is None and code in enabled):
                 new.add(code)
         enabled = new
-    return frozenset(enabled)
+    return frozenset(enabled | kept)
 
 
 # -- globs ---------------------------------------------------------------------------------
