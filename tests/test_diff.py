@@ -244,7 +244,10 @@ def test_a_dump_diff_says_what_comparing_every_layout_says(a, b, monkeypatch):
     value's two layouts in full."""
     from meshdiag.layouts import diff as layout_diff
     from meshdiag.pipeline import dump_diff
+    from meshdiag.report import diff_report
     from meshdiag.report.diff_report import dumps_json, dumps_text
+
+    monkeypatch.setattr(diff_report, "JSON_BATCH", 2)  # the values in several batches
 
     def shown(diffs):
         diffs = list(diffs)

@@ -179,14 +179,25 @@ def value_json(vd: ValueDiff) -> dict:
     return entry
 
 
+#: values put into one `json.dumps` call: one call per value cost more than the comparing
+#: (185k values: 4 s of an 11 s diff)
+JSON_BATCH = 1024
+
+
 def dumps_json(diffs: Iterable[ValueDiff], path_a: str, path_b: str) -> Iterator[str]:
-    """The JSON document of a dump diff in pieces, each value's as soon as it is in: joined,
-    the bytes `json.dumps` gives for the whole document (`{"version": ..., "a": ...,
-    "b": ..., "values": [...]}`)."""
+    """The JSON document of a dump diff in pieces, written as the values come in (a batch
+    of `JSON_BATCH` at a time): joined, the bytes `json.dumps` gives for the whole document
+    (`{"version": ..., "a": ..., "b": ..., "values": [...]}`)."""
     head = {"version": JSON_VERSION, "a": path_a, "b": path_b, "values": []}
     yield json.dumps(head)[:-2]  # up to the values' `[`
     sep = ""
+    batch: list[dict] = []
     for vd in diffs:
-        yield sep + json.dumps(value_json(vd))
-        sep = ", "
+        batch.append(value_json(vd))
+        if len(batch) >= JSON_BATCH:
+            yield sep + json.dumps(batch)[1:-1]  # the entries, joined by ", "
+            sep = ", "
+            batch = []
+    if batch:
+        yield sep + json.dumps(batch)[1:-1]
     yield "]}"
