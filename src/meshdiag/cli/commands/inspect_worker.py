@@ -148,7 +148,7 @@ class _TextModules:
 
     def __call__(self, m: ModuleReport) -> None:
         st = _STATE
-        self.values = self.values or bool(m.values)
+        self.values = self.values or bool(m.items)  # (not `values`: a list of every one)
         shown = summarise_module(m, mesh=st["mesh"], split=st["split"], memos=st["memos"])
         self.write(render_module(shown, self.console, st["memos"]))
 
