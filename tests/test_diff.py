@@ -460,3 +460,40 @@ def test_a_module_stream_gives_the_modules_a_scan_gives(tmp_path):
     assert next(stream) == whole.modules[0]
     stream.close()
     assert list(stream) == [] and stream.report is None
+
+
+def test_what_could_not_be_read_is_said_and_exits_2(tmp_path):
+    """A line too long to read (or any other MD001 error of either dump) leaves its values
+    out of the comparison: the report lists it after the counts, JSON under `problems`,
+    stderr says so in one line and the exit code is 2 (diff's trouble), never 0 for
+    values that were not compared. It used to say "0 values" and exit 0."""
+    import os
+
+    from meshdiag.ir.scan import BLOCK
+
+    # a signature longer than a read (lines held across reads are bounded by the limit)
+    long_module = _module_text("m", None, [[0] * (BLOCK // 40)])
+    f = tmp_path / "a.mlir"
+    f.write_text(long_module + _module_text("n", None, [[1]]))
+    env = {**os.environ, "MESHDIAG_MAX_ANNOTATION_CHARS": "1000"}  # lines of 4,000 at most
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "meshdiag", "diff", str(f), str(f), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    out = run()
+    assert out.returncode == 2, out.stderr
+    assert "1 values: 1 same" in out.stdout  # module n's value, compared
+    assert "2 part(s) of the dumps could not be read" in out.stdout
+    assert f"  A {f}:4:1: line 4 is longer than" in out.stdout
+    assert len(out.stderr.strip().splitlines()) == 1 and "not compared" in out.stderr
+    out = run("--format", "json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 2 and doc["problem_count"] == 2
+    assert [(p["side"], p["line"]) for p in doc["problems"]] == [("a", 4), ("b", 4)]
+    assert [v["status"] for v in doc["values"]] == ["same"]

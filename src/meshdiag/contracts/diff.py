@@ -70,6 +70,14 @@ class ValueDiff(Doc):
     num_devices: int = Field(None, description="present when compared")
 
 
+class ReadProblem(Doc):
+    side: Literal["a", "b"]
+    path: str
+    line: int | None = Field(ge=1)
+    column: int | None = Field(ge=1)
+    message: str = Field(description="what could not be read (the MD001 message)")
+
+
 class DumpDiffDocument(Doc):
     """Two dumps compared value by value."""
 
@@ -77,6 +85,11 @@ class DumpDiffDocument(Doc):
     a: str = Field(description="the first path")
     b: str = Field(description="the second path")
     values: list[ValueDiff]
+    problems: list[ReadProblem] = Field(
+        description="parts of the dumps that could not be read: their values were not "
+        "compared (exit code 2); the first 1,000"
+    )
+    problem_count: int = Field(ge=0, description="how many there were in all")
 
 
 class DiffDocument(RootModel[ShardingDiffDocument | DumpDiffDocument]):

@@ -16,14 +16,18 @@ until its partner comes by, and a value without an exact partner until its file 
 (where the loose pairing above is made). The order out: file by file (A's files, then the
 files only B has); in each, the exactly paired values in A's order, then the rest of A's
 in order (paired loosely or only in A), then the rest of B's in order.
+
+What could not be read of either dump (its error-level MD001 findings: a line too long, an
+annotation that does not parse) is gathered as the files are read (`DumpDiff.problems`):
+those values were not compared, and the report says so.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.model import ModuleReport, Value
@@ -31,6 +35,9 @@ from meshdiag.layouts.diff import DIFFERENT, SAME, LayoutDiff, compare_layouts, 
 from meshdiag.memo import RunMemos
 from meshdiag.model.mesh import Mesh
 from meshdiag.model.sharding import HloSharding
+
+if TYPE_CHECKING:
+    from meshdiag.model.findings import Finding
 
 ONLY_A, ONLY_B, NOT_COMPARED = "only-a", "only-b", "not-compared"
 
@@ -116,38 +123,73 @@ def _layout_diff(a: HloSharding, b: HloSharding, shape: tuple, split: str, n: in
     return diff
 
 
+#: problems of reading the dumps kept to show (the rest are only counted)
+MAX_PROBLEMS = 1000
+
+
+class DumpDiff:
+    """Two dumps compared: iterating gives one ValueDiff per value of either dump, as the
+    dumps are read (in the order the module docstring gives); meanwhile `problems` gathers
+    what could not be read of them — ("A" or "B", its MD001 finding), the first
+    `MAX_PROBLEMS` of `problem_count` — whose values were then not compared.
+
+    Raises MeshdiagError for a path that does not exist (when made), and for a file given
+    itself that has nothing to read (when iterated, before any value: its MD001 says why).
+    """
+
+    def __init__(
+        self, path_a: str, path_b: str, *, mesh: Mesh | None = None, split: str = "xla"
+    ) -> None:
+        for p in (path_a, path_b):
+            if not os.path.exists(p):
+                raise MeshdiagError(f"{p}: no such file or directory")
+        self.paths = (path_a, path_b)
+        self.mesh = mesh
+        self.split = split
+        self.problems: list[tuple[str, Finding]] = []
+        self.problem_count = 0
+
+    def _problem(self, side: str, f: Finding) -> None:
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append((side, f))
+
+    def __iter__(self) -> Iterator[ValueDiff]:
+        from meshdiag.ir.scan import expand_paths
+
+        path_a, path_b = self.paths
+        dir_a, dir_b = os.path.isdir(path_a), os.path.isdir(path_b)
+        files_b = {os.path.relpath(f, path_b) if dir_b else "": f for f in expand_paths([path_b])}
+        memos = RunMemos()  # this run's: layouts and the pair memo
+        sides = (_Side("A", dir_a, self._problem), _Side("B", dir_b, self._problem))
+        how = (self.mesh, self.split, memos)
+        for fa in expand_paths([path_a]):
+            fkey = os.path.relpath(fa, path_a) if dir_a else ""
+            fb = files_b.pop(fkey, None)
+            yield from _file_pair(fkey, fa, fb, sides, *how)
+        for fkey, fb in files_b.items():
+            yield from _file_pair(fkey, None, fb, sides, *how)
+
+
 def diff_dumps(
     path_a: str, path_b: str, *, mesh: Mesh | None = None, split: str = "xla"
 ) -> Iterator[ValueDiff]:
-    """One ValueDiff per value of either dump, as they are read (in the order the module
-    docstring gives). Raises MeshdiagError for a path that does not exist, and for a file
-    given itself that has nothing to read (its MD001 says why)."""
-    from meshdiag.ir.scan import expand_paths
-
-    for p in (path_a, path_b):
-        if not os.path.exists(p):
-            raise MeshdiagError(f"{p}: no such file or directory")
-    dir_a, dir_b = os.path.isdir(path_a), os.path.isdir(path_b)
-    files_b = {os.path.relpath(f, path_b) if dir_b else "": f for f in expand_paths([path_b])}
-    memos = RunMemos()  # this run's: layouts and the pair memo
-    sides = (_Side(dir_a), _Side(dir_b))
-    for fa in expand_paths([path_a]):
-        fkey = os.path.relpath(fa, path_a) if dir_a else ""
-        fb = files_b.pop(fkey, None)
-        yield from _file_pair(fkey, fa, fb, sides, mesh, split, memos)
-    for fkey, fb in files_b.items():
-        yield from _file_pair(fkey, None, fb, sides, mesh, split, memos)
+    """The ValueDiffs of `DumpDiff(path_a, path_b)`, without its problems."""
+    return iter(DumpDiff(path_a, path_b, mesh=mesh, split=split))
 
 
 class _Side:
     """One dump's way of reading its files: its own scan memo (the two files of a pair are
-    read in turns, a block at a time: each scan keeps its own state), and whether it is a
-    directory (whose unreadable files are skipped rather than refused)."""
+    read in turns, a block at a time: each scan keeps its own state), whether it is a
+    directory (whose unreadable files are skipped rather than refused), and where the
+    problems of reading it go (`problem(label, finding)`)."""
 
-    def __init__(self, is_dir: bool) -> None:
+    def __init__(self, label: str, is_dir: bool, problem: Callable[[str, Finding], None]) -> None:
         from meshdiag.pipeline.inspect import scan_cache
 
+        self.label = label
         self.is_dir = is_dir
+        self.problem = problem
         self.cache = scan_cache(RunMemos())
 
     def modules(self, path: str | None, fkey: str) -> Iterator[tuple[Key, list, ModuleReport]]:
@@ -169,12 +211,13 @@ class _Side:
                 yield Key(fkey, mkey, k, "", 0), _keyed(m), m
             report = stream.report
         assert report is not None
-        if self.is_dir or count:
-            return
         errors = [f for f in report.findings if f.code == "MD001"]
-        if errors:  # a directory's binary files are skipped
+        if errors and not count and not self.is_dir:  # a directory's binary files are skipped
             f = errors[0]
             raise MeshdiagError(f"{f.path}:{f.line or 1}: {f.message}")
+        for f in errors:
+            if f.severity == "error":  # (not the notes of files skipped on purpose)
+                self.problem(self.label, f)
 
 
 def _keyed(m: ModuleReport) -> list[tuple[tuple[str, int], Value]]:

@@ -15,7 +15,7 @@ from meshdiag.report.reshard_report import slices_text, table
 
 if TYPE_CHECKING:
     from meshdiag.layouts.diff import LayoutDiff, ShardingDiff
-    from meshdiag.pipeline.dump_diff import ValueDiff
+    from meshdiag.pipeline.dump_diff import DumpDiff, ValueDiff
 
 JSON_VERSION = 1
 MAX_DEVICE_ROWS = 64
@@ -109,9 +109,15 @@ def _where(v) -> str:
 
 
 def dumps_text(
-    diffs: Iterable[ValueDiff], path_a: str, path_b: str, *, details: bool
+    diffs: Iterable[ValueDiff],
+    path_a: str,
+    path_b: str,
+    *,
+    details: bool,
+    run: DumpDiff | None = None,
 ) -> Iterator[str]:
-    """The text report's lines, each as soon as its value is in; the counts last."""
+    """The text report's lines, each as soon as its value is in; the counts last, then
+    what `run` (the comparison `diffs` come from) could not read of the dumps."""
     yield f"A: {path_a}"
     yield f"B: {path_b}"
     current = None
@@ -145,6 +151,15 @@ def dumps_text(
             yield from ("      " + r for r in device_rows(vd.diff))
     order = ("same", "permuted", "different", "only-a", "only-b", "not-compared")
     yield f"{total} values: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in order)
+    if run is not None and run.problem_count:
+        yield (
+            f"{run.problem_count} part(s) of the dumps could not be read; "
+            "the values in them were not compared:"
+        )
+        for side, f in run.problems:
+            yield f"  {side} {f.path}:{f.line or 1}:{f.column or 1}: {f.message}"
+        if run.problem_count > len(run.problems):
+            yield f"  (+{run.problem_count - len(run.problems)} more)"
 
 
 def _value_json(v) -> dict | None:
@@ -184,10 +199,14 @@ def value_json(vd: ValueDiff) -> dict:
 JSON_BATCH = 1024
 
 
-def dumps_json(diffs: Iterable[ValueDiff], path_a: str, path_b: str) -> Iterator[str]:
+def dumps_json(
+    diffs: Iterable[ValueDiff], path_a: str, path_b: str, run: DumpDiff | None = None
+) -> Iterator[str]:
     """The JSON document of a dump diff in pieces, written as the values come in (a batch
     of `JSON_BATCH` at a time): joined, the bytes `json.dumps` gives for the whole document
-    (`{"version": ..., "a": ..., "b": ..., "values": [...]}`)."""
+    (`{"version": ..., "a": ..., "b": ..., "values": [...], "problems": [...],
+    "problem_count": ...}`; the problems are what `run`, the comparison `diffs` come from,
+    could not read)."""
     head = {"version": JSON_VERSION, "a": path_a, "b": path_b, "values": []}
     yield json.dumps(head)[:-2]  # up to the values' `[`
     sep = ""
@@ -200,4 +219,18 @@ def dumps_json(diffs: Iterable[ValueDiff], path_a: str, path_b: str) -> Iterator
             batch = []
     if batch:
         yield sep + json.dumps(batch)[1:-1]
-    yield "]}"
+    problems = [] if run is None else run.problems
+    tail = {
+        "problems": [
+            {
+                "side": side.lower(),
+                "path": f.path,
+                "line": f.line,
+                "column": f.column,
+                "message": f.message,
+            }
+            for side, f in problems
+        ],
+        "problem_count": 0 if run is None else run.problem_count,
+    }
+    yield "], " + json.dumps(tail)[1:]  # the values' `]`, then the rest of the document

@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
             missing, name = (b, "B") if exists[0] else (a, "A")
             raise MeshdiagError(f"{name}: {missing}: no such file or directory")
         if all(exists):
-            from meshdiag.pipeline.dump_diff import diff_dumps
+            from meshdiag.pipeline.dump_diff import DumpDiff
             from meshdiag.report.diff_report import dumps_json, dumps_text
 
             if shape is not None:
@@ -70,20 +70,29 @@ def register(app: typer.Typer) -> None:
                         differs.append(d)
                     yield d
 
-            found = diff_dumps(a, b, mesh=m, split=rule)
+            run = DumpDiff(a, b, mesh=m, split=rule)
+            found = iter(run)
             # a file given itself with nothing to read raises before its first value:
             # nothing is written before that error
             first = next(found, None)
             diffs = tallied(itertools.chain(() if first is None else (first,), found))
             if fmt == "json":
-                pieces = dumps_json(diffs, a, b)
+                pieces = dumps_json(diffs, a, b, run)
             else:
-                pieces = (line + "\n" for line in dumps_text(diffs, a, b, details=details))
+                lines = dumps_text(diffs, a, b, details=details, run=run)
+                pieces = (line + "\n" for line in lines)
             out = sys.stdout
             for piece in pieces:
                 out.write(piece)
             if fmt == "json":
                 out.write("\n")
+            if run.problem_count:  # not every value was compared: trouble, as diff says it
+                print(
+                    f"meshdiag: {run.problem_count} part(s) of the dumps could not be read; "
+                    "their values were not compared (listed in the output)",
+                    file=sys.stderr,
+                )
+                raise typer.Exit(2)
             raise typer.Exit(1 if differs else 0)
         from meshdiag.cli.commands.layout import parse_shape
         from meshdiag.layouts.diff import diff_shardings
