@@ -9,7 +9,9 @@ RULE = Rule(
     severity="error",
     summary="an annotation, mesh, file or config cannot be read or parsed",
     what="meshdiag found a sharding, mesh or config it could not parse, or a file it could "
-    "not read. The finding gives the location and what the parser expected there.",
+    "not read. The finding gives the location and what the parser expected there. `lint` "
+    "keeps this rule on under any `--select` (only an `--ignore` naming it turns it off), "
+    "and `diff` exits 2 when it meets one: what was not read was not checked or compared.",
     why="A sharding the tool cannot read is a sharding nobody checked. Compilers that "
     "crash mid-dump leave truncated annotations; hand-written IR may use a syntax the real "
     "parser rejects too.",

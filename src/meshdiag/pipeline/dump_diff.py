@@ -158,6 +158,7 @@ class DumpDiff:
         from meshdiag.ir.scan import expand_paths
 
         path_a, path_b = self.paths
+        self.problems, self.problem_count = [], 0  # (each reading of the dumps finds its own)
         dir_a, dir_b = os.path.isdir(path_a), os.path.isdir(path_b)
         files_b = {os.path.relpath(f, path_b) if dir_b else "": f for f in expand_paths([path_b])}
         memos = RunMemos()  # this run's: layouts and the pair memo
