@@ -10,12 +10,14 @@ are reported as such. A value with no partner under its module's full key is pai
 module name alone (without the section) when the other side holds that name once in the
 file: each section of a pass dump is then compared with the one module of a plain dump.
 
-Both files of a pair are read module by module (`ir.module_stream`), so memory stays flat
-in their size when they print their modules in the same order: a module is held only
-until its partner comes by, and a value without an exact partner until its file ends
-(where the loose pairing above is made). The order out: file by file (A's files, then the
-files only B has); in each, the exactly paired values in A's order, then the rest of A's
-in order (paired loosely or only in A), then the rest of B's in order.
+Both files of a pair are read a module from each in turn (`ir.module_stream`): a module
+is held only until its partner comes by, and a value without an exact partner until its
+file ends (where the loose pairing above is made). Memory is flat in the files' size when
+they print the same modules in the same order, and otherwise about what has no partner,
+which a module one side lacks does not change. The order out: file by file (A's files,
+then the files only B has); in each, the exactly paired values as their pairs are found
+(A's order for dumps in one order), then the rest of A's in A's order (paired loosely or
+only in A), then the rest of B's in B's.
 
 What could not be read of either dump (its error-level MD001 findings: a line too long, an
 annotation that does not parse) is gathered as the files are read (`DumpDiff.problems`):
@@ -232,6 +234,11 @@ def _keyed(m: ModuleReport) -> list[tuple[tuple[str, int], Value]]:
     return out
 
 
+#: a module as `_file_pair` holds it: (its place in its file, its key, its values keyed by
+#: (name, occurrence), the module)
+_Held = tuple[int, Key, list, ModuleReport]
+
+
 def _file_pair(
     fkey: str,
     fa: str | None,
@@ -242,57 +249,81 @@ def _file_pair(
     memos: RunMemos,
 ) -> Iterator[ValueDiff]:
     """The diffs of file `fa` of A against `fb` of B (either None: the file only the other
-    side has), pairing modules as they come: A's next module with the module of its key
-    that B has read, reading B on until it comes or B ends."""
-    b_modules = sides[1].modules(fb, fkey)
-    held: dict[tuple[str, int], tuple[int, list, ModuleReport]] = {}  # B's, read ahead
-    read_b = 0  # B modules read
-    b_ended = False
-    # values without an exact partner: A's in order; B's with their place in B
-    rest_a: list[tuple[Key, Value, ModuleReport]] = []
-    rest_b: list[tuple[tuple[int, int], Key, Value, ModuleReport]] = []
+    side has). The two are read a module from each in turn; a module is held until the
+    other side's module of its key comes by, and then the pair is compared. So what is
+    held is what has no partner (kept to the end anyway, for the loose pairing) and what
+    one side has read ahead of the other: never more than twice what has no partner, plus
+    a module, however the two order their modules."""
+    streams = (sides[0].modules(fa, fkey), sides[1].modules(fb, fkey))
+    held: tuple[dict, dict] = ({}, {})  # per side: (module, occurrence) -> _Held
+    # per side, the values without an exact partner: ((module's place, value's place), key,
+    # value, module)
+    rest: tuple[list, list] = ([], [])
+    read = [0, 0]
+    live = [fa is not None, fb is not None]
     try:
-        for ka, values_a, ma in sides[0].modules(fa, fkey):
-            mk = (ka.module, ka.module_occurrence)
-            got = held.pop(mk, None)
-            while got is None and not b_ended:
-                nxt = next(b_modules, None)
-                if nxt is None:
-                    b_ended = True
-                    break
-                kb, values_b, mb = nxt
-                entry = (read_b, values_b, mb)
-                read_b += 1
-                if (kb.module, kb.module_occurrence) == mk:
-                    got = entry
-                else:
-                    held[(kb.module, kb.module_occurrence)] = entry
-            if got is None:
-                rest_a.extend((ka._replace(name=n, occurrence=k), v, ma) for (n, k), v in values_a)
-                continue
-            index_b, values_b, mb = got
-            partner = {nk: (i, v) for i, (nk, v) in enumerate(values_b)}
-            for nk, va in values_a:
-                key = ka._replace(name=nk[0], occurrence=nk[1])
-                hit = partner.pop(nk, None)
-                if hit is None:
-                    rest_a.append((key, va, ma))
+        while live[0] or live[1]:
+            for side in (0, 1):
+                if not live[side]:
                     continue
-                status, diff, reason = _compare(va, ma, hit[1], mb, mesh, split, memos)
-                yield ValueDiff(key, status, va, hit[1], diff, reason)
-            for nk, (i, vb) in partner.items():
-                key = ka._replace(name=nk[0], occurrence=nk[1])
-                rest_b.append(((index_b, i), key, vb, mb))
-        for kb, values_b, mb in b_modules:  # what A did not ask for
-            held[(kb.module, kb.module_occurrence)] = (read_b, values_b, mb)
-            read_b += 1
+                got = next(streams[side], None)
+                if got is None:
+                    live[side] = False
+                    continue
+                k, values, m = got
+                entry = (read[side], k, values, m)
+                read[side] += 1
+                mk = (k.module, k.module_occurrence)
+                partner = held[1 - side].pop(mk, None)
+                if partner is not None:
+                    pair = (entry, partner) if side == 0 else (partner, entry)
+                    yield from _module_pair(*pair, rest, mesh, split, memos)
+                elif live[1 - side]:  # its partner may come yet
+                    held[side][mk] = entry
+                else:
+                    _rest(entry, rest[side])
     finally:
-        b_modules.close()
-    for (mkey, occ), (index_b, values_b, mb) in held.items():
-        for i, ((n, k), vb) in enumerate(values_b):
-            rest_b.append(((index_b, i), Key(fkey, mkey, occ, n, k), vb, mb))
-    rest_b.sort(key=lambda e: e[0])
-    yield from _loosely_paired(rest_a, [e[1:] for e in rest_b], mesh, split, memos)
+        for stream in streams:
+            stream.close()
+    for side in (0, 1):
+        for entry in held[side].values():
+            _rest(entry, rest[side])
+        rest[side].sort(key=lambda e: e[0])
+    yield from _loosely_paired(
+        [e[1:] for e in rest[0]], [e[1:] for e in rest[1]], mesh, split, memos
+    )
+
+
+def _module_pair(
+    a: _Held,
+    b: _Held,
+    rest: tuple[list, list],
+    mesh: Mesh | None,
+    split: str,
+    memos: RunMemos,
+) -> Iterator[ValueDiff]:
+    """A's and B's module of one key: their values of one (name, occurrence) compared, in
+    A's order; the others go to `rest`."""
+    index_a, ka, values_a, ma = a
+    index_b, kb, values_b, mb = b
+    partner = {nk: (j, v) for j, (nk, v) in enumerate(values_b)}
+    for i, (nk, va) in enumerate(values_a):
+        key = ka._replace(name=nk[0], occurrence=nk[1])
+        hit = partner.pop(nk, None)
+        if hit is None:
+            rest[0].append(((index_a, i), key, va, ma))
+            continue
+        status, diff, reason = _compare(va, ma, hit[1], mb, mesh, split, memos)
+        yield ValueDiff(key, status, va, hit[1], diff, reason)
+    for nk, (j, vb) in partner.items():
+        rest[1].append(((index_b, j), kb._replace(name=nk[0], occurrence=nk[1]), vb, mb))
+
+
+def _rest(entry: _Held, into: list) -> None:
+    """Every value of a module with no partner, into its side's `rest`."""
+    index, k, values, m = entry
+    for i, ((name, n), v) in enumerate(values):
+        into.append(((index, i), k._replace(name=name, occurrence=n), v, m))
 
 
 def _loosely_paired(
