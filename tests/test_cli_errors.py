@@ -232,3 +232,31 @@ def test_nesting_and_annotation_length_limits() -> None:
     long = "{devices=[16]" + ",".join(map(str, range(16))) + "}"
     proc, _ = _fast(["layout", long, "-s", "16"], env=env)
     assert proc.returncode == 2 and "MESHDIAG_MAX_ANNOTATION_CHARS" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "-j1", "BIG"],
+        ["inspect", "--format", "json", "BIG"],
+        ["diff", "--format", "json", "BIG", "BIG"],
+        ["layout", "{devices=[64,64]<=[4096]}", "-s", "4096,4096", "--format", "json"],
+    ],
+)
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path, args: list[str]) -> None:
+    """`meshdiag ... | head`: the pipe closes while the command still writes. That exits 0
+    and says nothing, like a pipe closed at the last flush (it exited 1 mid-output: the
+    command-line library's own handling of a broken pipe)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_stream_memory import write_big
+
+    big = tmp_path / "big.mlir"
+    write_big(big, 1)
+    cmd = [sys.executable, "-m", "meshdiag", *(str(big) if a == "BIG" else a for a in args)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert len(proc.stdout.read(4096)) == 4096  # far from all of it: the rest is refused
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert err == b""

@@ -13,6 +13,7 @@ MESHDIAG_DEBUG=1.
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import os
 import signal
@@ -71,8 +72,39 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.callback()(_root)
     for name, module in COMMANDS.items():
         if command is None or name == command:
-            importlib.import_module(f"meshdiag.cli.commands.{module}").register(app)
+            importlib.import_module(f"meshdiag.cli.commands.{module}").register(_Commands(app))
     return app
+
+
+class _OutputClosed(BaseException):
+    """Standard output's reader went away (`meshdiag ... | head`) while a command wrote:
+    its BrokenPipeError, carried to `_run` (which exits 0 for it). The command-line library
+    turns a BrokenPipeError raised in a command into exit 1, so a pipe closed mid-output
+    exited 1 and one closed at the last flush 0."""
+
+
+class _Commands:
+    """What a command module registers its command with (`register(app)`): the app's
+    `command`, each command run so that its BrokenPipeError comes out as `_OutputClosed`."""
+
+    def __init__(self, app: typer.Typer) -> None:
+        self._app = app
+
+    def command(self, *args, **kwargs):
+        register = self._app.command(*args, **kwargs)
+
+        def decorator(fn):
+            @functools.wraps(fn)  # (typer reads the parameters through `__wrapped__`)
+            def run(*a, **kw):
+                try:
+                    return fn(*a, **kw)
+                except BrokenPipeError as e:
+                    raise _OutputClosed from e
+
+            register(run)
+            return fn
+
+        return decorator
 
 
 class _Signalled(BaseException):
@@ -206,7 +238,7 @@ def _run(argv: list[str] | None) -> None:
             raise
         _error(f"error: {e}")
         sys.exit(2)
-    except BrokenPipeError:
+    except (BrokenPipeError, _OutputClosed):  # the reader has what it wanted: not an error
         _silence_stdout()
         sys.exit(0)
     except (KeyboardInterrupt, _Signalled) as e:

@@ -1,6 +1,17 @@
 """One module per CLI command. Each defines `register(app)` and imports only typer at module
 level: heavy imports (numpy, rich) happen inside the command body, so
-`meshdiag --help` stays fast."""
+`meshdiag --help` stays fast. `app` is what a command registers with: typer's
+`app.command`, as `cli.app` wraps it (`CommandApp`)."""
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class CommandApp(Protocol):
+    """What `register(app)` is given: `app.command(name, ...)` decorates the command."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable], Callable]: ...
+
 
 #: command name -> its module, in the order `meshdiag --help` lists them. The CLI registers
 #: only the invoked command (typer builds a validator per parameter of every registered

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import BudgetOpt, FormatOpt, MeshOpt, RematOpt
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     app.command(name="comms")(comms)
 
 

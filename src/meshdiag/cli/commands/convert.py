@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import FormatOpt, MeshOpt, check_format, load_mesh
 
 TARGET_FORMATS = ("gspmd", "gspmd-v1", "gspmd-v3", "sdy", "pspec")
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     @app.command("convert")
     def convert_cmd(
         sharding: Annotated[str, typer.Argument(help="Sharding in any notation.")],

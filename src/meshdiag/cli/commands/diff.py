@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     @app.command("diff")
     def diff_cmd(
         a: Annotated[

@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import FormatOpt, MeshOpt, SplitOpt, TargetOpt
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     app.command(name="inspect")(inspect)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import (
     FormatOpt,
     MeshOpt,
@@ -17,7 +18,7 @@ from meshdiag.cli.commands.common import (
 )
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     @app.command("layout")
     def layout_cmd(
         sharding: Annotated[

@@ -9,12 +9,13 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import BudgetOpt, MeshOpt, RematOpt, SplitOpt, TargetOpt
 
 _CODES_HELP = "Comma-separated codes or prefixes (MD103, MD1, ALL); repeatable."
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     app.command(name="lint")(lint)
 
 

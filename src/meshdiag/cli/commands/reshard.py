@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 from meshdiag.cli.commands.common import FormatOpt, MeshOpt, check_format, load_mesh
 
 
-def register(app: typer.Typer) -> None:
+def register(app: CommandApp) -> None:
     @app.command("reshard")
     def reshard_cmd(
         source: Annotated[str, typer.Argument(metavar="FROM", help="Sharding the tensor has.")],

@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 
+from meshdiag.cli.commands import CommandApp
 
-def register(app: typer.Typer) -> None:
+
+def register(app: CommandApp) -> None:
     app.command(name="schema")(schema)
 
 
