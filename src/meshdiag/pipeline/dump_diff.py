@@ -252,8 +252,9 @@ def _file_pair(
     side has). The two are read a module from each in turn; a module is held until the
     other side's module of its key comes by, and then the pair is compared. So what is
     held is what has no partner (kept to the end anyway, for the loose pairing) and what
-    one side has read ahead of the other: never more than twice what has no partner, plus
-    a module, however the two order their modules."""
+    one side has read ahead of the other, which is as many modules as the other side had
+    with no partner before: about twice what has no partner at most, however the two order
+    their modules."""
     streams = (sides[0].modules(fa, fkey), sides[1].modules(fb, fkey))
     held: tuple[dict, dict] = ({}, {})  # per side: (module, occurrence) -> _Held
     # per side, the values without an exact partner: ((module's place, value's place), key,
