@@ -3,13 +3,15 @@
     .venv/bin/python bench/make_cold_dumps.py                     # once: bench/out/cold
     .venv/bin/python bench/make_cold_dumps.py --single-mlir 300   # once: bench/out/cold.mlir
     .venv/bin/python bench/bench_cold.py [PATH ...] [--repeat N]
-    .venv/bin/python bench/bench_cold.py [PATH ...] --against REV [--repeat N]
+    .venv/bin/python bench/bench_cold.py [PATH ...] --against REV [--repeat N] [--diff]
 
 For each PATH (default: whichever of bench/out/cold and bench/out/cold.mlir exist), in one
 run: `grep -rc sharding PATH` (the physical limit: one pass over the bytes; its output,
 like every command's, goes to a file, not /dev/null, where GNU grep stops at each file's
 first match), then
-`meshdiag inspect -j1`, `inspect` on all cores, `inspect -j1 --format json` and `lint`.
+`meshdiag inspect -j1`, `inspect` on all cores, `inspect -j1 --format json` and `lint`;
+with --diff also `diff PATH PATH` in text and JSON (both dumps read: grep's pass over
+the bytes once stands for half of it).
 Every measurement is a fresh process (nothing memoised from an earlier run: cold), started
 by a fresh helper process that reports its own RUSAGE_CHILDREN peak RSS, so each figure is
 the largest process of that one command (for several workers: the biggest worker or the
@@ -72,23 +74,27 @@ def size_of(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def commands(path: str) -> list[tuple[str, list[str]]]:
-    return [
+def commands(path: str, diff: bool = False) -> list[tuple[str, list[str]]]:
+    out = [
         ("grep -rc sharding", ["grep", "-rc", "sharding", path]),
         ("inspect -j1", [MESHDIAG, "inspect", "-q", "-j1", path]),
         ("inspect (all cores)", [MESHDIAG, "inspect", "-q", path]),
         ("inspect -j1 --format json", [MESHDIAG, "inspect", "-q", "-j1", "--format", "json", path]),
         ("lint", [MESHDIAG, "lint", path]),
     ]
+    if diff:
+        out.append(("diff PATH PATH", [MESHDIAG, "diff", path, path]))
+        out.append(("diff --format json", [MESHDIAG, "diff", "--format", "json", path, path]))
+    return out
 
 
-def bench(path: Path, repeat: int) -> None:
+def bench(path: Path, repeat: int, diff: bool = False) -> None:
     files = 1 if path.is_file() else sum(1 for p in path.rglob("*") if p.is_file())
     print(f"{path}: {size_of(path) / 1e6:.1f} MB, {files} files, {os.cpu_count()} cores")
     print(f"  {'command':28} {'seconds':>8} {'x grep':>7} {'peak RSS':>9}")
     measure(commands(str(path))[0][1])  # page cache warm for all, grep included
     grep = None
-    for label, cmd in commands(str(path)):
+    for label, cmd in commands(str(path), diff):
         r = best(cmd, repeat)
         if grep is None:
             grep = r["seconds"]
@@ -100,7 +106,7 @@ def bench(path: Path, repeat: int) -> None:
         )
 
 
-def against(path: Path, rev: str, rounds: int) -> None:
+def against(path: Path, rev: str, rounds: int, diff: bool = False) -> None:
     """The meshdiag commands of `commands`, REV's and this tree's in turn, `rounds` times."""
     import statistics
     import tempfile
@@ -114,7 +120,7 @@ def against(path: Path, rev: str, rounds: int) -> None:
         # compiled the modules it imports lazily, which a median of two rounds counts)
         env0 = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         envs = {name: env0 | {"PYTHONPATH": src} for name, src in sides.items()}
-        cmds = [(label, cmd[1:]) for label, cmd in commands(str(path))[1:]]
+        cmds = [(label, cmd[1:]) for label, cmd in commands(str(path), diff)[1:]]
         for src in sides.values():
             subprocess.run([sys.executable, "-m", "compileall", "-q", src], check=True)
         print(f"{path}: {size_of(path) / 1e6:.1f} MB, {os.cpu_count()} cores, {rounds} rounds")
@@ -149,6 +155,7 @@ def main() -> int:
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--against", metavar="REV", help="alternate with REV's src/ (see above)")
+    ap.add_argument("--diff", action="store_true", help="also `diff PATH PATH`, text and JSON")
     a = ap.parse_args()
     paths = [Path(p) for p in a.paths] or [
         p for p in (HERE / "out" / "cold", HERE / "out" / "cold.mlir") if p.exists()
@@ -158,9 +165,9 @@ def main() -> int:
         return 2
     for p in paths:
         if a.against:
-            against(p, a.against, max(a.repeat, 1))
+            against(p, a.against, max(a.repeat, 1), a.diff)
         else:
-            bench(p, a.repeat)
+            bench(p, a.repeat, a.diff)
     return 0
 
 
