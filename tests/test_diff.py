@@ -261,7 +261,7 @@ def test_a_dump_diff_says_what_comparing_every_layout_says(a, b, monkeypatch):
     doc = json.loads(fast[1])
     assert fast[1] == json.dumps(doc) and doc["values"]
 
-    def full(x, y, shape, split, n):
+    def full(x, y, shape, split, n, memos):
         from meshdiag.layouts.engine import layout
 
         return layout_diff.compare_layouts(

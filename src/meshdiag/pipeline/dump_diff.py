@@ -99,27 +99,30 @@ def _compare(
         n = max(x for x in (na, nb, a.hlo.num_devices, b.hlo.num_devices, 1) if x is not None)
         # a pair of shardings on one shape is compared once a run
         diff = memos.table("dump_diff.layouts", 4096).call(
-            _layout_diff, a.hlo, b.hlo, shape, split, n
+            _layout_diff, a.hlo, b.hlo, shape, split, n, memos
         )
     except MeshdiagError as e:
         return NOT_COMPARED, None, str(e)
     return diff.verdict, diff, diff.note
 
 
-def _layout_diff(a: HloSharding, b: HloSharding, shape: tuple, split: str, n: int) -> LayoutDiff:
+def _layout_diff(
+    a: HloSharding, b: HloSharding, shape: tuple, split: str, n: int, memos: RunMemos
+) -> LayoutDiff:
     """`compare_layouts` of `a` and `b` on `shape`, without its devices when they are all
     the same (nothing shows them: a dump of a million values keeps a verdict each). Equal
     shardings lay out alike: one layout (which refuses what it would refuse for both)
-    and no comparison."""
+    and no comparison. Each sharding's tiling is worked out once a run (`memos`); the
+    layouts are not kept (the pair is: shapes mostly differ from value to value)."""
     from meshdiag.layouts.engine import layout
 
+    def laid(h: HloSharding):
+        return layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+
     if a == b:
-        lay = layout(a, shape, split=split, num_devices=n)
+        lay = laid(a)
         return LayoutDiff(SAME, lay.shape, lay.num_devices, (), None)
-    diff = compare_layouts(
-        layout(a, shape, split=split, num_devices=n),
-        layout(b, shape, split=split, num_devices=n),
-    )
+    diff = compare_layouts(laid(a), laid(b))
     if diff.verdict == SAME and diff.note is None:
         diff = replace(diff, devices=())
     return diff
