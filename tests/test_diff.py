@@ -524,3 +524,51 @@ def test_what_could_not_be_read_is_said_and_exits_2(tmp_path):
     assert out.returncode == 2 and doc["problem_count"] == 2
     assert [(p["side"], p["line"]) for p in doc["problems"]] == [("a", 4), ("b", 4)]
     assert [v["status"] for v in doc["values"]] == ["same"]
+
+
+@st.composite
+def _equal_pair_case(draw):
+    from meshdiag.model.sharding import HloSharding
+    from meshdiag.model.tiles import TileAssignment
+
+    rank = draw(st.integers(0, 3))
+    dims = [draw(st.sampled_from([1, 2, 3, 4])) for _ in range(rank)]
+    rep = draw(st.booleans()) or not dims
+    tile_dims = (*dims, draw(st.sampled_from([2, 4]))) if rep else tuple(dims)
+    h = HloSharding.tiled(TileAssignment.iota(tile_dims), replicate_on_last=rep)
+    if draw(st.integers(0, 3)) == 0:
+        h = draw(st.sampled_from([HloSharding.replicated(), HloSharding.maximal(1)]))
+    shape_rank = rank if draw(st.integers(0, 4)) else draw(st.integers(0, 3))
+    shape = tuple(draw(st.sampled_from([0, 1, 2, 3, 4, 6, 8, 12])) for _ in range(shape_rank))
+    n = draw(st.sampled_from([1, 2, 4, 8, 16, 2000]))
+    return h, shape, draw(st.sampled_from(["xla", "chunk", "even"])), n
+
+
+@settings(max_examples=300, deadline=None)
+@given(_equal_pair_case())
+def test_equal_shardings_answer_as_their_two_layouts_compared(case):
+    """A pair of equal shardings is answered without a layout where the tiling names it
+    (`whole_spec`), else from one layout: the verdict, shape, device count and note of
+    comparing their two layouts, or the error laying either out raises."""
+    from meshdiag.errors import MeshdiagError
+    from meshdiag.layouts.diff import compare_layouts
+    from meshdiag.layouts.engine import layout
+    from meshdiag.memo import RunMemos
+    from meshdiag.pipeline.dump_diff import _layout_diff
+
+    h, shape, split, n = case
+    try:
+        want = compare_layouts(*(layout(h, shape, split=split, num_devices=n) for _ in "ab"))
+    except MeshdiagError as e:
+        with pytest.raises(MeshdiagError) as got_error:
+            _layout_diff(h, h, shape, split, n, RunMemos())
+        assert str(got_error.value) == str(e)
+        return
+    got = _layout_diff(h, h, shape, split, n, RunMemos())
+    assert (got.verdict, got.shape, got.num_devices, got.note) == (
+        want.verdict,
+        want.shape,
+        want.num_devices,
+        want.note,
+    )
+    assert got.differing == want.differing == ()

@@ -114,12 +114,15 @@ def _layout_diff(
     shardings lay out alike: one layout (which refuses what it would refuse for both)
     and no comparison. Each sharding's tiling is worked out once a run (`memos`); the
     layouts are not kept (the pair is: shapes mostly differ from value to value)."""
-    from meshdiag.layouts.engine import layout
+    from meshdiag.layouts.engine import layout, whole_spec
 
     def laid(h: HloSharding):
         return layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
 
     if a == b:
+        spec = whole_spec(a, shape, split, n, memos)  # (no layout made where it names one)
+        if spec is not None:
+            return LayoutDiff(SAME, shape, spec.tiling.n, (), None)
         lay = laid(a)
         return LayoutDiff(SAME, lay.shape, lay.num_devices, (), None)
     diff = compare_layouts(laid(a), laid(b))
