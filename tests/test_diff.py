@@ -572,3 +572,16 @@ def test_equal_shardings_answer_as_their_two_layouts_compared(case):
         want.note,
     )
     assert got.differing == want.differing == ()
+
+
+@given(
+    root=st.sampled_from(["d", "d/", "./d", "a/../d", "/tmp/d", "/tmp/d/"]),
+    parts=st.lists(st.sampled_from(["x", ".x", "..x", "x.", ".", "..", "y.txt"]), min_size=1),
+)
+def test_a_file_below_its_directory_is_named_as_relpath_names_it(root, parts):
+    import os
+
+    from meshdiag.pipeline.dump_diff import _below
+
+    path = os.path.join(root, *parts)
+    assert _below(path, root) == os.path.relpath(path, root)
