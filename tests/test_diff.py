@@ -305,52 +305,66 @@ def _module_text(name: str, section: str | None, funcs: list[list[int]]) -> str:
     return "\n".join(lines)
 
 
-def _whole_pairing(path_a: str, path_b: str) -> list[tuple]:
-    """The reference: both dumps read whole, their values paired by key, as `diff` did
-    before it streamed (with the module's place among those of its name and section in
-    the key): (key, A's line, B's line or None) per value of A, (key, None, B's line) per
-    value only B has."""
+def _keyed_values(path: str) -> dict:
+    """Every value of a dump read whole, by its key (file, module, the module's place among
+    those of its name and section, name, occurrence), as `diff` keys it."""
     import os
 
     from meshdiag.ir.scan import scan_paths
-    from meshdiag.pipeline.dump_diff import Key, _loose, _module_key
+    from meshdiag.pipeline.dump_diff import Key, _module_key
 
-    def entries(path):
-        out = {}
-        for rep in scan_paths([path]):
-            fkey = os.path.relpath(rep.path, path) if os.path.isdir(path) else ""
-            modules: dict = {}
-            for m in rep.modules:
-                mk = _module_key(m)
-                mo = modules[mk] = modules.get(mk, -1) + 1
-                names: dict = {}
-                for v in m.values:
-                    k = names[v.name] = names.get(v.name, -1) + 1
-                    out[Key(fkey, mk, mo, v.name, k)] = v
-        return out
+    out = {}
+    for rep in scan_paths([path]):
+        fkey = os.path.relpath(rep.path, path) if os.path.isdir(path) else ""
+        modules: dict = {}
+        for m in rep.modules:
+            mk = _module_key(m)
+            mo = modules[mk] = modules.get(mk, -1) + 1
+            names: dict = {}
+            for v in m.values:
+                k = names[v.name] = names.get(v.name, -1) + 1
+                out[Key(fkey, mk, mo, v.name, k)] = v
+    return out
 
-    left, right = entries(path_a), entries(path_b)
+
+def _whole_pairing(path_a: str, path_b: str) -> list[tuple]:
+    """The reference: both dumps read whole, their values paired by key at once, as `diff`
+    did before it streamed (then by `loose_pairs`, the rule for what has no exact partner):
+    (key, A's line, B's line or None) per value of A, (key, None, B's line) per value only
+    B has."""
+    from meshdiag.pipeline.dump_diff import loose_pairs
+
+    left, right = _keyed_values(path_a), _keyed_values(path_b)
     pairs = {k: k if k in right else None for k in left}
     matched = {k for k in pairs.values() if k is not None}
-    loose_a: dict = {}
-    loose_b: dict = {}
-    for k in left:
-        if pairs[k] is None:
-            loose_a.setdefault(_loose(k), []).append(k)
-    for k in right:
-        if k not in matched:
-            loose_b.setdefault(_loose(k), []).append(k)
-    for lk, ka in loose_a.items():
-        kb = loose_b.get(lk, [])
-        if len(kb) == 1:
-            for k in ka:
-                pairs[k] = kb[0]
-        elif len(ka) == 1 and kb:
-            pairs[ka[0]] = kb[0]
-    matched |= {k for k in pairs.values() if k is not None}
+    rest_a = [k for k in left if pairs[k] is None]
+    rest_b = [k for k in right if k not in matched]
+    for i, j in loose_pairs(rest_a, rest_b).items():
+        pairs[rest_a[i]] = rest_b[j]
+        matched.add(rest_b[j])
     out = [(k, v.line, right[pairs[k]].line if pairs[k] else None) for k, v in left.items()]
     out += [(k, None, v.line) for k, v in right.items() if k not in matched]
     return out
+
+
+def test_values_with_no_exact_partner_pair_by_module_name_alone_where_one_side_has_it_once():
+    """The loose rule: a pass dump's sections against a plain dump's one module (every A
+    value of a loose key pairs with B's only one); A holding the key once pairs with B's
+    first; both holding it more than once pair nothing; other names never pair."""
+    from meshdiag.pipeline.dump_diff import Key, loose_pairs
+
+    def k(module, name="%arg0", occurrence=0, module_k=0):
+        return Key("", module, module_k, name, occurrence)
+
+    sections = [
+        k("m [IR Dump After A]"),
+        k("m [IR Dump After B]"),
+        k("m [IR Dump After A]", module_k=1),
+    ]
+    assert loose_pairs(sections, [k("m")]) == {0: 0, 1: 0, 2: 0}
+    assert loose_pairs([k("m [X]")], [k("m [Y]"), k("m [Z]")]) == {0: 0}
+    assert loose_pairs([k("m [X]"), k("m [W]")], [k("m [Y]"), k("m [Z]")]) == {}
+    assert loose_pairs([k("m [X]")], [k("n"), k("m", "%arg1"), k("m", occurrence=1)]) == {}
 
 
 _modules = st.lists(
@@ -388,29 +402,12 @@ def test_streamed_pairing_is_the_pairing_of_whole_dumps(tmp_path, a, b, shuffle)
     # the order: the exact pairs, then the rest of A's in A's order (by line: one file),
     # then what only B has, in B's order
     exact = {(k, la) for k, la, lb in want if la is not None and lb is not None}
-    exact = {(k, la) for k, la in exact if k in _keys(fb)}
+    exact = {(k, la) for k, la in exact if k in _keyed_values(str(fb))}
     kinds = [0 if (k, la) in exact else 1 if la is not None else 2 for k, la, _ in got]
     assert kinds == sorted(kinds)
     rest_a = [la for (k, la, _), kind in zip(got, kinds, strict=True) if kind == 1]
     only_b = [lb for (k, _, lb), kind in zip(got, kinds, strict=True) if kind == 2]
     assert rest_a == sorted(rest_a) and only_b == sorted(only_b)
-
-
-def _keys(path) -> set:
-    """The keys of a dump's values, as the whole-dump pairing makes them."""
-    from meshdiag.ir.scan import scan_path
-    from meshdiag.pipeline.dump_diff import Key, _module_key
-
-    out = set()
-    modules: dict = {}
-    for m in scan_path(str(path)).modules:
-        mk = _module_key(m)
-        mo = modules[mk] = modules.get(mk, -1) + 1
-        names: dict = {}
-        for v in m.values:
-            k = names[v.name] = names.get(v.name, -1) + 1
-            out.add(Key("", mk, mo, v.name, k))
-    return out
 
 
 def test_a_section_printed_twice_is_two_modules(tmp_path):

@@ -27,7 +27,7 @@ those values were not compared, and the report says so.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -349,6 +349,26 @@ def _rest(entry: _Held, into: list) -> None:
         into.append(((index, i), k._replace(name=name, occurrence=n), v, m))
 
 
+def loose_pairs(keys_a: Sequence[Key], keys_b: Sequence[Key]) -> dict[int, int]:
+    """The loose pairing of the values with no exact partner (`keys_a` of A, `keys_b` of
+    B, each in its dump's order): A's index → B's, by `_loose` key, where B holds that key
+    once (every A value of it pairs with that one), or A does (it pairs with B's first)."""
+    loose_b: dict[tuple, list[int]] = {}
+    for j, kb in enumerate(keys_b):
+        loose_b.setdefault(_loose(kb), []).append(j)
+    loose_a: dict[tuple, list[int]] = {}
+    for i, ka in enumerate(keys_a):
+        loose_a.setdefault(_loose(ka), []).append(i)
+    pair: dict[int, int] = {}
+    for lk, ia in loose_a.items():
+        jb = loose_b.get(lk, [])
+        if len(jb) == 1:
+            pair.update(dict.fromkeys(ia, jb[0]))
+        elif len(ia) == 1 and jb:
+            pair[ia[0]] = jb[0]
+    return pair
+
+
 def _loosely_paired(
     rest_a: list[tuple[Key, Value, ModuleReport]],
     rest_b: list[tuple[Key, Value, ModuleReport]],
@@ -356,23 +376,9 @@ def _loosely_paired(
     split: str,
     memos: RunMemos,
 ) -> Iterator[ValueDiff]:
-    """The values of one file pair with no exact partner: paired by `_loose` key where the
-    other side holds it once (or this side does), in A's order, then B's unpaired ones."""
-    loose_b: dict[tuple, list[int]] = {}
-    for j, (kb, _, _) in enumerate(rest_b):
-        loose_b.setdefault(_loose(kb), []).append(j)
-    loose_a: dict[tuple, list[int]] = {}
-    for i, (ka, _, _) in enumerate(rest_a):
-        loose_a.setdefault(_loose(ka), []).append(i)
-    pair: dict[int, int] = {}
-    for lk, ia in loose_a.items():
-        jb = loose_b.get(lk, [])
-        if len(jb) == 1:
-            for i in ia:
-                pair[i] = jb[0]
-        elif len(ia) == 1 and jb:
-            pair[ia[0]] = jb[0]
-    paired_b = set(pair.values())
+    """The values of one file pair with no exact partner, compared as `loose_pairs` pairs
+    them: in A's order, then B's unpaired ones."""
+    pair = loose_pairs([e[0] for e in rest_a], [e[0] for e in rest_b])
     for i, (ka, va, ma) in enumerate(rest_a):
         j = pair.get(i)
         if j is None:
@@ -381,6 +387,7 @@ def _loosely_paired(
         _, vb, mb = rest_b[j]
         status, diff, reason = _compare(va, ma, vb, mb, mesh, split, memos)
         yield ValueDiff(ka, status, va, vb, diff, reason)
+    paired_b = set(pair.values())
     for j, (kb, vb, _) in enumerate(rest_b):
         if j not in paired_b:
             yield ValueDiff(kb, ONLY_B, None, vb)
