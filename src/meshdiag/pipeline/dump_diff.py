@@ -143,9 +143,10 @@ MAX_PROBLEMS = 1000
 
 class DumpDiff:
     """Two dumps compared: iterating gives one ValueDiff per value of either dump, as the
-    dumps are read (in the order the module docstring gives); meanwhile `problems` gathers
-    what could not be read of them — ("A" or "B", its MD001 finding), the first
-    `MAX_PROBLEMS` of `problem_count` — whose values were then not compared.
+    dumps are read (in the order the module docstring gives); meanwhile `differs` says
+    whether any value so far is not the same, and `problems` gathers what could not be
+    read of them — ("A" or "B", its MD001 finding), the first `MAX_PROBLEMS` of
+    `problem_count` — whose values were then not compared.
 
     Raises MeshdiagError for a path that does not exist (when made), and for a file given
     itself that has nothing to read (when iterated, before any value: its MD001 says why).
@@ -160,6 +161,7 @@ class DumpDiff:
         self.paths = (path_a, path_b)
         self.mesh = mesh
         self.split = split
+        self.differs = False
         self.problems: list[tuple[str, Finding]] = []
         self.problem_count = 0
 
@@ -169,10 +171,17 @@ class DumpDiff:
             self.problems.append((side, f))
 
     def __iter__(self) -> Iterator[ValueDiff]:
+        for d in self._diffs():
+            if d.status != SAME:
+                self.differs = True
+            yield d
+
+    def _diffs(self) -> Iterator[ValueDiff]:
         from meshdiag.ir.scan import expand_paths
 
         path_a, path_b = self.paths
-        self.problems, self.problem_count = [], 0  # (each reading of the dumps finds its own)
+        # (each reading of the dumps finds its own)
+        self.differs, self.problems, self.problem_count = False, [], 0
         dir_a, dir_b = os.path.isdir(path_a), os.path.isdir(path_b)
         files_b = {_below(f, path_b) if dir_b else "": f for f in expand_paths([path_b])}
         memos = RunMemos()  # this run's: layouts and the pair memo

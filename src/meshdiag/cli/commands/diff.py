@@ -43,7 +43,6 @@ def register(app: CommandApp) -> None:
         import json
         import sys
 
-        from meshdiag.layouts.diff import SAME
         from meshdiag.model.splits import check_rule
 
         check_format(fmt)
@@ -63,20 +62,12 @@ def register(app: CommandApp) -> None:
                 from meshdiag.errors import MeshdiagError
 
                 raise MeshdiagError("--shape is for two shardings; dump values carry their shapes")
-            differs = []  # written as they come: the statuses are known at the end
-
-            def tallied(diffs):
-                for d in diffs:
-                    if d.status != SAME and not differs:
-                        differs.append(d)
-                    yield d
-
             run = DumpDiff(a, b, mesh=m, split=rule)
             found = iter(run)
             # a file given itself with nothing to read raises before its first value:
             # nothing is written before that error
             first = next(found, None)
-            diffs = tallied(itertools.chain(() if first is None else (first,), found))
+            diffs = itertools.chain(() if first is None else (first,), found)
             if fmt == "json":
                 pieces = dumps_json(diffs, a, b, run)
             else:
@@ -94,9 +85,9 @@ def register(app: CommandApp) -> None:
                     file=sys.stderr,
                 )
                 raise typer.Exit(2)
-            raise typer.Exit(1 if differs else 0)
+            raise typer.Exit(1 if run.differs else 0)
         from meshdiag.cli.commands.layout import parse_shape
-        from meshdiag.layouts.diff import diff_shardings
+        from meshdiag.layouts.diff import SAME, diff_shardings
         from meshdiag.report.diff_report import sharding_json, sharding_text
 
         dims = parse_shape(shape) if shape is not None else None
