@@ -247,8 +247,7 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path, args: list[st
     """`meshdiag ... | head`: the pipe closes while the command still writes. That exits 0
     and says nothing, like a pipe closed at the last flush (it exited 1 mid-output: the
     command-line library's own handling of a broken pipe)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_stream_memory import write_big
+    from tests.test_stream_memory import write_big
 
     big = tmp_path / "big.mlir"
     write_big(big, 1)
