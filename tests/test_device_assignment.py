@@ -117,6 +117,101 @@ def test_each_module_of_a_big_dump_root_finds_its_own(tmp_path):
     assert assignment_for(str(tmp_path / "module_0001.jit_h.0001.x.txt"), memos) is None
 
 
+def _dump_root(tmp_path):
+    """A dump root of module directories, two of one number (`jit_f` and `jit_f.2`: the
+    longer wins the files it prefixes), one without a textproto, a `shardy/` tree and
+    files of each kind; returns the files and the directories' assignments."""
+    orders = {}
+    for k, name in enumerate(["module_0001.jit_f", "module_0001.jit_f.2", "module_0002.jit_g"]):
+        mod = tmp_path / name
+        mod.mkdir()
+        devices = tuple((k + i) % 4 for i in range(4))
+        text = TEXTPROTO
+        for old, new in zip((2, 3, 0, 1), devices, strict=True):
+            text = text.replace(f"replica_device_ids: {old}\n", f"replica_device_ids: X{new}\n")
+        (mod / "compile_options.textproto").write_text(text.replace("X", ""))
+        (mod / "module.mlir").write_text("module {}\n")
+        orders[name] = devices
+    (tmp_path / "module_0003.jit_h").mkdir()  # no textproto
+    files = [str(mod / "module.mlir") for mod in map(tmp_path.joinpath, orders)]
+    for stem in ["module_0001.jit_f", "module_0001.jit_f.2", "module_0002.jit_g"]:
+        for n in range(3):
+            f = tmp_path / f"{stem}.{n:04d}.pass.txt"
+            f.write_text("HloModule m\n")
+            files.append(str(f))
+        sdy = tmp_path / "shardy" / stem
+        sdy.mkdir(parents=True)
+        (sdy / "01.after.mlir").write_text("module {}\n")
+        files.append(str(sdy / "01.after.mlir"))
+    for other in ["module_0003.jit_h.0001.pass.txt", "module_0009.jit_z.0001.pass.txt", "x.txt"]:
+        (tmp_path / other).write_text("HloModule m\n")
+        files.append(str(tmp_path / other))
+    return files, orders
+
+
+def test_one_run_answers_as_a_fresh_lookup_whatever_the_order(tmp_path, monkeypatch):
+    """A run keeps the last directory and module it looked in (`_Lookup`): in any order of
+    files, and spelled any way (`dir//file`, `./dir/file`, relative), every answer is the
+    one a fresh lookup gives, and the files of a module directory find their own."""
+    import os
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from meshdiag.memo import RunMemos
+
+    files, orders = _dump_root(tmp_path)
+    monkeypatch.chdir(tmp_path.parent)  # relative spellings name the same files from here
+    spellings = []
+    fresh = {}
+    for f in files:
+        here, name = os.path.split(f)
+        rel = os.path.relpath(f)
+        ways = [f, here + "//" + name, here + "/./" + name, rel, "./" + rel]
+        for p in ways:
+            fresh[p] = assignment_for(p, RunMemos())
+            assert fresh[p] == fresh[f], p  # every spelling names the one file
+        spellings += ways
+    for mod, devices in orders.items():
+        assert fresh[str(tmp_path / mod / "module.mlir")].devices == devices
+        assert fresh[str(tmp_path / f"{mod}.0001.pass.txt")].devices == devices
+        assert fresh[str(tmp_path / "shardy" / mod / "01.after.mlir")].devices == devices
+    assert fresh[str(tmp_path / "module_0003.jit_h.0001.pass.txt")] is None
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.sampled_from(spellings), min_size=1, max_size=40))
+    def run(order):
+        memos = RunMemos()
+        for p in order:
+            assert assignment_for(p, memos) == fresh[p], p
+
+    run()
+
+
+def test_fields_are_whole_words():
+    """`device_assignment`'s fields are read where their name starts a word, as the
+    `\\b`-led pattern read them: a longer name ending in one is not it."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from meshdiag.ir.devices import _fields
+
+    old = re.compile(r"\b(replica_count|computation_count|replica_device_ids)\s*:\s*(-?\d+)")
+    names = "replica_count computation_count replica_device_ids xreplica_count"
+    words = st.sampled_from([*names.split(), *"x_é1-7{}:", ": ", " ", "\n"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(words, max_size=30).map("".join))
+    def same(body):
+        want = [(f.group(1), int(f.group(2))) for f in old.finditer(body)]
+        assert _fields(body) == want
+
+    same()
+    assert _fields("my_replica_count: 3 replica_count: 2") == [("replica_count", 2)]
+
+
 def test_physical_mesh_becomes_logical():
     da = parse_compile_options(TEXTPROTO)
     phys = Mesh((("x", 2), ("y", 2)), (2, 3, 0, 1))

@@ -138,7 +138,13 @@ class DumpSummary:
             return
         self.files += 1
         da = assignment_for(fold.path, fold.memos)
-        self.id_spaces[fold.memos.table("devices.label", 256).call(ids_label, da)] += 1
+        # a dump's files share one assignment: its label is made once a run of them (a
+        # table keyed by the assignment hashed its devices again for every file)
+        last = fold.memos.last("dump_summary.ids_label")
+        label = last.get(da)
+        if label is None:
+            label = last.put(da, ids_label(da))
+        self.id_spaces[label] += 1
         for k in fold.meshes:
             self.meshes[k].files += 1
         self._add_findings(item.findings)
