@@ -1,0 +1,164 @@
+"""What a file costs `inspect -j1 DIR`: files read anew against files replayed from one read
+a little before, and of the files read anew, their module checks, their part of the
+directory summary (the rows of modules not seen before among it) and keeping them for
+later replays; besides, the cost of a file whose every line and module the run knows.
+
+    .venv/bin/python bench/file_costs.py PATH ... [--repeat 3] [--floor [FILE]]
+
+One fresh process a round (set up as an `inspect` worker is, after start-up, without the
+report), each file folded into a `DumpSummary` as `inspect DIR` folds it, the best round
+shown. The parts are timed around the calls that make them (`time.perf_counter`, about
+0.1 us a call: the per-file figures carry that much), so they add up to less than the whole;
+`bench/stage_times.py` tells the stages apart by differences of whole runs instead.
+
+`--floor [FILE]`: the same loop over 2,000 copies of FILE (alone: of the first HLO pass file
+of PATHs), each with a first line of its own length (`// xxx...`), so that no copy is
+replayed (its bytes are new) while every line and module in it is known from the first:
+what a file costs however much the run has learned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r"""
+import json, sys, tempfile, time
+from collections import Counter
+from meshdiag.cli import runtime
+from meshdiag.cli.commands import inspect_worker as worker
+from meshdiag.ir.scan import expand_paths, read_ahead
+from meshdiag.model.splits import check_rule
+from meshdiag.pipeline import dump_summary, inspect as pin
+from meshdiag.pipeline.dump_summary import DumpSummary, FileFold
+from meshdiag.pipeline.inspect import Inspected
+from meshdiag.memo import Recent
+
+runtime.tune_gc()
+worker.init((None, None, check_rule("xla"), False, None, tempfile.mkdtemp(), False))
+spent = Counter()
+
+def timed(owner, name, part):
+    plain = getattr(owner, name)
+    def call(*args):
+        t = time.perf_counter()
+        try:
+            return plain(*args)
+        finally:
+            spent[part] += time.perf_counter() - t
+    setattr(owner, name, call)
+
+timed(pin.ModuleChecker, "check", "checks")
+timed(FileFold, "module", "summary fold")
+timed(dump_summary, "_module_rows", "  rows of new modules")
+timed(Recent, "put", "kept for replays")
+replayed = [False]
+replay = pin.Scanned.replay
+def replaying(self, path, each):
+    replayed[0] = True
+    return replay(self, path, each)
+pin.Scanned.replay = replaying
+
+files = list(expand_paths(sys.argv[1:]))
+read = list(read_ahead(files))  # (read first: `stage_times.py` tells reading apart)
+whole = {"new": 0.0, "replayed": 0.0}
+count = {"new": 0, "replayed": 0}
+parts = Counter()
+s = DumpSummary()
+memos = worker._STATE["memos"]
+for path, data in read:
+    before = Counter(spent)
+    replayed[0] = False
+    t = time.perf_counter()
+    fold = s.fold(path, None, memos)
+    report, _, findings = worker._scan(path, fold.module, data=data)
+    s.end(fold, Inspected(report, findings))
+    kind = "replayed" if replayed[0] else "new"
+    whole[kind] += time.perf_counter() - t
+    count[kind] += 1
+    if kind == "new":
+        parts.update({k: spent[k] - before.get(k, 0.0) for k in spent})
+print(json.dumps({"whole": whole, "count": count, "parts": dict(parts)}))
+"""
+
+
+#: the parts of a new file's cost, as the child names them (the rows are part of the fold)
+PARTS = ("checks", "summary fold", "  rows of new modules", "kept for replays")
+
+
+def child(paths: list[str]) -> dict:
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, *paths], capture_output=True, text=True, check=True
+    )
+    return json.loads(r.stdout)
+
+
+def floor_copies(src: Path, into: Path, n: int = 2000) -> None:
+    """`n` copies of `src`, each after a first line of its own length (new bytes, known
+    lines)."""
+    body = src.read_bytes()
+    for k in range(n):
+        (into / f"copy{k:05d}{src.suffix}").write_bytes(b"// " + b"x" * (k + 1) + b"\n" + body)
+
+
+def first_pass_file(paths: list[str]) -> str | None:
+    """The first `.txt` file a walk of `paths` gives, as `inspect` walks them."""
+    from meshdiag.ir.scan import expand_paths
+
+    return next((p for p in expand_paths(paths) if p.endswith(".txt")), None)
+
+
+def show(r: dict) -> None:
+    for kind in ("new", "replayed"):
+        n, sec = r["count"][kind], r["whole"][kind]
+        per = sec / n * 1e6 if n else 0.0
+        print(f"  {kind + ' files':16s} {n:7d}  {sec:6.2f} s  {per:7.1f} us a file")
+        if kind == "new":
+            for part in PARTS:
+                print(f"    {part:26s} {r['parts'].get(part, 0.0):6.2f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="*")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--floor",
+        nargs="?",
+        const="",
+        type=str,
+        help="a file whose copies measure the floor (alone: the first HLO pass file of PATHs)",
+    )
+    args = ap.parse_args()
+    if args.floor == "":
+        args.floor = first_pass_file(args.paths)
+        if args.floor is None:
+            ap.error("no HLO pass file (*.txt) in PATHs: name one after --floor")
+    if args.floor is not None:
+        args.floor = Path(args.floor)
+        if not args.floor.is_file():
+            ap.error(f"--floor {args.floor}: not a file")
+    if not args.paths and args.floor is None:
+        ap.error("name PATHs, or --floor FILE")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        if args.paths:
+            runs.append((" ".join(args.paths), args.paths))
+        if args.floor is not None:
+            floor_copies(args.floor, Path(tmp))
+            runs.append((f"the floor, 2,000 copies of {args.floor.name}", [tmp]))
+        for title, paths in runs:
+            best = min(
+                (child(paths) for _ in range(args.repeat)),
+                key=lambda r: sum(r["whole"].values()),
+            )
+            print(f"{title}: best of {args.repeat}, {sum(best['whole'].values()):.2f} s")
+            show(best)
+
+
+if __name__ == "__main__":
+    main()
