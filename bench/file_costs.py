@@ -1,7 +1,9 @@
-"""What a file costs `inspect -j1 DIR`: files read anew against files replayed from one read
-a little before, and of the files read anew, their module checks, their part of the
-directory summary (the rows of modules not seen before among it) and keeping them for
-later replays; besides, the cost of a file whose every line and module the run knows.
+"""What a file costs `inspect -j1 DIR`: new files, replayed files and the per-file floor.
+
+Files read anew against files replayed from one read a little before, and of the files
+read anew, their module checks, their part of the directory summary (the rows of modules
+not seen before among it) and keeping them for later replays; besides, the cost of a file
+whose every line and module the run knows.
 
     .venv/bin/python bench/file_costs.py PATH ... [--repeat 3] [--floor [FILE]]
 
