@@ -11,6 +11,7 @@ from meshdiag.errors import MeshdiagError
 from meshdiag.ir.devices import (
     assignment_for,
     ids_label,
+    ids_label_for,
     load_assignment,
     parse_compile_options,
     relabel,
@@ -184,6 +185,8 @@ def test_one_run_answers_as_a_fresh_lookup_whatever_the_order(tmp_path, monkeypa
         memos = RunMemos()
         for p in order:
             assert assignment_for(p, memos) == fresh[p], p
+            # (the label, made once a run of files sharing an assignment, follows it)
+            assert ids_label_for(p, memos) == ids_label(fresh[p]), p
 
     run()
 

@@ -162,6 +162,13 @@ def assignment_for(path: str, memos: RunMemos | None = None) -> DeviceAssignment
     return memos.slot("devices.assignment_for", _Lookup).of(path, memos)
 
 
+def ids_label_for(path: str, memos: RunMemos | None = None) -> str:
+    """`ids_label` of the assignment of `path`'s dump (`assignment_for`), made once for a
+    run of files sharing one assignment (every file's report says it)."""
+    memos = RunMemos() if memos is None else memos
+    return memos.slot("devices.assignment_for", _Lookup).label(path, memos)
+
+
 _UNKNOWN = object()
 
 
@@ -172,7 +179,7 @@ class _Lookup:
     its directory and module in the run's tables cost 7 us a file, 0.3 s of a one-core
     `inspect` of the cold bench's 39,519 files."""
 
-    __slots__ = ("path", "value", "dir", "entry", "prefix", "module_dir")
+    __slots__ = ("path", "value", "dir", "entry", "prefix", "module_dir", "labelled", "text")
 
     def __init__(self) -> None:
         self.path: str | None = None
@@ -184,6 +191,8 @@ class _Lookup:
         #: directory can win a file it prefixes
         self.prefix = ""
         self.module_dir: list | None = None
+        self.labelled: object = _UNKNOWN  # the assignment `text` is the label of
+        self.text = ""
 
     def of(self, path: str, memos: RunMemos) -> DeviceAssignment | None:
         if path == self.path:
@@ -191,6 +200,12 @@ class _Lookup:
         value = self._find(path, memos)
         self.path, self.value = path, value
         return value
+
+    def label(self, path: str, memos: RunMemos) -> str:
+        da = self.of(path, memos)
+        if da is not self.labelled:
+            self.labelled, self.text = da, ids_label(da)
+        return self.text
 
     def clear(self) -> None:
         self.__init__()  # type: ignore[misc]

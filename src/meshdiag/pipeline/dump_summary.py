@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
-from meshdiag.ir.devices import assignment_for, ids_label
+from meshdiag.ir.devices import ids_label_for
 from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
@@ -137,14 +137,7 @@ class DumpSummary:
             self.skipped += 1
             return
         self.files += 1
-        da = assignment_for(fold.path, fold.memos)
-        # a dump's files share one assignment: its label is made once a run of them (a
-        # table keyed by the assignment hashed its devices again for every file)
-        last = fold.memos.last("dump_summary.ids_label")
-        label = last.get(da)
-        if label is None:
-            label = last.put(da, ids_label(da))
-        self.id_spaces[label] += 1
+        self.id_spaces[ids_label_for(fold.path, fold.memos)] += 1
         for k in fold.meshes:
             self.meshes[k].files += 1
         self._add_findings(item.findings)

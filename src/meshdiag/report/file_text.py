@@ -193,12 +193,12 @@ def _file_head(
     holds a sharded value, when the report does not hold them (a file scanned module by
     module)."""
     r = item.report
-    from meshdiag.ir.devices import assignment_for, ids_label
+    from meshdiag.ir.devices import ids_label_for
 
     n = len(r.modules) if count is None else count
     head = Text(f"{r.path}: {n} module(s)", style="bold underline")
     if n:  # the id space every mesh and layout below is shown in
-        head.append(f"\n{ids_label(assignment_for(r.path, memos))}", style="dim")
+        head.append(f"\n{ids_label_for(r.path, memos)}", style="dim")
     if values is None:
         values = any(m.values for m in r.modules)
     if values:  # the pictures' key, once for the file
