@@ -336,26 +336,30 @@ def _module_pair(
 ) -> Iterator[ValueDiff]:
     """A's and B's module of one key: their values of one (name, occurrence) compared, in
     A's order; the others go to `rest`."""
-    index_a, ka, values_a, ma = a
-    index_b, kb, values_b, mb = b
+    ka, values_a, ma = a[1:]
+    _, values_b, mb = b[1:]
     partner = {nk: (j, v) for j, (nk, v) in enumerate(values_b)}
     for i, (nk, va) in enumerate(values_a):
-        key = ka._replace(name=nk[0], occurrence=nk[1])
         hit = partner.pop(nk, None)
         if hit is None:
-            rest[0].append(((index_a, i), key, va, ma))
+            rest[0].append(_unpaired(a, i))
             continue
         status, diff, reason = _compare(va, ma, hit[1], mb, mesh, split, memos)
-        yield ValueDiff(key, status, va, hit[1], diff, reason)
-    for nk, (j, vb) in partner.items():
-        rest[1].append(((index_b, j), kb._replace(name=nk[0], occurrence=nk[1]), vb, mb))
+        yield ValueDiff(ka._replace(name=nk[0], occurrence=nk[1]), status, va, hit[1], diff, reason)
+    rest[1].extend(_unpaired(b, j) for j, _ in partner.values())
 
 
 def _rest(entry: _Held, into: list) -> None:
     """Every value of a module with no partner, into its side's `rest`."""
+    into.extend(_unpaired(entry, i) for i in range(len(entry[2])))
+
+
+def _unpaired(entry: _Held, i: int) -> tuple:
+    """The `i`-th value of a held module as its side's `rest` holds it: ((the module's
+    place, the value's), its key, the value, the module)."""
     index, k, values, m = entry
-    for i, ((name, n), v) in enumerate(values):
-        into.append(((index, i), k._replace(name=name, occurrence=n), v, m))
+    (name, n), v = values[i]
+    return (index, i), k._replace(name=name, occurrence=n), v, m
 
 
 def loose_pairs(keys_a: Sequence[Key], keys_b: Sequence[Key]) -> dict[int, int]:
