@@ -401,8 +401,8 @@ def test_streamed_pairing_is_the_pairing_of_whole_dumps(tmp_path, a, b, shuffle)
     assert sorted(got, key=repr) == sorted(want, key=repr)
     # the order: the exact pairs, then the rest of A's in A's order (by line: one file),
     # then what only B has, in B's order
-    exact = {(k, la) for k, la, lb in want if la is not None and lb is not None}
-    exact = {(k, la) for k, la in exact if k in _keyed_values(str(fb))}
+    keys_b = _keyed_values(str(fb))  # (B read once, not again for every pair)
+    exact = {(k, la) for k, la, lb in want if la is not None and lb is not None and k in keys_b}
     kinds = [0 if (k, la) in exact else 1 if la is not None else 2 for k, la, _ in got]
     assert kinds == sorted(kinds)
     rest_a = [la for (k, la, _), kind in zip(got, kinds, strict=True) if kind == 1]
