@@ -136,6 +136,9 @@ def main() -> None:
         help="a file whose copies measure the floor (alone: the first HLO pass file of PATHs)",
     )
     args = ap.parse_args()
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:  # (a walk of nothing would time nothing and say so in zeros)
+        ap.error(f"no such file or directory: {', '.join(missing)}")
     if args.floor == "":
         args.floor = first_pass_file(args.paths)
         if args.floor is None:
