@@ -234,6 +234,32 @@ def test_iota_form_of_recovers_random_iotas() -> None:
     assert found is not None and (found.reshape, found.perm) == (big.reshape, big.perm)
 
 
+def test_iota_form_of_short_lists_equals_the_numpy_twin() -> None:
+    # a listed tile of at most LISTED_IOTA_DEVICES is read in plain Python (no numpy import
+    # for a directory summary); it must answer as the array reading does, iota or not
+    from meshdiag.model.tiles import _iota_form_of_list, iota_form_of_array
+
+    rng = random.Random(11)
+    for k in range(600):
+        _, model = random_iota(rng)
+        tile = model.tile
+        devices = list(tile.devices())
+        if k % 3 == 1:  # swap two devices: mostly not an iota any more
+            i, j = rng.randrange(len(devices)), rng.randrange(len(devices))
+            devices[i], devices[j] = devices[j], devices[i]
+        elif k % 3 == 2:
+            rng.shuffle(devices)
+        listed = tuple(devices)
+        ours = _iota_form_of_list(tile.dims, listed)
+        theirs = iota_form_of_array(np.asarray(listed, dtype=np.int64).reshape(tile.dims))
+        assert ours == theirs, (tile.dims, listed)
+        if ours is not None:
+            assert ours.devices() == listed
+    for dims, listed in [((1,), (0,)), ((1,), (3,)), ((2,), (1, 0)), ((4,), (0, 0, 0, 0))]:
+        theirs = iota_form_of_array(np.asarray(listed, dtype=np.int64).reshape(dims))
+        assert _iota_form_of_list(dims, listed) == theirs
+
+
 # -- (2) module meshes --------------------------------------------------------------------
 
 

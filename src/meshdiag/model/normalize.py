@@ -140,6 +140,11 @@ def partial_tile(tile: TileAssignment) -> HloSharding:
         grouped = _group_minor_iota_dims_sorted(reshape, perm, group)
         if grouped is not None:
             return HloSharding.tiled(iota_tile(dims, *grouped), replicate_on_last=True)
+    if tile.explicit is not None:  # a listed tile: each group sorted, without numpy
+        devs = tile.explicit
+        rows = (sorted(devs[i : i + group]) for i in range(0, n, group))
+        ids = tuple(d for row in rows for d in row)
+        return HloSharding.tiled(TileAssignment(dims, None, None, ids), replicate_on_last=True)
     import numpy as np
 
     arr = np.sort(tile.array().reshape(-1, group), axis=1).reshape(dims)

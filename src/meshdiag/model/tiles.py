@@ -216,7 +216,37 @@ def iota_form_of(tile: TileAssignment) -> TileAssignment | None:
     """
     if tile.is_iota:
         return tile
+    if tile._array is None and tile.num_devices <= LISTED_IOTA_DEVICES:
+        return _iota_form_of_list(tile.dims, tile.explicit)  # type: ignore[arg-type]
     return iota_form_of_array(tile.array())
+
+
+def _iota_form_of_list(dims: tuple[int, ...], flat: tuple[int, ...]) -> TileAssignment | None:
+    """`iota_form_of_array` on a short device list, in plain Python: a directory summary
+    asks it of every listed sharding it names, and importing numpy costs more than all of
+    them."""
+    n = len(flat)
+    if n == 1:
+        return TileAssignment.iota(dims) if flat[0] == 0 else None
+    if flat[0] != 0:
+        return None
+    runs: list[tuple[int, int]] = []  # (size, stride), minor first
+    cur = flat
+    while len(cur) > 1:
+        stride = cur[1]
+        if stride <= 0:
+            return None
+        size = len(cur)
+        m = next((i for i in range(size) if cur[i] != i * stride), size)
+        if size % m:
+            return None
+        for b in range(0, size, m):
+            first = cur[b]
+            if any(cur[b + i] != first + i * stride for i in range(1, m)):
+                return None
+        runs.append((m, stride))
+        cur = cur[::m]
+    return _iota_of_runs(dims, runs, flat)
 
 
 def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
@@ -245,6 +275,14 @@ def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
             return None
         runs.append((m, stride))
         cur = blocks[:, 0]
+    return _iota_of_runs(dims, runs, flat)
+
+
+def _iota_of_runs(
+    dims: tuple[int, ...], runs: list[tuple[int, int]], flat
+) -> TileAssignment | None:
+    """The iota assignment whose device-order dims are `runs` ((size, stride), minor
+    first), if its devices are `flat` (a device list or array)."""
     # strides in increasing order must be 1, s1, s1*s2, ... (row-major over the reshape)
     by_stride = sorted(runs, key=lambda r: r[1])
     expect = 1
@@ -257,6 +295,8 @@ def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
     rank_of = {k: r for r, k in enumerate(reshape_order)}
     perm = [rank_of[k] for k in reversed(range(len(runs)))]  # device order, major first
     cand = TileAssignment.iota(dims, reshape, perm)
-    if not np.array_equal(cand.array().reshape(-1), flat):
-        return None
-    return cand
+    if isinstance(flat, tuple):
+        return cand if cand.devices() == flat else None
+    import numpy as np
+
+    return cand if np.array_equal(cand.array().reshape(-1), flat) else None
