@@ -169,6 +169,27 @@ def test_undeclared_sdy_mesh_is_a_problem():
     assert p.line == 2 and "@nope" in p.message
 
 
+@pytest.mark.parametrize(
+    ("axes", "what"),
+    [
+        ('[{"z"}, {}]', "'z' is not in the mesh"),
+        ('[{"x", "x"}, {}]', "named twice"),
+        ('[{"y":(3)2}, {}]', "does not divide axis y=4"),
+        ('[{"y":(1)2, "y"}, {}]', "named twice"),
+    ],
+)
+def test_sdy_axes_off_the_mesh_are_problems(axes, what):
+    # (checked without making the groups: `groups.chosen_factors`)
+    f = scan_text(
+        "t",
+        'module {\n  sdy.mesh @mesh = <["x"=2, "y"=4]>\n'
+        f"  %0 = sdy.all_gather {axes} %a out_sharding=<@mesh, [{{}}, {{}}]> : tensor<8x8xf32>\n}}\n",
+    )
+    (p,) = f.problems
+    assert p.line == 3 and what in p.message, p
+    assert f.modules[0].collectives == []
+
+
 def test_pass_dump_sections_are_modules():
     text = (
         "// -----// IR Dump Before Foo (foo) ('builtin.module' operation: @m) //----- //\n"

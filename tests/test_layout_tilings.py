@@ -371,3 +371,21 @@ def test_a_picture_of_an_even_dump_imports_no_numpy():
     for path in ("fixtures/seed", "fixtures/jax"):
         assert "numpy" not in imported(["inspect", path, "-j", "1"])
     assert "numpy" in imported(["layout", "{devices=[2,2]<=[4]}", "--shape", "8,8", "-f", "json"])
+
+
+def test_lint_of_a_correct_dump_and_listed_replicated_tiles_import_no_numpy(tmp_path):
+    """A correct every-pass dump linted (its Shardy collectives' axes checked without
+    making their device groups), and listed tiles with replication (their groups sorted
+    and read as iotas in Python) never load numpy."""
+    from tests.test_lazy_pydantic import imported
+
+    assert "numpy" not in imported(["lint", "fixtures/xla_dump/mlp2"])
+    hlo = tmp_path / "listed.txt"
+    hlo.write_text(
+        "HloModule m, num_partitions=4\n\nENTRY %main (p: f32[8,8]) -> f32[8,8] {\n"
+        "  %p = f32[8,8]{1,0} parameter(0), "
+        "sharding={devices=[2,1,2]3,1,0,2 last_tile_dim_replicate}\n"
+        "  ROOT %c = f32[8,8]{1,0} copy(%p), sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={replicated}}\n"
+        "}\n"
+    )
+    assert "numpy" not in imported(["inspect", str(tmp_path), "-j", "1"])

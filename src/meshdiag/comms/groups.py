@@ -324,6 +324,16 @@ def axis_factors(mesh: Mesh, refs: tuple[AxisRef, ...]) -> list[tuple[str, int, 
 def axis_groups(mesh: Mesh, refs: tuple[AxisRef, ...]) -> np.ndarray:
     """Device ids of the groups that run over `refs` (in that order, major to minor): one row
     per group, groups ordered row-major over the other factors. No refs: every device alone."""
+    factors, chosen = chosen_factors(mesh, refs)
+    return groups_over(mesh, factors, chosen)
+
+
+def chosen_factors(
+    mesh: Mesh, refs: tuple[AxisRef, ...]
+) -> tuple[list[tuple[str, int, int]], list[int]]:
+    """The mesh's factors (`axis_factors`) and which of them `refs` run over, in their
+    order; MeshdiagError unless the refs are distinct, non-overlapping (sub-)axes of the
+    mesh. Checks `axis_groups`' arguments without making the groups (nor importing numpy)."""
     factors = axis_factors(mesh, refs)
     chosen: list[int] = []
     for r in refs:
@@ -333,7 +343,7 @@ def axis_groups(mesh: Mesh, refs: tuple[AxisRef, ...]) -> np.ndarray:
         if any(i in chosen for i in idx):
             raise MeshdiagError(f"axis {r.name!r} is named twice in the replica group axes")
         chosen.extend(idx)
-    return groups_over(mesh, factors, chosen)
+    return factors, chosen
 
 
 def groups_over(mesh: Mesh, factors: list[tuple[str, int, int]], chosen: list[int]) -> np.ndarray:

@@ -1220,9 +1220,9 @@ def _parse_sharding(text: str, per_value: bool, meshes: tuple) -> NamedSharding 
 
 def _check_axes(mesh, refs) -> None:
     """MeshdiagError unless `refs` are distinct, non-overlapping (sub-)axes of `mesh`."""
-    from meshdiag.comms.groups import axis_groups
+    from meshdiag.comms.groups import chosen_factors
 
-    axis_groups(mesh, refs)
+    chosen_factors(mesh, refs)
 
 
 def axis_ref_size(ref, mesh) -> int:
