@@ -15,8 +15,10 @@ from jax._src.lib import xla_client as xc
 
 from meshdiag.comms.axes import attribute, refs_text
 from meshdiag.comms.groups import (
+    Groups,
     axis_factors,
     axis_groups,
+    mesh_groups,
     parse_id_lists,
     parse_pairs,
     parse_replica_groups,
@@ -230,6 +232,23 @@ def test_axis_groups_match_xla_replicate_subgroups():
         assert as_sets(parse_replica_groups(text).groups) == expected
         checked += any(r.is_sub for r in refs)
     assert checked > 20
+
+
+def test_mesh_groups_in_python_equal_the_numpy_groups():
+    """`mesh_groups` (Python for a mesh of at most 1,024 devices) gives the rows of
+    `axis_groups` in their order, with and without device ids, and past the bound."""
+    rng = random.Random(5)
+    for k in range(300):
+        mesh = _random_mesh(rng)
+        if k % 3 == 0:
+            mesh = Mesh(mesh.axes)  # no device ids: the iota order
+        refs = _random_refs(mesh, rng)
+        assert mesh_groups(mesh, refs) == Groups.of_array(axis_groups(mesh, refs)), (mesh, refs)
+    big = Mesh((("x", 16), ("y", 128)))
+    for refs in [(AxisRef("y"),), (AxisRef("x"), AxisRef("y", 2, 4)), ()]:
+        assert mesh_groups(big, refs) == Groups.of_array(axis_groups(big, refs))
+    with pytest.raises(MeshdiagError, match="named twice"):
+        mesh_groups(big, (AxisRef("x"), AxisRef("x")))
 
 
 # -- attribution ----------------------------------------------------------------------------

@@ -373,13 +373,15 @@ def test_a_picture_of_an_even_dump_imports_no_numpy():
     assert "numpy" in imported(["layout", "{devices=[2,2]<=[4]}", "--shape", "8,8", "-f", "json"])
 
 
-def test_lint_of_a_correct_dump_and_listed_replicated_tiles_import_no_numpy(tmp_path):
-    """A correct every-pass dump linted (its Shardy collectives' axes checked without
-    making their device groups), and listed tiles with replication (their groups sorted
+def test_lint_of_correct_dumps_and_listed_replicated_tiles_import_no_numpy(tmp_path):
+    """Correct every-pass dumps and collectives linted (Shardy collectives' axes checked
+    without making their device groups; replica groups of small meshes and iotas, and iota
+    device ids, listed in Python), and listed tiles with replication (their groups sorted
     and read as iotas in Python) never load numpy."""
     from tests.test_lazy_pydantic import imported
 
-    assert "numpy" not in imported(["lint", "fixtures/xla_dump/mlp2"])
+    for path in ("fixtures/xla_dump/mlp2", "fixtures/xla_dump/loop", "fixtures/comms"):
+        assert "numpy" not in imported(["lint", path]), path
     hlo = tmp_path / "listed.txt"
     hlo.write_text(
         "HloModule m, num_partitions=4\n\nENTRY %main (p: f32[8,8]) -> f32[8,8] {\n"

@@ -16,7 +16,7 @@ import itertools
 import math
 from typing import TYPE_CHECKING
 
-from meshdiag.comms.groups import axis_groups
+from meshdiag.comms.groups import mesh_groups
 from meshdiag.model.sharding import AxisRef
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def attribute(groups: Groups, mesh: Mesh) -> tuple[AxisRef, ...] | None:
     target = _canon(groups)
     for combo in itertools.islice(itertools.product(*options), MAX_TRIES):
         refs = tuple(r for r in combo if r is not None)
-        if _canon(axis_groups(mesh, refs)) == target:
+        if _canon(mesh_groups(mesh, refs)) == target:
             return refs
     return None
 

@@ -31,7 +31,7 @@ from meshdiag.errors import MeshdiagError, ParseError
 from meshdiag.ir.text import brace_end
 from meshdiag.limits import MAX_RANK, check_device_count
 from meshdiag.model.mesh import Mesh
-from meshdiag.model.tiles import TileAssignment
+from meshdiag.model.tiles import LISTED_IOTA_DEVICES, TileAssignment
 from meshdiag.notation._cursor import Cursor
 from meshdiag.notation.gspmd_v3 import read_axis_list, read_device_ids, read_mesh_axes
 
@@ -66,6 +66,15 @@ class Groups(Sequence):
         else:
             self._size, self._ends = -1, array("q", accumulate(lengths))
         self._hash: int | None = None
+
+    @classmethod
+    def of_flat(cls, ids: Sequence[int], size: int) -> Groups:
+        """Rows of `size` ids each (`size` >= 1), from all their ids in order."""
+        g = cls(())
+        if len(ids):
+            g._ids = array("q", ids)
+            g._size = size
+        return g
 
     @classmethod
     def of_array(cls, rows: np.ndarray) -> Groups:
@@ -259,6 +268,8 @@ def _iota(text: str) -> ReplicaGroups:
         tile = TileAssignment.iota((g, s), reshape, perm)
     except MeshdiagError as e:
         raise ParseError(f"a valid iota ({e})", text, 0) from None
+    if tile.num_devices <= LISTED_IOTA_DEVICES:  # listed in Python: no numpy import
+        return ReplicaGroups("iota", text, Groups.of_flat(tile.devices(), s))
     return ReplicaGroups("iota", text, Groups.of_array(tile.array()))
 
 
@@ -284,12 +295,12 @@ def _mesh_form(text: str) -> ReplicaGroups:
         raise cur.error("end of the replica groups")
     try:
         mesh = Mesh(tuple(axes), ids)
-        rows = axis_groups(mesh, refs)
+        groups = mesh_groups(mesh, refs)
     except MeshdiagError as e:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"axes of the replica group mesh ({e})", text, refs_pos) from None
-    return ReplicaGroups("mesh", text, Groups.of_array(rows), mesh, refs)
+    return ReplicaGroups("mesh", text, groups, mesh, refs)
 
 
 # -- groups of mesh axes ------------------------------------------------------------------
@@ -344,6 +355,27 @@ def chosen_factors(
             raise MeshdiagError(f"axis {r.name!r} is named twice in the replica group axes")
         chosen.extend(idx)
     return factors, chosen
+
+
+def mesh_groups(mesh: Mesh, refs: tuple[AxisRef, ...]) -> Groups:
+    """`axis_groups` as `Groups`; for a mesh of at most `LISTED_IOTA_DEVICES` devices made
+    in Python (a dump's replica groups are a few small meshes: importing numpy for them was
+    most of linting a small dump)."""
+    factors, chosen = chosen_factors(mesh, refs)
+    if mesh.size > LISTED_IOTA_DEVICES:
+        return Groups.of_array(groups_over(mesh, factors, chosen))
+    dims = [s for _, _, s in factors] or [1]
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * dims[d + 1]
+    # the row-major positions of the devices read over the other factors, then the chosen
+    # ones (the transpose `groups_over` makes), built one factor at a time
+    at = [0]
+    for o in [i for i in range(len(dims)) if i not in chosen] + chosen:
+        stride = strides[o]
+        at = [a + k * stride for a in at for k in range(dims[o])]
+    ids = mesh.ids
+    return Groups.of_flat([ids[a] for a in at], math.prod(dims[i] for i in chosen))
 
 
 def groups_over(mesh: Mesh, factors: list[tuple[str, int, int]], chosen: list[int]) -> np.ndarray:

@@ -99,8 +99,6 @@ def _int_list(cur: Cursor, close: str, what: str) -> list[int]:
 
 def _device_ids(cur: Cursor, n: int) -> tuple[int, ...]:
     """After `device_ids=`: `(3,2,1,0)` or the iota `([4,16]T(1,0))`."""
-    import numpy as np
-
     cur.expect("(", "'(' to start the device ids")
     start = cur.pos
     if cur.accept("["):
@@ -120,8 +118,8 @@ def _device_ids(cur: Cursor, n: int) -> tuple[int, ...]:
             raise ParseError(f"an iota of {n} device ids (the mesh size)", cur.text, start)
         if sorted(perm) != list(range(len(reshape))):
             raise ParseError("a transpose that is a permutation of the iota dims", cur.text, start)
-        ids = np.arange(n, dtype=np.int64).reshape(reshape).transpose(perm).reshape(-1)
-        return tuple(int(x) for x in ids)
+        # (listed in Python up to `tiles.LISTED_IOTA_DEVICES`: no numpy import)
+        return TileAssignment.iota((n,), reshape, perm).devices()
     ids_list = _int_list(cur, ")", "a device id")
     return tuple(ids_list)
 
