@@ -542,3 +542,53 @@ def test_md105_says_which_devices_hold_what(shape, split, says):
 
     (f,) = uneven_findings(parse_gspmd("{devices=[4,1]<=[4]}"), shape, split, where={})
     assert f.message.endswith(says), f.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 300), k=st.integers(2, 70), rule=st.sampled_from(["xla", "chunk"]))
+def test_md105_shard_runs_are_the_split_arrays(n, k, rule):
+    """MD105 reads which shards are whole, short and empty from n and k (`shard_runs`):
+    they must be what `split_dim`'s per-shard arrays say."""
+    import numpy as np
+
+    from meshdiag.checks.md105_uneven_shard import shard_runs
+    from meshdiag.model.splits import split_dim
+
+    s = split_dim(n, k, rule)
+    sizes = s.stops - s.starts
+    c = -(-n // k)
+    full, used = shard_runs(n, k)
+    i = np.arange(k)
+    assert ((sizes == c) == (i < full)).all()
+    assert (((sizes > 0) & (sizes < c)) == ((i >= full) & (i < used))).all()
+    assert ((sizes == 0) == (i >= used)).all()
+    assert (s.present == (i < used)).all() or rule == "xla"
+    assert used - full <= 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_md105_reads_listed_devices_as_the_numpy_arrays(data):
+    """A tile of at most 1,024 devices has each shard index's devices listed in Python
+    (`_by_index`), in the order numpy's moveaxis gives; a finding read from those lists is
+    the finding read from the array."""
+    import numpy as np
+
+    from meshdiag.checks.md105_uneven_shard import _by_index, dim_finding
+    from meshdiag.model.tiles import TileAssignment
+
+    dims = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4)))
+    n = int(np.prod(dims))
+    devices = data.draw(st.permutations(range(n)))
+    tile = TileAssignment.from_devices(dims, devices)
+    d = data.draw(st.integers(0, len(dims) - 1))
+    rows = _by_index(tile, d)
+    array = np.moveaxis(tile.array(), d, 0).reshape(dims[d], -1)
+    assert rows == array.tolist()
+    size = data.draw(st.integers(1, 40))
+    split = data.draw(st.sampled_from(["xla", "chunk", "array-split", "even"]))
+    listed = dim_finding(d, size, dims[d], split, rows, where={})
+    arrayed = dim_finding(d, size, dims[d], split, array, where={})
+    assert (listed is None) == (arrayed is None)
+    if listed is not None:
+        assert (listed.message, listed.fix) == (arrayed.message, arrayed.fix)

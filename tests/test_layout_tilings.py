@@ -376,8 +376,8 @@ def test_a_picture_of_an_even_dump_imports_no_numpy():
 def test_lint_of_correct_dumps_and_listed_replicated_tiles_import_no_numpy(tmp_path):
     """Correct every-pass dumps and collectives linted (Shardy collectives' axes checked
     without making their device groups; replica groups of small meshes and iotas, and iota
-    device ids, listed in Python), and listed tiles with replication (their groups sorted
-    and read as iotas in Python) never load numpy."""
+    device ids, listed in Python), listed tiles with replication (their groups sorted and
+    read as iotas in Python) and a lint finding of an uneven shard never load numpy."""
     from tests.test_lazy_pydantic import imported
 
     for path in ("fixtures/xla_dump/mlp2", "fixtures/xla_dump/loop", "fixtures/comms"):
@@ -391,3 +391,10 @@ def test_lint_of_correct_dumps_and_listed_replicated_tiles_import_no_numpy(tmp_p
         "}\n"
     )
     assert "numpy" not in imported(["inspect", str(tmp_path), "-j", "1"])
+    # MD105 names the short and empty devices of a small tile from lists
+    uneven = tmp_path / "uneven.txt"
+    uneven.write_text(
+        "HloModule m, num_partitions=8\n\nENTRY %main (p: f32[7,8]) -> f32[7,8] {\n"
+        "  ROOT %p = f32[7,8]{1,0} parameter(0), sharding={devices=[8,1]3,1,0,2,4,5,6,7}\n}\n"
+    )
+    assert "numpy" not in imported(["lint", str(uneven), "--split", "chunk"])

@@ -9,6 +9,7 @@ Three entry points share one message builder:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
 from meshdiag.model.splits import split_dim
+from meshdiag.model.tiles import LISTED_IOTA_DEVICES
 from meshdiag.notation.devicelist import compress_devices
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from meshdiag.model.copy import ShardedDim
     from meshdiag.model.findings import Finding
     from meshdiag.model.sharding import HloSharding
+    from meshdiag.model.tiles import TileAssignment
 
 
 def _hold(ids) -> str:
@@ -59,23 +62,22 @@ def dim_finding(
 ) -> Finding | None:
     """The MD105 finding for dimension `dim` of size `n` split `k` ways, or None if even.
 
-    `ids_by_index[i]` are the devices that hold shard index i (or would, when it is empty).
+    `ids_by_index[i]` are the devices that hold shard index i (or would, when it is empty):
+    lists, or a [k, m] numpy array (a million devices stay an array). Which shards are
+    short or empty follows from n and k alone (`shard_runs`): no per-shard arrays, and no
+    numpy for lists.
     """
     if k <= 1 or n % k == 0:
         return None
-    import numpy as np
-
     c = -(-n // k)
-    s = split_dim(n, k, "xla" if split == "even" else split, dim=dim)
-    sizes = s.stops - s.starts
-    present = s.present
+    split_dim(n, k, "xla" if split == "even" else split, dim=dim)  # (checks n and k)
     head = f"dimension {dim} (size {n}) does not divide into its {k} shards"
 
-    def group(mask) -> Sequence[int]:
-        """The devices of the shard indices where `mask` is true."""
-        if isinstance(ids_by_index, np.ndarray):  # [k, m]: a million devices stay an array
-            return ids_by_index[mask].reshape(-1)
-        return [d for i in np.flatnonzero(mask).tolist() for d in ids_by_index[i]]
+    def group(lo: int, hi: int) -> Sequence[int]:
+        """The devices of shard indices lo..hi-1."""
+        if hasattr(ids_by_index, "reshape"):  # an array: its rows, without a copy
+            return ids_by_index[lo:hi].reshape(-1)  # type: ignore[call-overload]
+        return [d for i in range(lo, hi) for d in ids_by_index[i]]
 
     parts: list[str] = []
     if split == "even":
@@ -84,30 +86,28 @@ def dim_finding(
             "divisible by its shard count"
         )
     elif split == "chunk":
-        chunk_sizes = sizes[present].tolist()
+        full, used = shard_runs(n, k)
+        chunk_sizes = [c] * full + [n - full * c] * (used - full)
         detail = f"under 'chunk' chunks are {c} long, giving {len(chunk_sizes)} chunks ({_sizes_text(chunk_sizes)})"
-        short = group(present & (sizes > 0) & (sizes < c))
-        if len(short):
-            parts.append(f"{_hold(short)} a short chunk of {min(z for z in chunk_sizes if z < c)}")
-        empty = group(~present | (sizes == 0))
-        if len(empty):
-            parts.append(f"{_hold(empty)} nothing")
+        if used > full:
+            parts.append(f"{_hold(group(full, used))} a short chunk of {n - full * c}")
+        if used < k:
+            parts.append(f"{_hold(group(used, k))} nothing")
     elif split == "xla":
+        full, used = shard_runs(n, k)
         detail = f"under 'xla' tiles are {c} long and every buffer is padded to {c}"
-        is_short = (sizes > 0) & (sizes < c)
-        short = group(is_short)
-        if len(short):
-            z = int(sizes[is_short].min())
-            parts.append(f"{_hold(short)} {z} + {c - z} padding")
-        empty = group(sizes == 0)
-        if len(empty):
-            parts.append(f"{_hold(empty)} only padding")
+        if used > full:
+            z = n - full * c
+            parts.append(f"{_hold(group(full, used))} {z} + {c - z} padding")
+        if used < k:
+            parts.append(f"{_hold(group(used, k))} only padding")
     else:  # array-split
         q, r = divmod(n, k)
-        detail = f"under 'array-split' sizes differ by one ({_sizes_text(sizes.tolist())})"
-        first = np.arange(k) < r
-        parts.append(f"{_hold(group(first))} {q + 1}")
-        parts.append(f"{_hold(group(~first))} " + (str(q) if q else "nothing"))
+        detail = (
+            f"under 'array-split' sizes differ by one ({_sizes_text([q + 1] * r + [q] * (k - r))})"
+        )
+        parts.append(f"{_hold(group(0, r))} {q + 1}")
+        parts.append(f"{_hold(group(r, k))} " + (str(q) if q else "nothing"))
     message = f"{head}: {detail}" + (": " + "; ".join(parts) if parts else "")
     fix = (
         f"pad dimension {dim} from {n} to {c * k} (the next multiple of {k}) so every device "
@@ -115,6 +115,15 @@ def dim_finding(
         "intended, size each device's buffer from its own shard, never one uniform spec"
     )
     return RULE.finding(message, fix, **where)
+
+
+def shard_runs(n: int, k: int) -> tuple[int, int]:
+    """Under `xla` and `chunk` (tiles of c = ceil(n/k), n >= 1): shards 0..full-1 hold a
+    whole tile, full..used-1 a shorter one (at most one shard), used..k-1 nothing (padding
+    only, or no chunk at all)."""
+    c = -(-n // k)
+    full = n // c
+    return full, -(-n // c)
 
 
 def sharded_dim_findings(sd: ShardedDim, split: str, *, where: dict) -> list[Finding]:
@@ -130,19 +139,31 @@ def uneven_findings(
     if not hlo.is_tiled or hlo.tile is None or hlo.data_rank != len(shape):
         return []
     out: list[Finding] = []
-    arr = None
+    tile = hlo.tile
     for d, k in enumerate(hlo.data_dims):
         if k <= 1 or shape[d] % k == 0:
             continue
-        import numpy as np
-
-        if arr is None:
-            arr = hlo.tile.array()
-        by_index = np.moveaxis(arr, d, 0).reshape(k, -1)
-        f = dim_finding(d, int(shape[d]), int(k), split, by_index, where=where)
+        f = dim_finding(d, int(shape[d]), int(k), split, _by_index(tile, d), where=where)
         if f is not None:
             out.append(f)
     return out
+
+
+def _by_index(tile: TileAssignment, d: int) -> Sequence[Sequence[int]]:
+    """The devices of each index along tile dim `d`, in row-major order of the other dims:
+    listed in Python for a tile of at most `LISTED_IOTA_DEVICES`, else a numpy array."""
+    if tile.num_devices > LISTED_IOTA_DEVICES:
+        import numpy as np
+
+        k = tile.dims[d]
+        return np.moveaxis(tile.array(), d, 0).reshape(k, -1)
+    dims = tile.dims
+    k = dims[d]
+    stride = math.prod(dims[d + 1 :])
+    rows: list[list[int]] = [[] for _ in range(k)]
+    for pos, device in enumerate(tile.devices()):
+        rows[(pos // stride) % k].append(device)
+    return rows
 
 
 def check_module(module: ModuleReport, ctx: CheckContext) -> list[Finding]:
