@@ -225,28 +225,7 @@ def _iota_form_of_list(dims: tuple[int, ...], flat: tuple[int, ...]) -> TileAssi
     """`iota_form_of_array` on a short device list, in plain Python: a directory summary
     asks it of every listed sharding it names, and importing numpy costs more than all of
     them."""
-    n = len(flat)
-    if n == 1:
-        return TileAssignment.iota(dims) if flat[0] == 0 else None
-    if flat[0] != 0:
-        return None
-    runs: list[tuple[int, int]] = []  # (size, stride), minor first
-    cur = flat
-    while len(cur) > 1:
-        stride = cur[1]
-        if stride <= 0:
-            return None
-        size = len(cur)
-        m = next((i for i in range(size) if cur[i] != i * stride), size)
-        if size % m:
-            return None
-        for b in range(0, size, m):
-            first = cur[b]
-            if any(cur[b + i] != first + i * stride for i in range(1, m)):
-                return None
-        runs.append((m, stride))
-        cur = cur[::m]
-    return _iota_of_runs(dims, runs, flat)
+    return _iota_form(dims, flat, _peel_listed)
 
 
 def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
@@ -254,28 +233,57 @@ def iota_form_of_array(array: np.ndarray) -> TileAssignment | None:
     import numpy as np
 
     dims = tuple(int(d) for d in array.shape)
-    flat = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
-    n = flat.size
-    if n == 1:
+    return _iota_form(dims, np.ascontiguousarray(array, dtype=np.int64).reshape(-1), _peel_array)
+
+
+def _iota_form(dims: tuple[int, ...], flat, peel) -> TileAssignment | None:
+    """`iota_form_of` of the devices `flat` (a tuple or a 1-D array), peeling the runs off
+    with `peel` (`_peel_listed`, `_peel_array`): each run's (size, stride, the first
+    device of each of its blocks), or None when the devices are not such runs."""
+    if len(flat) == 1:
         return TileAssignment.iota(dims) if flat[0] == 0 else None
     if flat[0] != 0:
         return None
     runs: list[tuple[int, int]] = []  # (size, stride), minor first
     cur = flat
-    while cur.size > 1:
-        stride = int(cur[1])
-        if stride <= 0:
+    while len(cur) > 1:
+        got = peel(cur)
+        if got is None:
             return None
-        bad = np.flatnonzero(cur != np.arange(cur.size, dtype=np.int64) * stride)
-        m = int(bad[0]) if bad.size else cur.size
-        if cur.size % m:
-            return None
-        blocks = cur.reshape(-1, m)
-        if not np.array_equal(blocks, blocks[:, :1] + np.arange(m, dtype=np.int64) * stride):
-            return None
+        m, stride, cur = got
         runs.append((m, stride))
-        cur = blocks[:, 0]
     return _iota_of_runs(dims, runs, flat)
+
+
+def _peel_listed(cur: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]] | None:
+    stride = cur[1]
+    if stride <= 0:
+        return None
+    size = len(cur)
+    m = next((i for i in range(size) if cur[i] != i * stride), size)
+    if size % m:
+        return None
+    for b in range(0, size, m):
+        first = cur[b]
+        if any(cur[b + i] != first + i * stride for i in range(1, m)):
+            return None
+    return m, stride, cur[::m]
+
+
+def _peel_array(cur: np.ndarray) -> tuple[int, int, np.ndarray] | None:
+    import numpy as np
+
+    stride = int(cur[1])
+    if stride <= 0:
+        return None
+    bad = np.flatnonzero(cur != np.arange(cur.size, dtype=np.int64) * stride)
+    m = int(bad[0]) if bad.size else cur.size
+    if cur.size % m:
+        return None
+    blocks = cur.reshape(-1, m)
+    if not np.array_equal(blocks, blocks[:, :1] + np.arange(m, dtype=np.int64) * stride):
+        return None
+    return m, stride, blocks[:, 0]
 
 
 def _iota_of_runs(
