@@ -2,8 +2,9 @@
 
 Files read anew against files replayed from one read a little before, and of the files
 read anew, their module checks, their part of the directory summary (the rows of modules
-not seen before among it) and keeping them for later replays; besides, the cost of a file
-whose every line and module the run knows.
+not seen before among it) and keeping them for later replays; all files by the suffix of
+their name (HLO pass `.txt`, Shardy and StableHLO `.mlir`, ...); besides, the cost of a
+file whose every line and module the run knows.
 
     .venv/bin/python bench/file_costs.py PATH ... [--repeat 3] [--floor [FILE]]
 
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 CHILD = r"""
-import json, sys, tempfile, time
+import json, os, sys, tempfile, time
 from collections import Counter
 from meshdiag.cli import runtime
 from meshdiag.cli.commands import inspect_worker as worker
@@ -70,6 +71,7 @@ read = list(read_ahead(files))  # (read first: `stage_times.py` tells reading ap
 whole = {"new": 0.0, "replayed": 0.0}
 count = {"new": 0, "replayed": 0}
 parts = Counter()
+by_kind = {}  # file name suffix -> [files, bytes, seconds]
 s = DumpSummary()
 memos = worker._STATE["memos"]
 for path, data in read:
@@ -80,11 +82,16 @@ for path, data in read:
     report, _, findings = worker._scan(path, fold.module, data=data)
     s.end(fold, Inspected(report, findings))
     kind = "replayed" if replayed[0] else "new"
-    whole[kind] += time.perf_counter() - t
+    took = time.perf_counter() - t
+    whole[kind] += took
+    row = by_kind.setdefault(os.path.splitext(path)[1], [0, 0, 0.0])
+    row[0] += 1
+    row[1] += len(data or b"")
+    row[2] += took
     count[kind] += 1
     if kind == "new":
         parts.update({k: spent[k] - before.get(k, 0.0) for k in spent})
-print(json.dumps({"whole": whole, "count": count, "parts": dict(parts)}))
+print(json.dumps({"whole": whole, "count": count, "parts": dict(parts), "by_kind": by_kind}))
 """
 
 
@@ -122,6 +129,13 @@ def show(r: dict) -> None:
         if kind == "new":
             for part in PARTS:
                 print(f"    {part:26s} {r['parts'].get(part, 0.0):6.2f} s")
+    total = sum(r["whole"].values()) or 1.0
+    print("  by kind of file (name suffix), new and replayed:")
+    for kind, (n, nbytes, sec) in sorted(r["by_kind"].items(), key=lambda kv: -kv[1][2]):
+        print(
+            f"    {kind or '(none)':16s} {n:7d} files {nbytes / 1e6:7.1f} MB"
+            f"  {sec:6.2f} s ({sec / total:4.0%})  {sec / n * 1e6:7.1f} us a file"
+        )
 
 
 def main() -> None:
