@@ -6,7 +6,7 @@ not seen before among it) and keeping them for later replays; all files by the s
 their name (HLO pass `.txt`, Shardy and StableHLO `.mlir`, ...); besides, the cost of a
 file whose every line and module the run knows.
 
-    .venv/bin/python bench/file_costs.py PATH ... [--repeat 3] [--floor [FILE]]
+    .venv/bin/python bench/file_costs.py PATH ... [--repeat 3] [--floor [FILE]] [--detail]
 
 One fresh process a round (set up as an `inspect` worker is, after start-up, without the
 report), each file folded into a `DumpSummary` as `inspect DIR` folds it, the best round
@@ -18,12 +18,18 @@ shown. The parts are timed around the calls that make them (`time.perf_counter`,
 of PATHs), each with a first line of its own length (`// xxx...`), so that no copy is
 replayed (its bytes are new) while every line and module in it is known from the first:
 what a file costs however much the run has learned.
+
+`--detail`: besides, each line the scan had to read itself (`_line`: the walker did not
+know it; `plain?`: offered to the plain-line reader first) by its first word (`instruction`
+for an HLO one), and each module check by its rule, with calls, time a call and in all, by
+file suffix: where a kind of file's time goes, e.g. the `.mlir` passes' new signatures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -66,6 +72,48 @@ def replaying(self, path, each):
     return replay(self, path, each)
 pin.Scanned.replay = replaying
 
+detail = Counter()  # "suffix|what" -> seconds, and "#suffix|what" -> calls
+suffix = [""]  # the file being read's name suffix
+if os.environ.get("FILE_COSTS_DETAIL"):
+    import re
+    from meshdiag.ir import linememo, scan
+    from meshdiag.checks import registry
+
+    first_word = re.compile(rb"\s*(ROOT\s+)?(%[\w.#:\-]+\s*=\s*)?\x22?([\w.\-]+)")
+
+    def line_kind(b, raw):
+        m = first_word.match(raw)
+        word = m.group(3).decode("ascii", "replace") if m else "?"
+        if m and m.group(2) and b.module is not None and b.module.dialect == "hlo":
+            word = "instruction"
+        return ("ROOT " if m and m.group(1) else "") + word
+
+    # each line the walker stops at is offered to `read_plain` first, then to `_line`
+    def each_line(handler, label):
+        def call(b, raw, lineno):
+            what = f"{label} {line_kind(b, raw)}"
+            t = time.perf_counter()
+            try:
+                return handler(b, raw, lineno)
+            finally:
+                detail[f"{suffix[0]}|{what}"] += time.perf_counter() - t
+                detail[f"#{suffix[0]}|{what}"] += 1
+        return call
+
+    scan._line = each_line(scan._line, "new line")
+    linememo.read_plain = each_line(linememo.read_plain, "plain?")
+    run_check = registry.run_check
+
+    def each_rule(code, check, subject, ctx, **where):
+        t = time.perf_counter()
+        try:
+            return run_check(code, check, subject, ctx, **where)
+        finally:
+            detail[f"{suffix[0]}|check {code}"] += time.perf_counter() - t
+            detail[f"#{suffix[0]}|check {code}"] += 1
+
+    pin.run_check = each_rule
+
 files = list(expand_paths(sys.argv[1:]))
 read = list(read_ahead(files))  # (read first: `stage_times.py` tells reading apart)
 whole = {"new": 0.0, "replayed": 0.0}
@@ -77,6 +125,7 @@ memos = worker._STATE["memos"]
 for path, data in read:
     before = Counter(spent)
     replayed[0] = False
+    suffix[0] = os.path.splitext(path)[1]
     t = time.perf_counter()
     fold = s.fold(path, None, memos)
     report, _, findings = worker._scan(path, fold.module, data=data)
@@ -91,7 +140,8 @@ for path, data in read:
     count[kind] += 1
     if kind == "new":
         parts.update({k: spent[k] - before.get(k, 0.0) for k in spent})
-print(json.dumps({"whole": whole, "count": count, "parts": dict(parts), "by_kind": by_kind}))
+out = {"whole": whole, "count": count, "parts": dict(parts), "by_kind": by_kind}
+print(json.dumps({**out, "detail": dict(detail)}))
 """
 
 
@@ -99,9 +149,10 @@ print(json.dumps({"whole": whole, "count": count, "parts": dict(parts), "by_kind
 PARTS = ("checks", "summary fold", "  rows of new modules", "kept for replays")
 
 
-def child(paths: list[str]) -> dict:
+def child(paths: list[str], detail: bool = False) -> dict:
+    env = {**os.environ, "FILE_COSTS_DETAIL": "1" if detail else ""}
     r = subprocess.run(
-        [sys.executable, "-c", CHILD, *paths], capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD, *paths], capture_output=True, text=True, check=True, env=env
     )
     return json.loads(r.stdout)
 
@@ -136,12 +187,29 @@ def show(r: dict) -> None:
             f"    {kind or '(none)':16s} {n:7d} files {nbytes / 1e6:7.1f} MB"
             f"  {sec:6.2f} s ({sec / total:4.0%})  {sec / n * 1e6:7.1f} us a file"
         )
+    detail = r.get("detail") or {}
+    if detail:
+        print("  the line handlers' and module checks' share (--detail), by suffix, top 24:")
+        timed = [(k, v) for k, v in detail.items() if not k.startswith("#")]
+        for key, sec in sorted(timed, key=lambda kv: -kv[1])[:24]:
+            kind, what = key.split("|", 1)
+            n = detail["#" + key]
+            print(
+                f"    {kind or '(none)':8s} {what:42s} {n:7d} x {sec / n * 1e6:7.1f} us"
+                f"  {sec:6.3f} s"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--detail",
+        action="store_true",
+        help="also time each new line by its first word and each module check by its rule "
+        "(a timer per call: slower, and the parts above grow with it)",
+    )
     ap.add_argument(
         "--floor",
         nargs="?",
@@ -172,7 +240,7 @@ def main() -> None:
             runs.append((f"the floor, 2,000 copies of {args.floor.name}", [tmp]))
         for title, paths in runs:
             best = min(
-                (child(paths) for _ in range(args.repeat)),
+                (child(paths, args.detail) for _ in range(args.repeat)),
                 key=lambda r: sum(r["whole"].values()),
             )
             print(f"{title}: best of {args.repeat}, {sum(best['whole'].values()):.2f} s")
