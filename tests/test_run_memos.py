@@ -581,3 +581,42 @@ def test_a_streamed_file_reads_alike_when_the_memos_start_over_at_every_parse(
     write_big(big, 3)
     argv = ["inspect", "-q", "-j1", "--format", fmt, str(big)]
     _alike_when_starting_over_at_every_parse(argv, capsys, monkeypatch)
+
+
+def test_a_module_head_json_is_remembered_by_every_field_it_prints():
+    """A module's JSON without its values is kept per distinct head (name, line, section,
+    dialect, partitioning, meshes, diagnostics): kept, it is `json.dumps` of the head; and
+    a module that differs in any one of them, a mesh's device order included, gets its own."""
+    import json
+
+    from meshdiag.ir.model import Diagnostic, MeshDecl, ModuleReport
+    from meshdiag.model.mesh import Mesh
+
+    def module(**change):
+        mesh = change.pop("mesh", Mesh((("x", 2), ("y", 2)), (0, 1, 2, 3)))
+        decl = MeshDecl("mesh", mesh, 2, 3, '<["x"=2, "y"=2]>', change.pop("source", "sdy.mesh"))
+        diags = change.pop("diagnostics", [Diagnostic("error", "Mesh is not valid", 9)])
+        fields = {"name": "m", "line": 1, "dialect": "mlir", "num_partitions": 4, **change}
+        return ModuleReport(meshes=[decl], diagnostics=diags, **fields)
+
+    variants = [
+        module(),
+        module(name="n"),
+        module(line=2),
+        module(section="IR Dump Before X"),
+        module(dialect="hlo"),
+        module(partitioned=True),
+        module(num_partitions=8),
+        module(mesh=Mesh((("x", 2), ("y", 2)), (1, 0, 2, 3))),
+        module(mesh=Mesh((("x", 4),))),
+        module(mesh=None),
+        module(source="xla.sdy.meshes"),
+        module(diagnostics=[]),
+        module(diagnostics=[Diagnostic("warning", "Mesh is not valid", 9)]),
+        module(diagnostics=[Diagnostic("error", "Mesh is not valid", 9, 1, "a.py:1:1")]),
+    ]
+    memos = RunMemos()
+    texts = [inspect._head_json_text(m, memos) for m in variants]
+    assert texts == [json.dumps(inspect.module_json(m, values=False)) for m in variants]
+    assert len(set(texts)) == len(variants)
+    assert [inspect._head_json_text(m, memos) for m in variants] == texts  # kept
