@@ -444,11 +444,18 @@ def _many(tmp_path: Path, n: int) -> Path:
     return d
 
 
-def _busy_run(tmp_path: Path, command: list[str], tmp: Path, **streams) -> subprocess.Popen:
-    """`meshdiag COMMAND` over 6000 distinct small dumps in its own session, TMPDIR=`tmp`
-    (stdout and stderr to /dev/null unless given)."""
+@pytest.fixture(scope="module")
+def many_dumps(tmp_path_factory) -> Path:
+    """30,000 distinct small dumps, for the tests that stop a busy run: `inspect -j 2` over
+    6,000 took 0.5 s once its start-up got faster, and runs ended before their signal."""
+    return _many(tmp_path_factory.mktemp("busy"), 30_000)
+
+
+def _busy_run(dumps: Path, command: list[str], tmp: Path, **streams) -> subprocess.Popen:
+    """`meshdiag COMMAND` over the `many_dumps` in its own session, TMPDIR=`tmp` (stdout and
+    stderr to /dev/null unless given)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "meshdiag", *command, _many(tmp_path, 6000)],
+        [sys.executable, "-m", "meshdiag", *command, dumps],
         stdout=streams.get("stdout", subprocess.DEVNULL),
         stderr=streams.get("stderr", subprocess.DEVNULL),
         env={**os.environ, "TMPDIR": str(tmp)},
@@ -481,13 +488,13 @@ def _gone(pids: list[int], within: float = 10) -> bool:
     ],
     ids=["ctrl-c-lint", "sigterm-inspect", "sigterm-lint"],
 )
-def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, status):
+def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, many_dumps, sig, command, status):
     """Ctrl-C reaches the whole process group (workers too); SIGTERM only the parent, as
     `kill` and CI runners send it. Either way: one line, the signal's exit status, and no
     spool directory left in TMPDIR."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = _busy_run(tmp_path, command, tmp, stderr=subprocess.PIPE)
+    proc = _busy_run(many_dumps, command, tmp, stderr=subprocess.PIPE)
     if _workers(proc) is None:
         pytest.skip("the run finished before it could be interrupted")
     time.sleep(0.3)  # workers busy
@@ -507,11 +514,11 @@ def test_signals_give_one_line_and_leave_nothing_behind(tmp_path, sig, command, 
     assert list(tmp.iterdir()) == []
 
 
-def test_a_closed_pipe_stops_the_workers(tmp_path):
+def test_a_closed_pipe_stops_the_workers(tmp_path, many_dumps):
     """`meshdiag inspect -j2 -f json DIR | head` closes the pipe while the workers are busy:
     the run ends and so do its workers. (They used to be left waiting for work forever,
     holding stderr open, when the exit skipped collecting the pool's generator.)"""
-    proc = _busy_run(tmp_path, INSPECT_J2, tmp_path, stdout=subprocess.PIPE)
+    proc = _busy_run(many_dumps, INSPECT_J2, tmp_path, stdout=subprocess.PIPE)
     assert len(proc.stdout.read(200_000)) == 200_000
     workers = _children(proc.pid)
     proc.stdout.close()
@@ -520,9 +527,9 @@ def test_a_closed_pipe_stops_the_workers(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
-def test_workers_die_with_a_killed_parent(tmp_path):
+def test_workers_die_with_a_killed_parent(tmp_path, many_dumps):
     """`kill -9` leaves no cleanup to the parent: the kernel ends its workers."""
-    proc = _busy_run(tmp_path, INSPECT_J2, tmp_path)
+    proc = _busy_run(many_dumps, INSPECT_J2, tmp_path)
     workers = _workers(proc)
     if workers is None:
         pytest.skip("the run finished before it could be killed")
@@ -898,11 +905,11 @@ def test_ctrl_c_does_not_wait_for_a_big_file(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
-def test_a_worker_stopped_from_outside_is_one_line(tmp_path):
+def test_a_worker_stopped_from_outside_is_one_line(tmp_path, many_dumps):
     """SIGTERM sent to a worker (not the run): the run stops with one line saying so."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = _busy_run(tmp_path, ["inspect", "-j", "2"], tmp, stderr=subprocess.PIPE)
+    proc = _busy_run(many_dumps, ["inspect", "-j", "2"], tmp, stderr=subprocess.PIPE)
     workers = _workers(proc)
     if workers is None:
         pytest.skip("the run finished before it could be interrupted")
