@@ -365,15 +365,10 @@ def mesh_groups(mesh: Mesh, refs: tuple[AxisRef, ...]) -> Groups:
     if mesh.size > LISTED_IOTA_DEVICES:
         return Groups.of_array(groups_over(mesh, factors, chosen))
     dims = [s for _, _, s in factors] or [1]
-    strides = [1] * len(dims)
-    for d in range(len(dims) - 2, -1, -1):
-        strides[d] = strides[d + 1] * dims[d + 1]
-    # the row-major positions of the devices read over the other factors, then the chosen
-    # ones (the transpose `groups_over` makes), built one factor at a time
-    at = [0]
-    for o in [i for i in range(len(dims)) if i not in chosen] + chosen:
-        stride = strides[o]
-        at = [a + k * stride for a in at for k in range(dims[o])]
+    # the mesh positions read over the other factors, then the chosen ones (the transpose
+    # `groups_over` makes): an iota of the factors so transposed
+    order = [i for i in range(len(dims)) if i not in chosen] + chosen
+    at = TileAssignment.iota((mesh.size,), dims, order).devices()
     ids = mesh.ids
     return Groups.of_flat([ids[a] for a in at], math.prod(dims[i] for i in chosen))
 
