@@ -620,3 +620,11 @@ def test_a_module_head_json_is_remembered_by_every_field_it_prints():
     assert texts == [json.dumps(inspect.module_json(m, values=False)) for m in variants]
     assert len(set(texts)) == len(variants)
     assert [inspect._head_json_text(m, memos) for m in variants] == texts  # kept
+    kept = memos.table("inspect.module_head_json")
+    assert len(kept.data) == len(variants)
+    # a head listing a big mesh's devices is written each time, not held
+    big = module(mesh=Mesh((("x", 64), ("y", 64))))
+    text = inspect._head_json_text(big, memos)
+    assert len(text) > inspect.MODULE_HEAD_BYTES
+    assert text == json.dumps(inspect.module_json(big, values=False))
+    assert len(kept.data) == len(variants)

@@ -699,9 +699,11 @@ _NO_TEXT = object()
 #: modules whose JSON is kept by identity for a replay, and the largest JSON so kept
 MODULE_JSON_KEPT = 1024
 MODULE_JSON_BYTES = 16 << 10
-#: distinct module heads (name, line, meshes, ...) whose JSON is kept: a dump has a few
-#: per module, each a few hundred bytes (a mesh listing its devices a few KB)
+#: distinct module heads (name, line, meshes, ...) whose JSON is kept, and the largest so
+#: kept: a dump has a few per module of a few hundred bytes, but a head lists its meshes'
+#: devices (megabytes for a pod's mesh: encoded each time, not held)
 MODULE_HEADS_KEPT = 4096
+MODULE_HEAD_BYTES = 4 << 10
 
 
 def module_json_text(
@@ -761,7 +763,9 @@ def _head_json_text(m: ModuleReport, memos: RunMemos) -> str:
     heads = memos.table("inspect.module_head_json", MODULE_HEADS_KEPT)
     text = heads.get(key)
     if text is None:
-        text = heads.put(key, json.dumps(module_json(m, values=False)))
+        text = json.dumps(module_json(m, values=False))
+        if len(text) <= MODULE_HEAD_BYTES:
+            heads.put(key, text)
     return text
 
 
