@@ -49,22 +49,30 @@ from meshdiag.memo import Recent
 
 runtime.tune_gc()
 worker.init((None, None, check_rule("xla"), False, None, tempfile.mkdtemp(), False))
-spent = Counter()
+cost = {}  # where time went -> [calls, seconds]: a part by its name, a detail by (suffix, what)
+suffix = [""]  # the file being read's name suffix
 
-def timed(owner, name, part):
-    plain = getattr(owner, name)
-    def call(*args):
+def timed(fn, key):  # `fn`, each call's time added to `cost[key(*args)]`
+    def call(*args, **kw):
+        k = key(*args)
         t = time.perf_counter()
         try:
-            return plain(*args)
+            return fn(*args, **kw)
         finally:
-            spent[part] += time.perf_counter() - t
-    setattr(owner, name, call)
+            got = cost.get(k)
+            if got is None:
+                got = cost[k] = [0, 0.0]
+            got[0] += 1
+            got[1] += time.perf_counter() - t
+    return call
 
-timed(pin.ModuleChecker, "check", "checks")
-timed(FileFold, "module", "summary fold")
-timed(dump_summary, "_module_rows", "  rows of new modules")
-timed(Recent, "put", "kept for replays")
+def part(name):
+    return lambda *args: name
+
+pin.ModuleChecker.check = timed(pin.ModuleChecker.check, part("checks"))
+FileFold.module = timed(FileFold.module, part("summary fold"))
+dump_summary._module_rows = timed(dump_summary._module_rows, part("  rows of new modules"))
+Recent.put = timed(Recent.put, part("kept for replays"))
 replayed = [False]
 replay = pin.Scanned.replay
 def replaying(self, path, each):
@@ -72,8 +80,6 @@ def replaying(self, path, each):
     return replay(self, path, each)
 pin.Scanned.replay = replaying
 
-detail = Counter()  # "suffix|what" -> seconds, and "#suffix|what" -> calls
-suffix = [""]  # the file being read's name suffix
 if os.environ.get("FILE_COSTS_DETAIL"):
     import re
     from meshdiag.ir import linememo, scan
@@ -81,38 +87,19 @@ if os.environ.get("FILE_COSTS_DETAIL"):
 
     first_word = re.compile(rb"\s*(ROOT\s+)?(%[\w.#:\-]+\s*=\s*)?\x22?([\w.\-]+)")
 
-    def line_kind(b, raw):
-        m = first_word.match(raw)
-        word = m.group(3).decode("ascii", "replace") if m else "?"
-        if m and m.group(2) and b.module is not None and b.module.dialect == "hlo":
-            word = "instruction"
-        return ("ROOT " if m and m.group(1) else "") + word
+    def line_kind(label):
+        def key(b, raw, lineno):
+            m = first_word.match(raw)
+            word = m.group(3).decode("ascii", "replace") if m else "?"
+            if m and m.group(2) and b.module is not None and b.module.dialect == "hlo":
+                word = "instruction"
+            return suffix[0], f"{label} {'ROOT ' if m and m.group(1) else ''}{word}"
+        return key
 
     # each line the walker stops at is offered to `read_plain` first, then to `_line`
-    def each_line(handler, label):
-        def call(b, raw, lineno):
-            what = f"{label} {line_kind(b, raw)}"
-            t = time.perf_counter()
-            try:
-                return handler(b, raw, lineno)
-            finally:
-                detail[f"{suffix[0]}|{what}"] += time.perf_counter() - t
-                detail[f"#{suffix[0]}|{what}"] += 1
-        return call
-
-    scan._line = each_line(scan._line, "new line")
-    linememo.read_plain = each_line(linememo.read_plain, "plain?")
-    run_check = registry.run_check
-
-    def each_rule(code, check, subject, ctx, **where):
-        t = time.perf_counter()
-        try:
-            return run_check(code, check, subject, ctx, **where)
-        finally:
-            detail[f"{suffix[0]}|check {code}"] += time.perf_counter() - t
-            detail[f"#{suffix[0]}|check {code}"] += 1
-
-    pin.run_check = each_rule
+    scan._line = timed(scan._line, line_kind("new line"))
+    linememo.read_plain = timed(linememo.read_plain, line_kind("plain?"))
+    pin.run_check = timed(registry.run_check, lambda code, *_: (suffix[0], f"check {code}"))
 
 files = list(expand_paths(sys.argv[1:]))
 read = list(read_ahead(files))  # (read first: `stage_times.py` tells reading apart)
@@ -122,8 +109,11 @@ parts = Counter()
 by_kind = {}  # file name suffix -> [files, bytes, seconds]
 s = DumpSummary()
 memos = worker._STATE["memos"]
+def spent():
+    return Counter({k: v[1] for k, v in cost.items() if isinstance(k, str)})
+
 for path, data in read:
-    before = Counter(spent)
+    before = spent()
     replayed[0] = False
     suffix[0] = os.path.splitext(path)[1]
     t = time.perf_counter()
@@ -133,15 +123,15 @@ for path, data in read:
     kind = "replayed" if replayed[0] else "new"
     took = time.perf_counter() - t
     whole[kind] += took
-    row = by_kind.setdefault(os.path.splitext(path)[1], [0, 0, 0.0])
+    row = by_kind.setdefault(suffix[0], [0, 0, 0.0])
     row[0] += 1
     row[1] += len(data or b"")
     row[2] += took
     count[kind] += 1
     if kind == "new":
-        parts.update({k: spent[k] - before.get(k, 0.0) for k in spent})
-out = {"whole": whole, "count": count, "parts": dict(parts), "by_kind": by_kind}
-print(json.dumps({**out, "detail": dict(detail)}))
+        parts.update(spent() - before)
+detail = [[*k, *v] for k, v in cost.items() if not isinstance(k, str)]
+print(json.dumps({"whole": whole, "count": count, "parts": parts, "by_kind": by_kind, "detail": detail}))
 """
 
 
@@ -187,13 +177,9 @@ def show(r: dict) -> None:
             f"    {kind or '(none)':16s} {n:7d} files {nbytes / 1e6:7.1f} MB"
             f"  {sec:6.2f} s ({sec / total:4.0%})  {sec / n * 1e6:7.1f} us a file"
         )
-    detail = r.get("detail") or {}
-    if detail:
+    if r["detail"]:
         print("  the line handlers' and module checks' share (--detail), by suffix, top 24:")
-        timed = [(k, v) for k, v in detail.items() if not k.startswith("#")]
-        for key, sec in sorted(timed, key=lambda kv: -kv[1])[:24]:
-            kind, what = key.split("|", 1)
-            n = detail["#" + key]
+        for kind, what, n, sec in sorted(r["detail"], key=lambda row: -row[3])[:24]:
             print(
                 f"    {kind or '(none)':8s} {what:42s} {n:7d} x {sec / n * 1e6:7.1f} us"
                 f"  {sec:6.3f} s"
