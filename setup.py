@@ -26,6 +26,7 @@ setup(
                 "src/meshdiag/ir/fast/_keys.c",
                 "src/meshdiag/ir/fast/_groups.c",
                 "src/meshdiag/ir/fast/_grid.c",
+                "src/meshdiag/ir/fast/_files.c",
             ],
             depends=["src/meshdiag/ir/fast/_fastscan.h"],
             define_macros=[("MESHDIAG_NEEDLES", WORDS["c_initializer"]())],

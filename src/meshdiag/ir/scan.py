@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 from meshdiag.ir import hlo, linememo, mlir
 from meshdiag.ir.builder import Builder
+from meshdiag.ir.fast import native
 from meshdiag.ir.lines import (
     BLOCK,
     Bounded,
@@ -154,7 +155,18 @@ def read_small_file(path: str) -> bytes | None:
     """The bytes of a small regular file, which `scan_path` would scan in one piece
     (`scan_bytes`); None for anything else (stdin, gzip, big files, pipes) and for a file
     that cannot be opened (its scan says why). Only a regular file is opened: a named pipe
-    opened here and closed would lose what its writer sent before the scan opens it."""
+    opened here and closed would lose what its writer sent before the scan opens it. Read in
+    C when built (`ir/fast/_files.c`: the same system calls without a Python call each),
+    else by `read_small_file_py`, its twin."""
+    if path == "-" or path.endswith(".gz"):
+        return None
+    if _native_read_small is not None:
+        return _native_read_small(path, min(BLOCK, max_line_bytes()))
+    return read_small_file_py(path)
+
+
+def read_small_file_py(path: str) -> bytes | None:
+    """`read_small_file` in Python: the reference for the native one."""
     if path == "-" or path.endswith(".gz"):
         return None
     try:
@@ -438,3 +450,6 @@ def partitioned_by_name(path: str) -> bool:
     """XLA dump files named after a pass that runs after SPMD partitioning."""
     name = os.path.basename(path)
     return "after_spmd-partitioning" in name or "after_optimizations" in name
+
+
+_native_read_small = native("read_small")

@@ -14,7 +14,8 @@ as JSON
 of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`) and a module's
 values grouped by their sharding text `text_groups` (`_groups.c`; twin
 `pipeline.module_summary.text_groups_py`) and a picture's grids of whole tiles drawn
-`grid_text` (`_grid.c`; twin `report.whole.grid_text_py`). Each is
+`grid_text` (`_grid.c`; twin `report.whole.grid_text_py`) and a small regular file read
+whole `read_small` (`_files.c`; twin `ir.scan.read_small_file_py`). Each is
 tested against its twin. Besides, `parent_death_signal` asks the kernel to end a worker
 with its parent (what `pipeline.inspect._die_with_parent` otherwise asks through ctypes). `words.py` is the one list of candidate words both walkers use (setup.py hands it
 to the compiler). `native(name)` is how the rest of the scanner asks for one: None when the

@@ -122,4 +122,8 @@ extern const char fs_new_keys_doc[];
 PyObject *fs_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_grid_text_doc[];
 
+/* _files.c: a small regular file read whole (`ir.scan.read_small_file_py`, the twin) */
+PyObject *fs_read_small(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_read_small_doc[];
+
 #endif

@@ -1,0 +1,104 @@
+"""A small regular file read whole: the native `read_small` (`ir/fast/_files.c`) against its
+twin `ir.scan.read_small_file_py`, on every kind of path a dump walk or a user can give."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from meshdiag.ir import scan
+from meshdiag.ir.fast import _fastscan
+
+native = _fastscan.read_small
+
+
+def both(path: str) -> tuple:
+    """What `read_small_file` (native when built) and its twin give for `path`."""
+    return scan.read_small_file(path), scan.read_small_file_py(path)
+
+
+def test_the_scan_reads_through_the_native_one(monkeypatch):
+    assert scan._native_read_small is native
+    called = []
+    monkeypatch.setattr(scan, "_native_read_small", lambda p, n: called.append((p, n)) or b"x")
+    assert scan.read_small_file("a.txt") == b"x"
+    assert called == [("a.txt", min(scan.BLOCK, scan.max_line_bytes()))]
+    # stdin and gzip are never read here, natively or not
+    assert scan.read_small_file("-") is None and scan.read_small_file("a.mlir.gz") is None
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100, 101, 4096])
+def test_sizes_around_the_limit(tmp_path, monkeypatch, size):
+    monkeypatch.setattr(scan, "BLOCK", 100)
+    p = tmp_path / "f.txt"
+    data = os.urandom(size)
+    p.write_bytes(data)
+    got, want = both(str(p))
+    assert got == want == (data if size <= 100 else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(max_size=3000), limit=st.integers(0, 4000))
+def test_any_bytes_any_limit(tmp_path_factory, data, limit):
+    p = tmp_path_factory.mktemp("r") / "f"
+    p.write_bytes(data)
+    assert native(str(p), limit) == (data if len(data) <= limit else None)
+
+
+def test_what_is_not_a_small_regular_file(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "real.txt").write_bytes(b"HloModule m\n")
+    os.symlink(tmp_path / "real.txt", tmp_path / "link.txt")
+    os.symlink(tmp_path / "gone.txt", tmp_path / "dangling.txt")
+    os.symlink(tmp_path / "d", tmp_path / "dirlink")
+    cases = {
+        "missing": (str(tmp_path / "missing.txt"), None),
+        "a directory": (str(tmp_path / "d"), None),
+        "a link to a directory": (str(tmp_path / "dirlink"), None),
+        "a dangling link": (str(tmp_path / "dangling.txt"), None),
+        "a link to a file": (str(tmp_path / "link.txt"), b"HloModule m\n"),
+        "a device": ("/dev/null", None),
+        "an empty name": ("", None),
+    }
+    for what, (path, expected) in cases.items():
+        got, want = both(path)
+        assert got == want == expected, what
+
+
+def test_a_file_that_grew_since_its_size_was_read_is_streamed():
+    # /proc files say size 0 and hold more: like a file written to meanwhile
+    path = f"/proc/{os.getpid()}/status"
+    if not os.path.exists(path):
+        pytest.skip("no /proc on this system")
+    got, want = both(path)
+    assert got is None and want is None
+
+
+def test_a_named_pipe_is_never_opened(tmp_path):
+    # opening a FIFO nobody writes to blocks: a read of it would hang the walk
+    fifo = tmp_path / "pipe.mlir"
+    os.mkfifo(fifo)
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(both(str(fifo))), daemon=True)
+    t.start()
+    t.join(10)
+    assert out == [(None, None)]
+
+
+def test_bad_paths_raise_as_os_calls_do(tmp_path):
+    with pytest.raises(ValueError):
+        native("a\0b", 10)
+    with pytest.raises(ValueError):
+        scan.read_small_file_py("a\0b")
+    with pytest.raises(TypeError):
+        native(3.5, 10)
+    with pytest.raises(TypeError):
+        native("a")
+    p = tmp_path / "f"
+    p.write_bytes(b"abc")
+    assert native(Path(p), 10) == native(os.fsencode(p), 10) == b"abc"
