@@ -59,6 +59,9 @@ def invoked_command(argv: list[str]) -> str | None:
 
 def build_app(command: str | None = None) -> typer.Typer:
     """The typer app with `command` registered (every command when None)."""
+    from meshdiag.cli.plain_params import install
+
+    install()  # plain values taken as they are, not through pydantic (see the module)
     app = typer.Typer(
         name="meshdiag",
         help="Diagnose device-mesh sharding: per-device layouts, IR dumps, distorted meshes, "
