@@ -235,24 +235,27 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
     items = m.items
     lines = m.lines
     part = m.partitioned
-    occurrences = Counter(map(id, items))
+    # each entry once, at its first index, with how many times the module holds it (a
+    # shared line's `LineValues` at each of its lines)
+    firsts: dict[int, list] = {}
+    for i, it in enumerate(items):
+        seen = firsts.get(id(it))
+        if seen is None:
+            firsts[id(it)] = [i, 1]
+        else:
+            seen[1] += 1
     out: dict[str, list] = {}
     one_off: set[tuple] = set()  # (line, name, key) of Values kept whole
-    done_items: set[int] = set()
     # (layout key, spelling) by what they are worked out from: a module's values mostly
     # share their text and parsed objects (copies of one prototype), which stay alive
     # meanwhile, so their identities name them
     texts: dict[tuple, tuple[str, str]] = {}
-    for i, it in enumerate(items):
+    for i, times in firsts.values():
+        it = items[i]
         if it.__class__ is Value:
             vals = [it]
-            times = 1
         else:
-            if id(it) in done_items:
-                continue
-            done_items.add(id(it))
             vals = it.partitioned if part else it.protos  # type: ignore[union-attr]
-            times = occurrences[id(it)]
         counted: set[tuple[str, str]] = set()
         for v in vals:
             of = (v.text, v.notation, id(v.sharding), id(v.hlo))
