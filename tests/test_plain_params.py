@@ -110,3 +110,18 @@ def test_an_older_typer_is_left_alone(monkeypatch):
     monkeypatch.setattr(core, "build_runtime_param", fresh)
     assert plain_params.install() is False
     assert core.build_runtime_param is fresh
+
+
+@pytest.mark.parametrize(
+    ("attr", "value"), [("min", 0), ("max", 0), ("min", 1), ("clamp", True), ("parser", int)]
+)
+def test_a_bounded_or_parsed_parameter_is_left_to_typer(attr, value):
+    desc = next(p.type_descriptor for label, _, p in PARAMS if label.endswith(" jobs"))
+    assert plain_params._kind(desc) is int
+    info = desc.parameter_info
+    saved = getattr(info, attr)
+    setattr(info, attr, value)
+    try:
+        assert plain_params._kind(desc) is None
+    finally:
+        setattr(info, attr, saved)

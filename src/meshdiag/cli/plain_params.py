@@ -55,7 +55,8 @@ def _kind(descriptor: Any) -> object | None:
     if info is None or getattr(descriptor, "file_annotation", True) is not None:
         return None
     for attr in ("parser", "min", "max", "clamp", "formats"):
-        if getattr(info, attr, None) not in (None, False):
+        got = getattr(info, attr, None)
+        if got is not None and got is not False:  # (a bound of 0 is a bound)
             return None
     annotation = getattr(descriptor, "annotation", None)
     if annotation in (str, int, bool) or annotation == _LIST_STR:
