@@ -1,9 +1,12 @@
 """How the `meshdiag` process runs and ends, measured on cold dumps (issue 15):
 
 - `tune_gc`: what is imported before the command runs is frozen out of the garbage
-  collector's walks, and a young collection waits for 100,000 allocations instead of 700:
-  a scan allocates millions of small objects that are almost never cyclic, and the
-  default collector walked them over and over (about a fifth of a big file's run).
+  collector's walks, and a young collection waits for a million allocations instead of
+  700: a scan allocates millions of small objects that are almost never cyclic, and the
+  default collector walked them over and over (about a fifth of a big file's run). At
+  100,000, `inspect -j1` of the cold bench's dumps still made four collections, each
+  walking what the run's memos hold since (0.067 s of 3 s); at a million it makes none,
+  with the same peak memory.
 - `single_threaded_blas`: numpy's BLAS (OpenBLAS) starts threads when numpy is imported,
   and they spin a while before they sleep; a worker importing numpy on a machine whose
   cores the workers fill lost them to those threads (the real Shardy passes' `lint` on two
@@ -24,7 +27,7 @@ import os
 import sys
 
 #: allocations between two young collections (the default is 700)
-YOUNG = 100_000
+YOUNG = 1_000_000
 
 
 def tune_gc() -> None:
