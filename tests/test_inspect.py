@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from meshdiag.cli.app import main
+from meshdiag.inputs.mesh_input import parse_mesh
 from meshdiag.pipeline.inspect import inspect_paths
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -120,3 +121,48 @@ def test_stdin(capsys, monkeypatch):
 def test_usage_errors_exit_2(args, capsys):
     code, _, _ = run(args, capsys)
     assert code == 2
+
+
+#: uneven and empty shards, and devices a sharding does not name (absent from its layout)
+UNEVEN = """module @m attributes {mhlo.num_partitions = 8 : i32} {
+  func.func @main(%arg0: tensor<3x5xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}, %arg1: \
+tensor<7x2xf32> {mhlo.sharding = "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"}, %arg2: \
+tensor<f32> {mhlo.sharding = "{replicated}"}) -> tensor<3x5xf32> {
+    return %arg0 : tensor<3x5xf32>
+  }
+}
+"""
+
+
+def test_layouts_json_as_written_is_the_librarys_dicts(capsys, tmp_path):
+    """`inspect --layouts -f json` formats each value's devices from its layout's arrays
+    (`Layout.devices_json_text`); the library builds them as dicts (`DeviceShard.to_json`):
+    the same JSON, value for value, over every fixture and a file of uneven, empty and
+    absent shards, with and without a global mesh, under two split rules. (Each value's
+    devices JSON is kept per layout for the values after it: every-pass fixtures repeat
+    them.)"""
+    (tmp_path / "uneven.mlir").write_text(UNEVEN)
+    dumps = sorted(
+        str(p) for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".mlir", ".txt")
+    ) + [str(tmp_path / "uneven.mlir")]
+    for mesh, split in ((None, "xla"), ("batch=2,model=4", "array-split")):
+        extra = ["--split", split] + (["--mesh", mesh] if mesh else [])
+        code, out, _ = run(
+            ["inspect", *dumps, "-j", "1", "-f", "json", "--layouts", *extra], capsys
+        )
+        assert code in (0, 1)
+        written = json.loads(out)["files"]
+        lib = inspect_paths(
+            dumps, layouts=True, mesh=parse_mesh(mesh) if mesh else None, split=split
+        )
+        assert written == lib["files"]
+        devices = [
+            d
+            for f in written
+            for m in f["modules"]
+            for v in m["values"]
+            for d in v["devices"] or ()
+        ]
+        assert any(d["empty"] and d["slices"] for d in devices)  # an empty shard
+        assert any(d["slices"] is None for d in devices)  # a device the sharding leaves out
+        assert any(d["slices"] == [] for d in devices)  # a scalar's

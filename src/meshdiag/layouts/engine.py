@@ -287,6 +287,11 @@ class Layout:
             out.write(f", {json.dumps(key)}: {json.dumps(value)}")
         out.write("}")
 
+    def devices_json_text(self) -> str:
+        """`json.dumps([d.to_json() for d in self.devices()])[1:-1]`, formatted from the
+        arrays (`inspect --layouts --format json` writes one per value)."""
+        return self._json_devices(0, self.num_devices)
+
     def _json_devices(self, lo: int, hi: int) -> str:
         """`json.dumps([d.to_json() for d in devices lo..hi-1])[1:-1]`, formatted from the
         arrays row by row (a dict per device costs 20 s for a million)."""

@@ -40,6 +40,7 @@ from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_task
 if TYPE_CHECKING:
     from meshdiag.ir.devices import DeviceAssignment
     from meshdiag.ir.parts import FilePart
+    from meshdiag.layouts.engine import Layout
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
     from meshdiag.model.sharding import HloSharding
@@ -673,7 +674,7 @@ def module_json(
     }
     if values:
         d["values"] = [
-            value_json(v, m, text, mesh=mesh, split=split, layouts=layouts)
+            value_json(v, m, text, mesh=mesh, split=split, layouts=layouts, memos=memos)
             for v, text in _with_gspmd(m, memos)
         ]
     return d
@@ -773,15 +774,14 @@ def _with_values(
     head: str, m: ModuleReport, mesh: Mesh | None, split: str, layouts: bool, memos: RunMemos
 ) -> str:
     """The module's JSON text: `head` (its JSON without values) with its "values" last."""
-    if layouts:  # each value's devices: their dicts through the general encoder
+    if layouts:  # each value's dict encoded, then its devices' JSON formatted from its layout
         import json
 
-        values = json.dumps(
-            [
-                value_json(v, m, text, mesh=mesh, split=split, layouts=True)
-                for v, text in _with_gspmd(m, memos)
-            ]
-        )
+        parts = []
+        for v, text in _with_gspmd(m, memos):
+            own = json.dumps(value_json(v, m, text, mesh=mesh, split=split))[:-1]
+            parts.append(f'{own}, "devices": {devices_json_text(v, m, mesh, split, memos)}}}')
+        values = f"[{', '.join(parts)}]"
     else:
         values = values_json_text(m, memos)
     return f'{head[:-1]}, "values": {values}}}'
@@ -989,8 +989,11 @@ def value_json(
     mesh: Mesh | None = None,
     split: str = "xla",
     layouts: bool = False,
+    memos: RunMemos | None = None,
 ) -> dict:
-    """A value's JSON; `gspmd`: the GSPMD text of its tiled form (`gspmd_text`)."""
+    """A value's JSON; `gspmd`: the GSPMD text of its tiled form (`gspmd_text`). With
+    `layouts`, its devices' slices, laid out with the run's `memos` (which keep what a
+    sharding's layouts share)."""
     d = {
         "name": v.name,
         "line": v.line,
@@ -1006,10 +1009,50 @@ def value_json(
         "gspmd": gspmd,
     }
     if layouts:
-        from meshdiag.limits import check_listed_devices
-
-        lay = value_layout(v, num_devices(v, m, mesh), split)
-        if lay is not None:
-            check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
+        lay = checked_layout(v, num_devices(v, m, mesh), split, memos)
         d["devices"] = [s.to_json() for s in lay.devices()] if lay is not None else None
     return d
+
+
+#: a value's "devices" JSON is kept per distinct layout when at most this long (a few
+#: dozen devices), in a table of at most `DEVICES_TEXTS_KEPT` of them
+DEVICES_TEXT_KEPT = 4096
+DEVICES_TEXTS_KEPT = 4096
+
+
+def devices_json_text(
+    v: Value, m: ModuleReport, mesh: Mesh | None, split: str, memos: RunMemos
+) -> str:
+    """The JSON of the value's "devices" (`checked_layout`'s, formatted from its arrays),
+    kept in the run's `memos` per (tiled form, shape, device count, split), everything its
+    layout is made from: an every-pass dump lays the same few values out in pass after
+    pass."""
+    from meshdiag.limits import check_listed_devices
+
+    h = v.hlo
+    if h is None or v.shape is None:
+        return "null"  # (no layout: `value_layout`)
+    n = num_devices(v, m, mesh)
+    key = (h, v.shape, n, split)
+    known = memos.table("inspect.devices_json", DEVICES_TEXTS_KEPT)
+    hit = known.get(key)
+    if hit is not None:
+        check_listed_devices(hit[0], f"{v.name} (line {v.line}:{v.column})")
+        return hit[1]
+    lay = checked_layout(v, n, split, memos)
+    text = "null" if lay is None else f"[{lay.devices_json_text()}]"
+    if len(text) <= DEVICES_TEXT_KEPT:
+        known.put(key, (0 if lay is None else lay.num_devices, text))
+    return text
+
+
+def checked_layout(v: Value, n: int | None, split: str, memos: RunMemos | None) -> Layout | None:
+    """The value's layout over its module's `n` devices (`value_layout`, `num_devices`)
+    for its JSON's "devices", refused (LimitError) when it would list more devices than a
+    value may."""
+    from meshdiag.limits import check_listed_devices
+
+    lay = value_layout(v, n, split, memos)
+    if lay is not None:
+        check_listed_devices(lay.num_devices, f"{v.name} (line {v.line}:{v.column})")
+    return lay
