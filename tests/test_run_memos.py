@@ -628,3 +628,41 @@ def test_a_module_head_json_is_remembered_by_every_field_it_prints():
     assert len(text) > inspect.MODULE_HEAD_BYTES
     assert text == json.dumps(inspect.module_json(big, values=False))
     assert len(kept.data) == len(variants)
+
+
+def test_a_values_devices_json_is_kept_per_layout_and_only_when_short():
+    """`inspect --layouts` keeps each distinct layout's devices JSON for the values after
+    it (every-pass dumps lay the same values out again), keyed by all its layout is made
+    from, and never a long one (a value over many devices is formatted each time)."""
+    import json
+
+    from meshdiag.ir.scan import scan_bytes
+
+    def values(text: str):
+        (m,) = scan_bytes("x.mlir", text.encode()).modules
+        return m, m.values
+
+    sig = (
+        "module @m attributes {{mhlo.num_partitions = {n} : i32}} {{\n  func.func @f("
+        '%a: tensor<8x4xf32> {{mhlo.sharding = "{s}"}}, '
+        '%b: tensor<8x4xf32> {{mhlo.sharding = "{s}"}}, '
+        '%c: tensor<6x4xf32> {{mhlo.sharding = "{s}"}}) -> tensor<8x4xf32> {{\n'
+        "    return %a : tensor<8x4xf32>\n  }}\n}}\n"
+    )
+    memos = RunMemos()
+    kept = memos.table("inspect.devices_json")
+    m, (a, b, c) = values(sig.format(n=8, s="{devices=[4,2]<=[8]}"))
+    texts = [inspect.devices_json_text(v, m, None, "xla", memos) for v in (a, b, c)]
+    for v, text in zip((a, b, c), texts, strict=True):
+        want = inspect.value_json(v, m, None, layouts=True)["devices"]
+        assert json.loads(text) == want
+    assert texts[0] == texts[1] != texts[2]  # another shape, another layout
+    assert len(kept.data) == 2
+    assert inspect.devices_json_text(a, m, None, "array-split", memos) == texts[0]
+    assert len(kept.data) == 3  # another split rule: kept apart
+    # 64 devices: longer than is kept
+    m, (a, b, c) = values(sig.format(n=64, s="{devices=[8,8]<=[64]}"))
+    text = inspect.devices_json_text(a, m, None, "xla", memos)
+    assert len(text) > inspect.DEVICES_JSON_MAX_CHARS
+    assert json.loads(text) == inspect.value_json(a, m, None, layouts=True)["devices"]
+    assert len(kept.data) == 3

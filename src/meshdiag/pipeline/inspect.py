@@ -1014,10 +1014,10 @@ def value_json(
     return d
 
 
-#: a value's "devices" JSON is kept per distinct layout when at most this long (a few
-#: dozen devices), in a table of at most `DEVICES_TEXTS_KEPT` of them
-DEVICES_TEXT_KEPT = 4096
-DEVICES_TEXTS_KEPT = 4096
+#: a value's "devices" JSON is kept per distinct layout when it has at most this many
+#: characters (a few dozen devices), and at most this many of them (16 MB at most)
+DEVICES_JSON_MAX_CHARS = 4096
+DEVICES_JSON_KEPT = 4096
 
 
 def devices_json_text(
@@ -1034,14 +1034,14 @@ def devices_json_text(
         return "null"  # (no layout: `value_layout`)
     n = num_devices(v, m, mesh)
     key = (h, v.shape, n, split)
-    known = memos.table("inspect.devices_json", DEVICES_TEXTS_KEPT)
+    known = memos.table("inspect.devices_json", DEVICES_JSON_KEPT)
     hit = known.get(key)
     if hit is not None:
         check_listed_devices(hit[0], f"{v.name} (line {v.line}:{v.column})")
         return hit[1]
     lay = checked_layout(v, n, split, memos)
     text = "null" if lay is None else f"[{lay.devices_json_text()}]"
-    if len(text) <= DEVICES_TEXT_KEPT:
+    if len(text) <= DEVICES_JSON_MAX_CHARS:
         known.put(key, (0 if lay is None else lay.num_devices, text))
     return text
 
