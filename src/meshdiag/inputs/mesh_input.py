@@ -110,6 +110,12 @@ def config_mesh(config: LintConfig, source: Source, base: str) -> Mesh | None:
         return None
     if isinstance(mesh, MeshTable):
         return build_mesh(mesh, source, ("mesh",), "mesh")
+    return config_mesh_text(mesh, source, base)
+
+
+def config_mesh_text(mesh: str, source: Source, base: str) -> Mesh:
+    """A config's `mesh = "..."`: mesh text, or a mesh file relative to `base` (no model
+    needed: `plain_config`)."""
     text = mesh
     if text.endswith((".toml", ".json")) and not os.path.isabs(text):
         candidate = os.path.join(base, text)

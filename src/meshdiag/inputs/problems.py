@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING
 
 from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.inputs.keyline import KeyPath, key_line
+
+if TYPE_CHECKING:  # (pydantic is imported where a model is validated: a plain config,
+    # `plain_config`, and a located error of another kind need only `Source`)
+    from pydantic import BaseModel, ValidationError
 
 #: how a type is named to a user, per pydantic error type (TOML word first, JSON second)
 _EXPECTED = {
@@ -100,6 +103,8 @@ def _show(value: object, limit: int = 40) -> str:
 def _known_keys(model: type[BaseModel], loc: KeyPath) -> list[str]:
     """The keys the model accepts at the table `loc` (walking nested models by alias)."""
     current: type[BaseModel] | None = model
+    from pydantic import BaseModel
+
     for part in loc:
         if current is None or not isinstance(part, str):
             return []
@@ -117,6 +122,8 @@ def _known_keys(model: type[BaseModel], loc: KeyPath) -> list[str]:
 
 def validate(model: type[BaseModel], data: object, source: Source) -> BaseModel:
     """`model` validated from `data`; a one-line located MeshdiagError when it does not fit."""
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data)
     except ValidationError as e:

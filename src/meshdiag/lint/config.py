@@ -114,15 +114,21 @@ def _source(path: str, text: str):
 def load_config(path: str) -> FileConfig:
     """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml).
 
-    Validation (`inputs/config_model.py`, pydantic) names the file, the key and its line."""
+    A table of plain values is read as it is (`inputs/plain_config.py`); any other is
+    validated by its model (`inputs/config_model.py`, pydantic), whose errors name the
+    file, the key and its line."""
+    from meshdiag.inputs.plain_config import plain_values
+
     path = os.path.abspath(path)
     table = _table(path, _read_toml(path))
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
-    from meshdiag.inputs.config_model import config_values, validate_config
-
     text = _read_text(path)
-    values = config_values(validate_config(table, _source(path, text)))
+    values = plain_values(table)
+    if values is None:
+        from meshdiag.inputs.config_model import config_values, validate_config
+
+        values = config_values(validate_config(table, _source(path, text)))
     return FileConfig(path, values, text)
 
 
@@ -217,11 +223,16 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
     elif config is not None and "mesh" in values:
-        from meshdiag.inputs.config_model import validate_config
-        from meshdiag.inputs.mesh_input import config_mesh
-
         source = _source(config.path, config.text)
-        mesh = config_mesh(validate_config(values, source), source, base)
+        if isinstance(values["mesh"], str):  # text or a file: no model needed
+            from meshdiag.inputs.mesh_input import config_mesh_text
+
+            mesh = config_mesh_text(values["mesh"], source, base)
+        else:  # a table: validated into a MeshTable
+            from meshdiag.inputs.config_model import validate_config
+            from meshdiag.inputs.mesh_input import config_mesh
+
+            mesh = config_mesh(validate_config(values, source), source, base)
     else:
         mesh = None
 
