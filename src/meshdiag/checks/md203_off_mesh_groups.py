@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from meshdiag.checks.common import module_label, where
 from meshdiag.checks.rule import Rule
 from meshdiag.comms.axes import refs_text
-from meshdiag.comms.groups import axis_groups
+from meshdiag.comms.groups import mesh_groups
 from meshdiag.model.sharding import AxisRef
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def _fix(r: Row, mesh: Mesh) -> str:
         for pre in range(1, size + 1):
             if n > 1 and size % (pre * n) == 0:
                 ref = AxisRef(name) if (pre, n) == (1, size) else AxisRef(name, pre, n)
-                rows = axis_groups(mesh, (ref,)).tolist()
+                rows = mesh_groups(mesh, (ref,))
                 options.append(f"{refs_text((ref,))} gives {_groups_text(rows, 2)}")
     if not options:
         return "partition the program on the global mesh, or use groups along its axes"

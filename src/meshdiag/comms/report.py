@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.comms import cost
 from meshdiag.comms.axes import attribute, refs_text
-from meshdiag.comms.groups import axis_groups, id_count
+from meshdiag.comms.groups import id_count, mesh_groups
 from meshdiag.errors import MeshdiagError
 from meshdiag.layouts.engine import layout
 from meshdiag.memo import RunMemos, Table
@@ -145,7 +145,7 @@ def groups_of(c: Collective, m: CollectiveModule) -> tuple[tuple[int, ...], ...]
 
 
 def _axis_rows(mesh: Mesh, refs: tuple[AxisRef, ...]) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(int(x) for x in r) for r in axis_groups(mesh, refs))
+    return tuple(mesh_groups(mesh, refs))
 
 
 class _What(NamedTuple):
@@ -237,7 +237,7 @@ def _traffic(c: Collective, m: CollectiveModule, groups) -> tuple[cost.Traffic |
     if c.kind == "all-to-all" and c.dialect == "sdy" and len(c.sdy_a2a) > 1:
         mesh = c.out_sharding.mesh  # type: ignore[union-attr]
         parts = [
-            cost.all_to_all(nbytes, len(axis_groups(mesh, refs)[0]), devices)  # type: ignore[arg-type]
+            cost.all_to_all(nbytes, len(mesh_groups(mesh, refs)[0]), devices)  # type: ignore[arg-type]
             for refs, _, _ in c.sdy_a2a
         ]
         return cost.Traffic(
