@@ -16,7 +16,6 @@ from meshdiag.fileio import parse_nested
 from meshdiag.notation.meshtext import looks_like_mapping_or_file, parse_mesh_notation
 
 if TYPE_CHECKING:
-    from meshdiag.inputs.config_model import LintConfig
     from meshdiag.inputs.problems import Source
     from meshdiag.model.mesh import Mesh
 
@@ -94,28 +93,27 @@ def read_mesh_file(path: str, raw: bytes) -> Mesh:
         if not isinstance(table, dict):
             raise MeshdiagError(f"mesh file '{path}' has no [tool.meshdiag] table")
         config = validate_config(table, source)
-        mesh = config_mesh(config, source, os.path.dirname(os.path.abspath(path)))
+        mesh = config_mesh(config.mesh, source, os.path.dirname(os.path.abspath(path)))
         if mesh is None:
             raise source.located((), "[tool.meshdiag] has no 'mesh'")
         return mesh
     return mesh_from_mapping(data, Source(path, text, is_json))
 
 
-def config_mesh(config: LintConfig, source: Source, base: str) -> Mesh | None:
-    """The config's mesh (None without one); a mesh file is taken relative to `base`."""
-    from meshdiag.inputs.mesh_model import MeshTable, build_mesh
-
-    mesh = config.mesh
+def config_mesh(mesh: object, source: Source, base: str) -> Mesh | None:
+    """The mesh of a config's `mesh` value (None without one): mesh text or a mesh file
+    (relative to `base`), read without a model; a table, as a `MeshTable` or as the plain
+    mapping a config's values keep (validated into one then)."""
     if mesh is None:
         return None
-    if isinstance(mesh, MeshTable):
-        return build_mesh(mesh, source, ("mesh",), "mesh")
-    return config_mesh_text(mesh, source, base)
+    if not isinstance(mesh, str):
+        from meshdiag.inputs.mesh_model import MeshTable, build_mesh
 
+        if not isinstance(mesh, MeshTable):
+            from meshdiag.inputs.config_model import validate_config
 
-def config_mesh_text(mesh: str, source: Source, base: str) -> Mesh:
-    """A config's `mesh = "..."`: mesh text, or a mesh file relative to `base` (no model
-    needed: `plain_config`)."""
+            mesh = validate_config({"mesh": mesh}, source).mesh
+        return build_mesh(mesh, source, ("mesh",), "mesh")  # type: ignore[arg-type]
     text = mesh
     if text.endswith((".toml", ".json")) and not os.path.isabs(text):
         candidate = os.path.join(base, text)

@@ -223,16 +223,9 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     if cli.mesh is not None:
         mesh = _parse_mesh(cli.mesh, "--mesh") if cli.mesh else None
     elif config is not None and "mesh" in values:
-        source = _source(config.path, config.text)
-        if isinstance(values["mesh"], str):  # text or a file: no model needed
-            from meshdiag.inputs.mesh_input import config_mesh_text
+        from meshdiag.inputs.mesh_input import config_mesh
 
-            mesh = config_mesh_text(values["mesh"], source, base)
-        else:  # a table: validated into a MeshTable
-            from meshdiag.inputs.config_model import validate_config
-            from meshdiag.inputs.mesh_input import config_mesh
-
-            mesh = config_mesh(validate_config(values, source), source, base)
+        mesh = config_mesh(values["mesh"], _source(config.path, config.text), base)
     else:
         mesh = None
 
