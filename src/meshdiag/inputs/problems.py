@@ -102,9 +102,9 @@ def _show(value: object, limit: int = 40) -> str:
 
 def _known_keys(model: type[BaseModel], loc: KeyPath) -> list[str]:
     """The keys the model accepts at the table `loc` (walking nested models by alias)."""
-    current: type[BaseModel] | None = model
     from pydantic import BaseModel
 
+    current: type[BaseModel] | None = model
     for part in loc:
         if current is None or not isinstance(part, str):
             return []

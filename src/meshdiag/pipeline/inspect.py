@@ -1026,23 +1026,20 @@ def devices_json_text(
     """The JSON of the value's "devices" (`checked_layout`'s, formatted from its arrays),
     kept in the run's `memos` per (tiled form, shape, device count, split), everything its
     layout is made from: an every-pass dump lays the same few values out in pass after
-    pass."""
-    from meshdiag.limits import check_listed_devices
-
+    pass. (A kept text lists few devices, checked by `checked_layout` when made: under the
+    run's limit of listed devices.)"""
     h = v.hlo
     if h is None or v.shape is None:
         return "null"  # (no layout: `value_layout`)
     n = num_devices(v, m, mesh)
     key = (h, v.shape, n, split)
     known = memos.table("inspect.devices_json", DEVICES_JSON_KEPT)
-    hit = known.get(key)
-    if hit is not None:
-        check_listed_devices(hit[0], f"{v.name} (line {v.line}:{v.column})")
-        return hit[1]
-    lay = checked_layout(v, n, split, memos)
-    text = "null" if lay is None else f"[{lay.devices_json_text()}]"
-    if len(text) <= DEVICES_JSON_MAX_CHARS:
-        known.put(key, (0 if lay is None else lay.num_devices, text))
+    text = known.get(key)
+    if text is None:
+        lay = checked_layout(v, n, split, memos)
+        text = "null" if lay is None else f"[{lay.devices_json_text()}]"
+        if len(text) <= DEVICES_JSON_MAX_CHARS:
+            known.put(key, text)
     return text
 
 
