@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from meshdiag.checks.keys import Decides
 from meshdiag.checks.rule import Rule
 from meshdiag.checks.values import value_findings
-from meshdiag.model.splits import split_dim
+from meshdiag.model.splits import check_split
 from meshdiag.model.tiles import LISTED_IOTA_DEVICES
 from meshdiag.notation.devicelist import compress_devices
 
@@ -70,7 +70,7 @@ def dim_finding(
     if k <= 1 or n % k == 0:
         return None
     c = -(-n // k)
-    split_dim(n, k, "xla" if split == "even" else split, dim=dim)  # (checks n and k)
+    check_split(n, k, "xla" if split == "even" else split, dim=dim)
     head = f"dimension {dim} (size {n}) does not divide into its {k} shards"
 
     def group(lo: int, hi: int) -> Sequence[int]:

@@ -135,6 +135,12 @@ def check_rule(rule: str) -> SplitRule:
 
 def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
     """Split a dimension of `n` elements into `k` shards."""
+    return DimSplit(n, k, check_split(n, k, rule, dim=dim))
+
+
+def check_split(n: int, k: int, rule: str, *, dim: int | None = None) -> str:
+    """The rule (`check_rule`) when `n` elements can be split into `k` shards under it,
+    else MeshdiagError (LimitError for a size beyond the int64 ranges)."""
     rule = check_rule(rule)
     if k < 1:
         raise MeshdiagError(f"cannot split into {k} shards")
@@ -148,4 +154,4 @@ def split_dim(n: int, k: int, rule: str, *, dim: int | None = None) -> DimSplit:
         raise MeshdiagError(
             f"{where}of size {n} is not divisible by its {k} shards (split rule 'even')"
         )
-    return DimSplit(n, k, rule)
+    return rule
