@@ -110,3 +110,12 @@ def test_a_config_file_is_read_either_way_with_the_same_values(tmp_path, monkeyp
     monkeypatch.setattr(plain_config, "plain_values", lambda table: None)
     assert load_config(str(path)).values == plain
     assert plain["collective-budget"] == 1024 and plain["select"] == ["MD1"]
+
+
+def test_the_plain_reader_knows_the_models_keys_in_its_order():
+    """A key added to the model and not here would only send every config that sets it to
+    pydantic (slower, never wrong): this keeps the two lists one."""
+    from meshdiag.inputs.config_model import LintConfig
+    from meshdiag.inputs.plain_config import _KEYS
+
+    assert list(_KEYS) == [f.alias or n for n, f in LintConfig.model_fields.items()]
