@@ -7,6 +7,7 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,8 @@ from meshdiag.lint.suppress import fingerprint
 from meshdiag.model.findings import Finding
 from meshdiag.report import lint as outputs
 from meshdiag.report.lint.github import escape_data, escape_property
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RULES = {
     "MD001": Rule(
@@ -182,6 +185,110 @@ def test_full_plain_text_is_what_rich_draws(rows):
     )
     ctx = OutputContext(cwd="/", rules=RULES, version="0.1.0", color=False)
     assert render("full", ctx, findings) == _full_by_rich(findings)
+
+
+class _Stream(io.StringIO):
+    """A text stream that says it is a terminal (`tty`), is not, or cannot say (None)."""
+
+    def __init__(self, tty: bool | None) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        if self.tty is None:
+            raise ValueError("I/O operation on closed file")
+        return self.tty
+
+
+class _Bare:
+    """A stream with `write` alone."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+@pytest.mark.parametrize("color", [None, False, True])
+@pytest.mark.parametrize("tty", [False, True, None, "bare"])
+@pytest.mark.parametrize("tty_compatible", [None, "", "0", "1", "yes"])
+@pytest.mark.parametrize("force_color", [None, "", "1"])
+@pytest.mark.parametrize("term", [None, "dumb", "xterm-256color"])
+def test_surely_plain_is_what_rich_decides(
+    monkeypatch, color, tty, tty_compatible, force_color, term
+):
+    """The writer decides without rich that rich would draw no colour (and skips importing
+    it): wherever it says so, rich's console for that stream has no colour system."""
+    from meshdiag.report.lint import full
+
+    env = {"TTY_COMPATIBLE": tty_compatible, "FORCE_COLOR": force_color, "TERM": term}
+    for name, value in env.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("COLORTERM", raising=False)
+    stream = _Bare() if tty == "bare" else _Stream(tty)
+    ctx = OutputContext(cwd="/", color=color)
+    rich_plain = full._console(stream, ctx).color_system is None
+    if full.surely_plain(stream, color):
+        assert rich_plain
+    # where it is sure: no --color, and rich's own rules say no terminal
+    sure = color is False or (
+        color is None
+        and tty_compatible != "1"
+        and (
+            tty_compatible == "0" or force_color == "" or (force_color is None and tty is not True)
+        )
+    )
+    assert full.surely_plain(stream, color) == sure
+
+
+def test_full_without_rich_draws_what_rich_draws(monkeypatch):
+    """To a plain stream with no --color the writer prints what it prints with colour off:
+    rich only where a line is not printable (the sample has one), the summary as it is."""
+    for name in ("TTY_COMPATIBLE", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    auto = OutputContext(cwd="/", rules=RULES, version="0.1.0", color=None)
+    off = OutputContext(cwd="/", rules=RULES, version="0.1.0", color=False)
+    for findings in (FINDINGS, FINDINGS[:3], []):
+        assert render("full", auto, findings) == render("full", off, findings)
+    assert render("full", auto) == _full_by_rich(FINDINGS)
+
+
+#: runs `meshdiag ARGS` and, as it exits, lists the rich modules loaded and whether the full
+#: writer was (`-X importtime` misses the imports of a run's last moments: it exits at once)
+_LOADED = """
+import os, sys
+exit_ = os._exit
+def report(code):
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "rich")
+    print("LOADED", "meshdiag.report.lint.full" in sys.modules, loaded, file=sys.stderr)
+    sys.stderr.flush()
+    exit_(code)
+os._exit = report
+sys.argv = ["meshdiag", *sys.argv[1:]]
+from meshdiag.cli.app import main
+main()
+"""
+
+
+def test_lint_to_a_pipe_does_not_import_rich():
+    """`lint` writing its default format to a pipe never imports rich."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    r = subprocess.run(
+        [sys.executable, "-c", _LOADED, "lint", "fixtures/xla_dump/mlp2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("All checks passed")
+    assert "LOADED True []" in r.stderr
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,8 +1,14 @@
 """The default, for people: findings grouped by file, each with its location, code,
-severity, message and fix, then a summary line. Drawn with rich (colour on terminals)."""
+severity, message and fix, then a summary line. Drawn with rich (colour on terminals); to
+an output rich would draw without colour (a CI log, a pipe) the printable lines are written
+as they are, and rich is not even imported unless some line is not printable (importing it
+was an eighth of a `lint` of a small dump)."""
 
 from __future__ import annotations
 
+import builtins
+import os
+import sys
 from collections.abc import Iterable
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -18,18 +24,8 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def write(result, stream, ctx) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(
-        file=stream,
-        soft_wrap=True,  # keep each finding on one line in CI logs
-        highlight=False,
-        force_terminal=ctx.color,
-        # None: rich honours NO_COLOR from the environment
-        no_color=True if ctx.color is False else None,
-    )
-    plain = console.color_system is None  # no styles to draw (not a terminal)
+    console = None if surely_plain(stream, ctx.color) else _console(stream, ctx)
+    plain = console is None or console.color_system is None  # no styles to draw
     for path, group in groupby(result.findings, key=lambda f: f.path):
         found = list(group)
         if plain:
@@ -41,11 +37,61 @@ def write(result, stream, ctx) -> None:
             if text.replace("\n", "").isprintable():
                 stream.write(text + "\n\n")
                 continue
+        if console is None:
+            console = _console(stream, ctx)
+        from rich.text import Text
+
         # a file's lines go to rich as one text: a print per line cost more than the line
         console.print(Text("\n").join(styled_lines(path, found)))
         console.print()
+    if console is None:  # (the summary is printable: rich would print it as it is)
+        stream.write(summary(result) + "\n")
+        return
+    from rich.text import Text
+
     style = "bold green" if not result.findings else "bold"
     console.print(Text(summary(result), style=style))
+
+
+def _console(stream, ctx):
+    from rich.console import Console
+
+    return Console(
+        file=stream,
+        soft_wrap=True,  # keep each finding on one line in CI logs
+        highlight=False,
+        force_terminal=ctx.color,
+        # None: rich honours NO_COLOR from the environment
+        no_color=True if ctx.color is False else None,
+    )
+
+
+def surely_plain(stream, color: bool | None) -> bool:
+    """Whether `write`'s rich console would have no colour system for `stream` (`color`:
+    `--color`, None for auto), as rich 13-15 decide it (`Console.is_terminal`), without
+    importing rich. False where unsure (rich then decides): Jupyter, whose consoles draw
+    colour whatever the stream, a `--color`, a stream that cannot say whether it is a
+    terminal. A dumb terminal is not plain here, though rich draws it plainly."""
+    if hasattr(builtins, "get_ipython") or color:
+        return False
+    if color is False:
+        return True  # (rich's `force_terminal=False`)
+    stdin = sys.stdin
+    if hasattr(stdin, "__module__") and stdin.__module__.startswith("idlelib"):
+        return True
+    tty_compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if tty_compatible in ("0", "1"):
+        return tty_compatible == "0"
+    force_color = os.environ.get("FORCE_COLOR")
+    if force_color is not None:
+        return force_color == ""
+    isatty = getattr(stream, "isatty", None)
+    if isatty is None:
+        return True
+    try:
+        return not isatty()
+    except ValueError:  # a closed stream: rich says no terminal
+        return True
 
 
 def styled_lines(path: str | None, findings: Iterable[Finding]) -> list[Text]:
