@@ -187,61 +187,6 @@ def test_full_plain_text_is_what_rich_draws(rows):
     assert render("full", ctx, findings) == _full_by_rich(findings)
 
 
-class _Stream(io.StringIO):
-    """A text stream that says it is a terminal (`tty`), is not, or cannot say (None)."""
-
-    def __init__(self, tty: bool | None) -> None:
-        super().__init__()
-        self.tty = tty
-
-    def isatty(self) -> bool:
-        if self.tty is None:
-            raise ValueError("I/O operation on closed file")
-        return self.tty
-
-
-class _Bare:
-    """A stream with `write` alone."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-
-@pytest.mark.parametrize("color", [None, False, True])
-@pytest.mark.parametrize("tty", [False, True, None, "bare"])
-@pytest.mark.parametrize("tty_compatible", [None, "", "0", "1", "yes"])
-@pytest.mark.parametrize("force_color", [None, "", "1"])
-@pytest.mark.parametrize("term", [None, "dumb", "xterm-256color"])
-def test_surely_plain_is_what_rich_decides(
-    monkeypatch, color, tty, tty_compatible, force_color, term
-):
-    """The writer decides without rich that rich would draw no colour (and skips importing
-    it): wherever it says so, rich's console for that stream has no colour system."""
-    from meshdiag.report.lint import full
-
-    env = {"TTY_COMPATIBLE": tty_compatible, "FORCE_COLOR": force_color, "TERM": term}
-    for name, value in env.items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
-    monkeypatch.delenv("COLORTERM", raising=False)
-    stream = _Bare() if tty == "bare" else _Stream(tty)
-    ctx = OutputContext(cwd="/", color=color)
-    rich_plain = full._console(stream, ctx).color_system is None
-    if full.surely_plain(stream, color):
-        assert rich_plain
-    # where it is sure: no --color, and rich's own rules say no terminal
-    sure = color is False or (
-        color is None
-        and tty_compatible != "1"
-        and (
-            tty_compatible == "0" or force_color == "" or (force_color is None and tty is not True)
-        )
-    )
-    assert full.surely_plain(stream, color) == sure
-
-
 def test_full_without_rich_draws_what_rich_draws(monkeypatch):
     """To a plain stream with no --color the writer prints what it prints with colour off:
     rich only where a line is not printable (the sample has one), the summary as it is."""

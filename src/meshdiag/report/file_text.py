@@ -1,22 +1,28 @@
 """Text output of `meshdiag inspect FILE`: per file a header, each module's summary (what
 `pipeline/module_summary.py` computed: meshes as device grids, the distinct shardings with
-counts, where they first appear and a small layout picture), then the findings."""
+counts, where they first appear and a small layout picture), then the findings.
+
+Every part is a `Line` or a drawing with a plain form (`MeshGrid.plain`,
+`LayoutPicture.plain`): to a colourless console (`report.plain_console`) their text is made
+here and rich is not imported unless a part needs it (a line that is not printable, a
+picture only rich lays out)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-from rich.text import Text
-
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
-from meshdiag.report.finding_text import located
+from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND
 from meshdiag.report.picture import LayoutPicture
 
 if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
     from meshdiag.ir.model import MeshDecl
     from meshdiag.pipeline.inspect import Inspected
     from meshdiag.pipeline.module_summary import ModuleSummary, Picture
@@ -32,7 +38,7 @@ def mesh_grid(d: MeshDecl):
     m = d.mesh
     title = f"@{d.name} = {m.short() if m else d.text}"
     if m is None or m.size > MAX_GRID or len(m.axes) == 0:
-        return Text(title)
+        return Line(title, check=True)
     return MeshGrid(title, m)
 
 
@@ -60,6 +66,8 @@ class MeshGrid:
         ]
 
     def __rich_console__(self, console, options):
+        from rich.text import Text
+
         if self.cells_width() > options.max_width:  # (rich squeezed them to an empty line)
             yield Text(f"{self.title}  {TOO_WIDE}")
             return
@@ -70,6 +78,8 @@ class MeshGrid:
         return sum(max(map(len, column)) + 2 for column in zip(*self.rows, strict=True))
 
     def _table(self) -> Table:
+        from rich.table import Table
+
         t = Table(title=self.title, title_justify="left", show_header=self.named, box=None)
         t.add_column(self.header[0], style="bold")
         for name in self.header[1:]:
@@ -144,19 +154,24 @@ def _summary_picture(pic: Picture) -> LayoutPicture:
 class Line:
     """Text with styled parts, built cheaply: a colourless console gets its plain text
     without rich (a big dump has a header and sharding lines in every module), others the
-    rich Text (`text()`)."""
+    rich Text (`text()`). `check`: the text may hold what rich does not print as it is
+    (a path, a message from the file): the plain text is used only when every line of it
+    is printable, else rich draws it."""
 
-    __slots__ = ("parts", "style")
+    __slots__ = ("parts", "style", "check")
 
-    def __init__(self, *parts: str | tuple[str, str], style: str = "") -> None:
+    def __init__(self, *parts: str | tuple[str, str], style: str = "", check: bool = False) -> None:
         self.parts = parts
         self.style = style
+        self.check = check
 
     @property
     def plain(self) -> str:
         return "".join(p if p.__class__ is str else p[0] for p in self.parts)  # type: ignore[index]
 
     def text(self) -> Text:
+        from rich.text import Text
+
         if len(self.parts) == 1 and self.parts[0].__class__ is str:
             return Text(self.parts[0], style=self.style)  # type: ignore[arg-type]
         return Text.assemble(*self.parts, style=self.style)
@@ -188,7 +203,7 @@ def _file_head(
     count: int | None = None,
     values: bool | None = None,
     memos: RunMemos | None = None,
-) -> Text:
+) -> Line:
     """The file's header line; `count` is its number of modules and `values` whether any
     holds a sharded value, when the report does not hold them (a file scanned module by
     module)."""
@@ -196,20 +211,24 @@ def _file_head(
     from meshdiag.ir.devices import ids_label_for
 
     n = len(r.modules) if count is None else count
-    head = Text(f"{r.path}: {n} module(s)", style="bold underline")
+    # (the whole line in bold underline, the id space and the key dim as well)
+    parts: list[str | tuple[str, str]] = [f"{r.path}: {n} module(s)"]
     if n:  # the id space every mesh and layout below is shown in
-        head.append(f"\n{ids_label_for(r.path, memos)}", style="dim")
+        parts.append((f"\n{ids_label_for(r.path, memos)}", "dim"))
     if values is None:
         values = any(m.values for m in r.modules)
     if values:  # the pictures' key, once for the file
-        head.append(f"\n{LEGEND}", style="dim")
-    return head
+        parts.append((f"\n{LEGEND}", "dim"))
+    return Line(*parts, style="bold underline", check=True)
 
 
 def _file_tail(item: Inspected) -> list:
     if not item.findings:
         return []
-    return [Text(f"{len(item.findings)} finding(s):", style="bold"), *map(located, item.findings)]
+    return [
+        Line(f"{len(item.findings)} finding(s):", style="bold"),
+        *(Line(*located_parts(f), check=True) for f in item.findings),
+    ]
 
 
 def render_file(
@@ -254,19 +273,21 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     plain text (rich's soft wrap keeps them whole), others are rich's rendering (kept in
     `memos` by key for repeated parts: the console is part of the key)."""
     plain = console.color_system is None and console.soft_wrap  # (a colourless pipe)
-    if plain and part.__class__ in (Line, Text):
+    if plain:
         # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
-        text = part.plain  # type: ignore[union-attr]
-        if part.__class__ is Line or (
-            part.end == "\n"  # type: ignore[union-attr]
-            and all(ln.isprintable() for ln in text.split("\n"))
-        ):
-            return text + "\n"
+        if part.__class__ is Line:
+            text = part.plain  # type: ignore[union-attr]
+            if not part.check or all(ln.isprintable() for ln in text.split("\n")):  # type: ignore[union-attr]
+                return text + "\n"
+        elif _is_text(part) and part.end == "\n":
+            text = part.plain
+            if all(ln.isprintable() for ln in text.split("\n")):
+                return text + "\n"
     if part.__class__ is Line:
         part = part.text()
     if isinstance(part, Cached):
         key = part.key
-    elif isinstance(part, Text) and part.end == "\n":
+    elif _is_text(part) and part.end == "\n":
         key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
     else:
         key = None
@@ -281,6 +302,10 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     text = None
     if plain and part.__class__ in (LayoutPicture, MeshGrid):
         text = part.plain(console.width)  # the same text, drawn without rich's tables
+    elif plain and part.__class__ is Line:  # (a mesh too big for a grid: its title)
+        line = part.plain  # type: ignore[union-attr]
+        if not part.check or all(ln.isprintable() for ln in line.split("\n")):  # type: ignore[union-attr]
+            text = line + "\n"
     if text is None:
         with console.capture() as cap:
             console.print(part)
@@ -288,3 +313,9 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if table is not None:
         table.put(key, text)
     return text
+
+
+def _is_text(part) -> bool:
+    """Whether `part` is a rich `Text` (never, while rich is not loaded)."""
+    text = sys.modules.get("rich.text")
+    return text is not None and isinstance(part, text.Text)

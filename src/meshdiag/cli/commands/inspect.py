@@ -101,12 +101,17 @@ def inspect(
             results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
             summary = _write_json(results, progress, spool, skipped)
         else:
-            from rich.console import Console
+            from meshdiag.report.plain_console import plain_console
 
-            console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
-            # piped output keeps its lines whole (paths, shardings); pictures still fit
-            # the width
-            console.soft_wrap = not console.is_terminal
+            # a colourless pipe: no rich unless some part needs it
+            console = plain_console(sys.stdout)
+            if console is None:
+                from rich.console import Console
+
+                console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+                # piped output keeps its lines whole (paths, shardings); pictures still
+                # fit the width
+                console.soft_wrap = not console.is_terminal
             # workers render with the same width and colours as this console
             look = {
                 "width": console.width,

@@ -14,9 +14,7 @@ import io
 import json
 import tempfile
 from collections.abc import Callable
-from typing import NamedTuple
-
-from rich.console import Console
+from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.checks.registry import module_checks
 from meshdiag.errors import LimitError
@@ -36,6 +34,10 @@ from meshdiag.pipeline.inspect import (
 from meshdiag.pipeline.module_summary import summarise_module
 from meshdiag.pipeline.spool import SpoolStream
 from meshdiag.report.file_text import render_head, render_module, render_tail
+from meshdiag.report.plain_console import PlainConsole
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 #: what every file of the run shares: global mesh, target, split, layouts, text look,
 #: the console the text is rendered with, the checks, whether batches also fold their files
@@ -153,7 +155,7 @@ class _TextModules:
         self.write(render_module(shown, self.console, st["memos"]))
 
 
-def _console() -> Console:
+def _console() -> Console | PlainConsole:
     """This process's console for rendering text (made by the first file rendered: its
     rendered parts are reused across files)."""
     console = _STATE.get("console")
@@ -162,11 +164,15 @@ def _console() -> Console:
     return console
 
 
-def make_console(look: dict) -> Console:
+def make_console(look: dict) -> Console | PlainConsole:
     """A console that renders text as the command's output shows it (`look`: its width,
-    colours, encoding), into a buffer of its own."""
+    colours, encoding), into a buffer of its own: without rich for a colourless pipe."""
     look = dict(look)
     sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
+    if look["color_system"] is None and look["soft_wrap"] and not look["force_terminal"]:
+        return PlainConsole(sink, look["width"], look["height"], soft_wrap=True)
+    from rich.console import Console
+
     return Console(file=sink, highlight=False, **look)
 
 

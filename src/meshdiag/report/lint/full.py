@@ -6,14 +6,12 @@ was an eighth of a `lint` of a small dump)."""
 
 from __future__ import annotations
 
-import builtins
-import os
-import sys
 from collections.abc import Iterable
 from itertools import groupby
 from typing import TYPE_CHECKING
 
 from meshdiag.report.lint._summary import summary
+from meshdiag.report.plain_console import surely_plain
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -64,34 +62,6 @@ def _console(stream, ctx):
         # None: rich honours NO_COLOR from the environment
         no_color=True if ctx.color is False else None,
     )
-
-
-def surely_plain(stream, color: bool | None) -> bool:
-    """Whether `write`'s rich console would have no colour system for `stream` (`color`:
-    `--color`, None for auto), as rich 13-15 decide it (`Console.is_terminal`), without
-    importing rich. False where unsure (rich then decides): Jupyter, whose consoles draw
-    colour whatever the stream, a `--color`, a stream that cannot say whether it is a
-    terminal. A dumb terminal is not plain here, though rich draws it plainly."""
-    if hasattr(builtins, "get_ipython") or color:
-        return False
-    if color is False:
-        return True  # (rich's `force_terminal=False`)
-    stdin = sys.stdin
-    if hasattr(stdin, "__module__") and stdin.__module__.startswith("idlelib"):
-        return True
-    tty_compatible = os.environ.get("TTY_COMPATIBLE", "")
-    if tty_compatible in ("0", "1"):
-        return tty_compatible == "0"
-    force_color = os.environ.get("FORCE_COLOR")
-    if force_color is not None:
-        return force_color == ""
-    isatty = getattr(stream, "isatty", None)
-    if isatty is None:
-        return True
-    try:
-        return not isatty()
-    except ValueError:  # a closed stream: rich says no terminal
-        return True
 
 
 def styled_lines(path: str | None, findings: Iterable[Finding]) -> list[Text]:
