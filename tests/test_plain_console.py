@@ -321,10 +321,12 @@ main()
 """
 
 
-def test_inspect_of_a_file_to_a_pipe_does_not_import_rich():
+@pytest.mark.parametrize("path", ["fixtures/seed/distorted_mesh.mlir", "fixtures/xla_dump/mlp2"])
+def test_inspect_to_a_pipe_does_not_import_rich(path):
+    """`inspect` of a file, and of a dump directory (its report), to a pipe."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     r = subprocess.run(
-        [sys.executable, "-c", _LOADED, "inspect", "-j1", "fixtures/seed/distorted_mesh.mlir"],
+        [sys.executable, "-c", _LOADED, "inspect", "-j1", path],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -332,5 +334,39 @@ def test_inspect_of_a_file_to_a_pipe_does_not_import_rich():
         env=env,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "sharded values" in r.stdout
+    assert "sharded value" in r.stdout
     assert "RICH []" in r.stderr
+
+
+def test_dump_report_on_a_plain_console_is_richs(tmp_path):
+    """`inspect DIR`'s report on a `PlainConsole`, of a dump under a directory whose name
+    holds a tab (which rich expands), is what rich prints part by part."""
+    import shutil
+
+    from rich.console import Console
+
+    from meshdiag.pipeline.dump_summary import DumpSummary
+    from meshdiag.pipeline.inspect import iter_inspect
+    from meshdiag.report.dump_text import report
+    from meshdiag.report.file_text import render_part
+
+    root = tmp_path / "odd\tdump"
+    shutil.copytree(ROOT / "fixtures/xla_dump/mlp2", root)
+    summary = DumpSummary()
+    for item in iter_inspect([str(root)]):
+        summary.add(item, mesh=None)
+    parts = list(report(summary, roots=[str(root)], split="xla"))
+    rich = Console(
+        file=io.StringIO(),
+        highlight=False,
+        width=90,
+        height=25,
+        color_system=None,
+        force_terminal=False,
+        soft_wrap=True,
+    )
+    for part in parts:
+        rich.print(part)
+    plain = PlainConsole(io.StringIO(), 90, 25)
+    ours = "".join(render_part(part, plain, None) for part in parts)
+    assert "\t" in str(root) and ours == rich.file.getvalue()

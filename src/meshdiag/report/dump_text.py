@@ -4,6 +4,9 @@ First the summary — files, modules, meshes, the distinct shardings with how ma
 files use them, findings by code — then each distinct sharding once: how it is written,
 its shapes, the files it appears in, its layout drawn (the legend once, above them all);
 then each distinct finding once, with how often and in how many files it fired.
+
+Its lines are `file_text.Line`s: to a colourless pipe their text is written without rich
+(`report.plain_console`), which draws only the pictures it alone can lay out.
 """
 
 from __future__ import annotations
@@ -12,11 +15,9 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from meshdiag.pipeline.dump_summary import SHAPES_MAX, SPELLINGS_MAX
-from meshdiag.report.file_text import mesh_grid
-from meshdiag.report.finding_text import located
+from meshdiag.report.file_text import Line, mesh_grid
+from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND, dims_text
 from meshdiag.report.picture import LayoutPicture
 
@@ -64,30 +65,30 @@ def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
             _n(s.values, "sharded value"),
         ]
     )
-    yield Text(f"{', '.join(roots)}: {head}", style="bold underline")
-    yield Text(f"meshes: {len(s.meshes)}")
+    yield _line(f"{', '.join(roots)}: {head}", style="bold underline")
+    yield _line(f"meshes: {len(s.meshes)}")
     for (_, text), seen in s.meshes.items():
-        yield Text(f"  @{seen.decl.name} = {text}  in {_n(seen.files, 'file')}")
+        yield _line(f"  @{seen.decl.name} = {text}  in {_n(seen.files, 'file')}")
     for label, files in s.id_spaces.items():
         in_files = f"  ({_n(files, 'file')})" if len(s.id_spaces) > 1 else ""
-        yield Text(f"{label}{in_files}", style="dim")
+        yield _line(f"{label}{in_files}", style="dim")
     groups = list(s.groups.values())
-    yield Text(f"shardings: {len(groups)} distinct device layouts")
+    yield _line(f"shardings: {len(groups)} distinct device layouts")
     width = max([len(f"{g.values:,}") for g in groups] + [6])
-    yield Text(f"  {'values':>{width}}  {'files':>6}  layout", style="dim")
+    yield _line(f"  {'values':>{width}}  {'files':>6}  layout", style="dim")
     for g in groups:
-        yield Text(f"  {g.values:>{width},}  {g.files:>6,}  {g.key}")
+        yield _line(f"  {g.values:>{width},}  {g.files:>6,}  {g.key}")
     codes = ", ".join(f"{c} ×{n:,}" for c, n in sorted(s.by_code.items()))
-    yield Text(f"findings: {s.num_findings:,}" + (f" ({codes})" if codes else ""))
-    yield Text("")
+    yield _line(f"findings: {s.num_findings:,}" + (f" ({codes})" if codes else ""))
+    yield _line("")
 
     for seen in s.meshes.values():
         if seen.decl.mesh is not None:
             yield mesh_grid(seen.decl)
-    yield Text(LEGEND, style="dim")
+    yield _line(LEGEND, style="dim")
     pictures = 0
     for g in groups:
-        yield Text("")
+        yield _line("")
         yield from _group(g, shown)
         if pictures < MAX_PICTURES:
             pic = _picture(g, split)
@@ -95,48 +96,54 @@ def report(s: DumpSummary, *, roots: list[str], split: str) -> Iterator:
                 pictures += 1
                 yield pic
     if pictures == MAX_PICTURES and len(groups) > MAX_PICTURES:
-        yield Text(f"(layouts past the first {MAX_PICTURES} are listed, not drawn)")
+        yield _line(f"(layouts past the first {MAX_PICTURES} are listed, not drawn)")
 
     if s.findings:
-        yield Text("")
-        yield Text(f"findings: {len(s.findings):,} distinct", style="bold")
+        yield _line("")
+        yield _line(f"findings: {len(s.findings):,} distinct", style="bold")
         for seen in s.findings.values():
-            t = located(seen.first)
+            parts = located_parts(seen.first)
             if seen.count > 1:
-                t.append(
-                    f"\n    (×{seen.count:,} in {_n(seen.files, 'file')}; the first shown)",
-                    style="dim",
+                parts += (
+                    (
+                        f"\n    (×{seen.count:,} in {_n(seen.files, 'file')}; the first shown)",
+                        "dim",
+                    ),
                 )
-            yield t
+            yield _line(*parts)
         if s.unlisted:
-            yield Text(f"(+{s.unlisted:,} findings with other texts, counted above)")
-    yield Text("")
-    yield Text(
+            yield _line(f"(+{s.unlisted:,} findings with other texts, counted above)")
+    yield _line("")
+    yield _line(
         f"{s.files} file(s) read, {s.skipped} skipped, {s.num_findings} finding(s)", style="bold"
     )
 
 
-def _group(g: Group, shown) -> Iterator[Text]:
-    yield Text.assemble(
-        (g.key, "green bold"), f"  {_n(g.values, 'value')} in {_n(g.files, 'file')}"
-    )
+def _group(g: Group, shown) -> Iterator[Line]:
+    yield _line((g.key, "green bold"), f"  {_n(g.values, 'value')} in {_n(g.files, 'file')}")
     if list(g.spellings) != [g.key]:
-        yield Text("  written as:")
+        yield _line("  written as:")
         ranked = sorted(g.spellings.items(), key=lambda kv: -kv[1])
         for text, n in ranked[:MAX_SPELLINGS]:
-            yield Text(f"    {text}  ×{n:,}")
+            yield _line(f"    {text}  ×{n:,}")
         if len(ranked) > MAX_SPELLINGS:
             more = len(ranked) - MAX_SPELLINGS
-            yield Text(f"    (+{more} more spellings{uncounted(len(ranked), SPELLINGS_MAX)})")
+            yield _line(f"    (+{more} more spellings{uncounted(len(ranked), SPELLINGS_MAX)})")
     if g.shapes:
-        yield Text(f"  global shapes: {counts_text(g.shapes)}")
+        yield _line(f"  global shapes: {counts_text(g.shapes)}")
     if g.local_shapes:
-        yield Text(f"  per-device shapes: {counts_text(g.local_shapes)}")
-    yield Text(f"  in {_n(g.files, 'file')}:")
+        yield _line(f"  per-device shapes: {counts_text(g.local_shapes)}")
+    yield _line(f"  in {_n(g.files, 'file')}:")
     for p, name, line in g.where:
-        yield Text(f"    {shown(p)}  ({name} line {line})")
+        yield _line(f"    {shown(p)}  ({name} line {line})")
     if g.files > len(g.where):
-        yield Text(f"    (+{_n(g.files - len(g.where), 'more file')})")
+        yield _line(f"    (+{_n(g.files - len(g.where), 'more file')})")
+
+
+def _line(*parts: str | tuple[str, str], style: str = "") -> Line:
+    """A line of the report: its text may hold what the dump holds (paths, shardings as
+    written), printed without rich only where printable."""
+    return Line(*parts, style=style, check=True)
 
 
 def _picture(g: Group, split: str):
