@@ -7,7 +7,6 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,8 +18,6 @@ from meshdiag.lint.suppress import fingerprint
 from meshdiag.model.findings import Finding
 from meshdiag.report import lint as outputs
 from meshdiag.report.lint.github import escape_data, escape_property
-
-ROOT = Path(__file__).resolve().parent.parent
 
 RULES = {
     "MD001": Rule(
@@ -197,43 +194,6 @@ def test_full_without_rich_draws_what_rich_draws(monkeypatch):
     for findings in (FINDINGS, FINDINGS[:3], []):
         assert render("full", auto, findings) == render("full", off, findings)
     assert render("full", auto) == _full_by_rich(FINDINGS)
-
-
-#: runs `meshdiag ARGS` and, as it exits, lists the rich modules loaded and whether the full
-#: writer was (`-X importtime` misses the imports of a run's last moments: it exits at once)
-_LOADED = """
-import os, sys
-exit_ = os._exit
-def report(code):
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "rich")
-    print("LOADED", "meshdiag.report.lint.full" in sys.modules, loaded, file=sys.stderr)
-    sys.stderr.flush()
-    exit_(code)
-os._exit = report
-sys.argv = ["meshdiag", *sys.argv[1:]]
-from meshdiag.cli.app import main
-main()
-"""
-
-
-def test_lint_to_a_pipe_does_not_import_rich():
-    """`lint` writing its default format to a pipe never imports rich."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    r = subprocess.run(
-        [sys.executable, "-c", _LOADED, "lint", "fixtures/xla_dump/mlp2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.startswith("All checks passed")
-    assert "LOADED True []" in r.stderr
 
 
 @settings(max_examples=200, deadline=None)

@@ -164,22 +164,26 @@ def test_plain_console_prints_these_as_rich(text):
     _prints_what_rich_prints([text])
 
 
-def _prints_what_rich_prints(objects):
-    ours, theirs = io.StringIO(), io.StringIO()
-    plain = PlainConsole(ours, 60, 25)
-    plain.print(*objects)
+def _rich(file, width: int):
+    """Rich's console of a `PlainConsole`'s look (`PlainConsole.rich`), on `file`."""
     from rich.console import Console
 
-    rich = Console(
-        file=theirs,
+    return Console(
+        file=file,
         highlight=False,
-        width=60,
+        width=width,
         height=25,
         color_system=None,
         force_terminal=False,
         soft_wrap=True,
     )
-    rich.print(*objects)
+
+
+def _prints_what_rich_prints(objects):
+    ours, theirs = io.StringIO(), io.StringIO()
+    plain = PlainConsole(ours, 60, 25)
+    plain.print(*objects)
+    _rich(theirs, 60).print(*objects)
     assert ours.getvalue() == theirs.getvalue()
 
 
@@ -255,21 +259,11 @@ def _by_rich(item, shown, console) -> str:
 def test_report_on_a_plain_console_is_richs(width):
     """Every fixture's `inspect` text drawn on a `PlainConsole` (its parts' plain text,
     rich for the rest) is the text rich draws on its console of the same look."""
-    from rich.console import Console
-
     from meshdiag.report.file_text import render_file
 
     for item, summaries in _reports():
         plain = PlainConsole(io.StringIO(), width, 25)
-        rich = Console(
-            file=io.StringIO(),
-            highlight=False,
-            width=width,
-            height=25,
-            color_system=None,
-            force_terminal=False,
-            soft_wrap=True,
-        )
+        rich = _rich(io.StringIO(), width)
         ours = render_file(item, summaries(), plain)
         assert ours == render_file(item, summaries(), rich), item.report.path
         assert ours == _by_rich(item, summaries(), rich), item.report.path
@@ -321,12 +315,18 @@ main()
 """
 
 
-@pytest.mark.parametrize("path", ["fixtures/seed/distorted_mesh.mlir", "fixtures/xla_dump/mlp2"])
-def test_inspect_to_a_pipe_does_not_import_rich(path):
-    """`inspect` of a file, and of a dump directory (its report), to a pipe."""
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["inspect", "-j1", "fixtures/seed/distorted_mesh.mlir"], "sharded values"),
+        (["inspect", "-j1", "fixtures/xla_dump/mlp2"], "sharded value"),  # the dump's report
+        (["lint", "fixtures/xla_dump/mlp2"], "All checks passed"),
+    ],
+)
+def test_text_to_a_pipe_does_not_import_rich(args, says):
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     r = subprocess.run(
-        [sys.executable, "-c", _LOADED, "inspect", "-j1", path],
+        [sys.executable, "-c", _LOADED, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -334,7 +334,7 @@ def test_inspect_to_a_pipe_does_not_import_rich(path):
         env=env,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "sharded value" in r.stdout
+    assert says in r.stdout
     assert "RICH []" in r.stderr
 
 
@@ -342,8 +342,6 @@ def test_dump_report_on_a_plain_console_is_richs(tmp_path):
     """`inspect DIR`'s report on a `PlainConsole`, of a dump under a directory whose name
     holds a tab (which rich expands), is what rich prints part by part."""
     import shutil
-
-    from rich.console import Console
 
     from meshdiag.pipeline.dump_summary import DumpSummary
     from meshdiag.pipeline.inspect import iter_inspect
@@ -356,15 +354,7 @@ def test_dump_report_on_a_plain_console_is_richs(tmp_path):
     for item in iter_inspect([str(root)]):
         summary.add(item, mesh=None)
     parts = list(report(summary, roots=[str(root)], split="xla"))
-    rich = Console(
-        file=io.StringIO(),
-        highlight=False,
-        width=90,
-        height=25,
-        color_system=None,
-        force_terminal=False,
-        soft_wrap=True,
-    )
+    rich = _rich(io.StringIO(), 90)
     for part in parts:
         rich.print(part)
     plain = PlainConsole(io.StringIO(), 90, 25)
