@@ -78,14 +78,22 @@ def test_surely_plain_is_what_rich_decides(
     assert got == sure
 
 
-#: in a child whose standard streams are pipes or terminals: rich's width and height for a
-#: console writing to a pipe, and `console_size`'s
+#: in a child whose standard streams are pipes or terminals, under each COLUMNS and LINES
+#: (None: unset): rich's width and height for a console writing to a pipe, and
+#: `console_size`'s
 _SIZES = """
-import io, json
+import io, itertools, json, os
 from rich.console import Console
 from meshdiag.report.plain_console import console_size
-c = Console(file=io.StringIO())
-print(json.dumps([[c.width, c.height], list(console_size())]))
+out = []
+for columns, lines in itertools.product([None, "100", "0", "x"], [None, "40", "x"]):
+    for name, value in (("COLUMNS", columns), ("LINES", lines)):
+        os.environ.pop(name, None)
+        if value is not None:
+            os.environ[name] = value
+    c = Console(file=io.StringIO())
+    out.append([columns, lines, [c.width, c.height], list(console_size())])
+print(json.dumps(out))
 """
 
 
@@ -101,15 +109,8 @@ def _pty(cols: int, rows: int) -> tuple[int, int]:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="rich asks Windows' console its size")
-@pytest.mark.parametrize("columns", [None, "100", "0", "x"])
-@pytest.mark.parametrize("lines", [None, "40", "x"])
 @pytest.mark.parametrize("which", ["none", "stdin", "stderr", "stdin-zero"])
-def test_console_size_is_richs(columns, lines, which):
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    if columns is not None:
-        env["COLUMNS"] = columns
-    if lines is not None:
-        env["LINES"] = lines
+def test_console_size_is_richs(which):
     opened: list[int] = []
     streams: dict = {"stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE}
     if which != "none":
@@ -118,19 +119,16 @@ def test_console_size_is_richs(columns, lines, which):
         streams["stdin" if which.startswith("stdin") else "stderr"] = slave
     try:
         r = subprocess.run(
-            [sys.executable, "-c", _SIZES],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-            timeout=60,
-            **streams,
+            [sys.executable, "-c", _SIZES], stdout=subprocess.PIPE, text=True, timeout=60, **streams
         )
     finally:
         for fd in opened:
             os.close(fd)
     assert r.returncode == 0, r.stderr
-    rich_size, ours = json.loads(r.stdout)
-    assert ours == rich_size
+    got = json.loads(r.stdout)
+    assert len(got) == 12
+    for columns, lines, rich_size, ours in got:
+        assert ours == rich_size, (columns, lines)
 
 
 def test_plain_console_for_a_pipe_only(monkeypatch):
