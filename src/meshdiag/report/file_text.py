@@ -276,9 +276,9 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if plain:
         # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
         if part.__class__ is Line:
-            text = part.plain  # type: ignore[union-attr]
-            if not part.check or all(ln.isprintable() for ln in text.split("\n")):  # type: ignore[union-attr]
-                return text + "\n"
+            text = _plain_line(part)  # type: ignore[arg-type]
+            if text is not None:
+                return text
         elif _is_text(part) and part.end == "\n":
             text = part.plain
             if all(ln.isprintable() for ln in text.split("\n")):
@@ -303,9 +303,7 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if plain and part.__class__ in (LayoutPicture, MeshGrid):
         text = part.plain(console.width)  # the same text, drawn without rich's tables
     elif plain and part.__class__ is Line:  # (a mesh too big for a grid: its title)
-        line = part.plain  # type: ignore[union-attr]
-        if not part.check or all(ln.isprintable() for ln in line.split("\n")):  # type: ignore[union-attr]
-            text = line + "\n"
+        text = _plain_line(part)  # type: ignore[arg-type]
     if text is None:
         with console.capture() as cap:
             console.print(part)
@@ -313,6 +311,15 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if table is not None:
         table.put(key, text)
     return text
+
+
+def _plain_line(line: Line) -> str | None:
+    """What a colourless console with soft wrap prints for `line`: its text, unless it is
+    checked and some line of it is not printable (None: rich draws it)."""
+    text = line.plain
+    if line.check and not all(ln.isprintable() for ln in text.split("\n")):
+        return None
+    return text + "\n"
 
 
 def _is_text(part) -> bool:
