@@ -87,19 +87,17 @@ class PlainConsole:
     writers ask of a console (`color_system`, `soft_wrap`, `width`, `height`, `encoding`,
     `is_terminal`, `file`) and prints a printable string of no markup itself; anything
     else goes to `rich`, rich's console for the same stream and look, made when first
-    needed."""
+    needed. Its lines are never wrapped (soft wrap: piped output keeps them whole)."""
 
     color_system = None
     is_terminal = False
+    soft_wrap = True
 
-    def __init__(
-        self, file, width: int, height: int, soft_wrap: bool = True, encoding: str | None = None
-    ) -> None:
+    def __init__(self, file, width: int, height: int) -> None:
         self.file = file
         self.width = width
         self.height = height
-        self.soft_wrap = soft_wrap
-        self.encoding = encoding if encoding is not None else _encoding(file)
+        self.encoding = _encoding(file)
         self._rich: Any = None
 
     @property
@@ -115,7 +113,7 @@ class PlainConsole:
                 height=self.height,
                 color_system=None,
                 force_terminal=False,
-                soft_wrap=self.soft_wrap,
+                soft_wrap=True,
             )
         return self._rich
 
@@ -126,7 +124,6 @@ class PlainConsole:
             not kw
             and len(objects) == 1
             and objects[0].__class__ is str
-            and self.soft_wrap
             and objects[0].isprintable()
             and "[" not in objects[0]
             and ":" not in objects[0]
@@ -154,4 +151,4 @@ def plain_console(file) -> PlainConsole | None:
     if sys.platform == "win32" or not surely_plain(file):
         return None
     width, height = console_size()
-    return PlainConsole(file, width, height, soft_wrap=True)
+    return PlainConsole(file, width, height)

@@ -170,7 +170,7 @@ def make_console(look: dict) -> Console | PlainConsole:
     look = dict(look)
     sink = _Text(look.pop("encoding", "utf-8"))  # rich draws ASCII boxes for ASCII
     if look["color_system"] is None and look["soft_wrap"] and not look["force_terminal"]:
-        return PlainConsole(sink, look["width"], look["height"], soft_wrap=True)
+        return PlainConsole(sink, look["width"], look["height"])
     from rich.console import Console
 
     return Console(file=sink, highlight=False, **look)
