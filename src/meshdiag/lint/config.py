@@ -61,17 +61,13 @@ def _label(path: str) -> str:
     return f"[tool.meshdiag] in {path}" if os.path.basename(path) == "pyproject.toml" else path
 
 
-def _read_text(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode("utf-8", errors="replace")
-
-
-def _read_toml(path: str) -> dict:
+def _read_toml(path: str) -> tuple[str, dict]:
+    """The config file's text and what it parses to."""
     from meshdiag.fileio import parse_nested, read_text
 
     text = read_text(path, "config")
     try:
-        return parse_nested(tomllib.loads, text, f"config {path}")
+        return text, parse_nested(tomllib.loads, text, f"config {path}")
     except tomllib.TOMLDecodeError as e:
         raise MeshdiagError(f"config {path} is not valid TOML: {e}") from None
 
@@ -96,7 +92,10 @@ def find_config(start: str | None = None) -> str | None:
         for name in CONFIG_NAMES:
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate):
-                if name != "pyproject.toml" or _table(candidate, _read_toml(candidate)) is not None:
+                if (
+                    name != "pyproject.toml"
+                    or _table(candidate, _read_toml(candidate)[1]) is not None
+                ):
                     return candidate
         parent = os.path.dirname(directory)
         if parent == directory:
@@ -120,10 +119,10 @@ def load_config(path: str) -> FileConfig:
     from meshdiag.inputs.plain_config import plain_values
 
     path = os.path.abspath(path)
-    table = _table(path, _read_toml(path))
+    text, doc = _read_toml(path)  # (the text locates a value's problem: read once)
+    table = _table(path, doc)
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
-    text = _read_text(path)
     values = plain_values(table)
     if values is None:
         from meshdiag.inputs.config_model import config_values, validate_config
