@@ -10,12 +10,13 @@ import io
 import math
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from meshdiag.ir.model import Value
 from meshdiag.ir.scan import scan_file
 from meshdiag.ir.scancache import ScanCache
+from meshdiag.layouts.engine import MAX_TILING_DEVICES
 from meshdiag.memo import RunMemos
 from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
@@ -106,16 +107,37 @@ def _values(draw):
     return v, n, draw(st.sampled_from(["xla", "chunk", "array-split", "even"]))
 
 
+#: a tiling of 4**5 = 1024 devices over 1026: more than a run keeps a tiling of (hypothesis
+#: found it: the layout is whole, but it is left to the general path)
+_OVER_THE_KEPT = HloSharding.tiled(TileAssignment.iota((4, 4, 4, 4, 4)), replicate_on_last=True)
+
+
 @settings(max_examples=400, deadline=None)
 @given(_values())
+@example(
+    (
+        Value(
+            "%x",
+            1,
+            1,
+            "s",
+            "gspmd",
+            shape=(4, 4, 4, 4),
+            sharding=_OVER_THE_KEPT,
+            hlo=_OVER_THE_KEPT,
+        ),
+        1026,
+        "xla",
+    )
+)
 def test_a_value_is_drawn_from_its_tiling_only_where_it_has_that_layout(case):
     """Generated values (ranks the sharding does not tile, dims of 0, uneven dims, more
     devices than the sharding names, each split rule; untiled ones: only a replicated
-    matrix is named)."""
+    matrix is named; nor a layout over more devices than a run keeps a tiling of)."""
     v, n, split = case
     drawn = _same_picture(v, n, split, RunMemos())
     lay = value_layout(v, n, split, RunMemos())
-    named = lay is not None and lay.rank > 0
+    named = lay is not None and lay.rank > 0 and lay.num_devices <= MAX_TILING_DEVICES
     named = named and (lay.tiling is not None or (lay.kind == "replicated" and lay.rank == 2))
     named = named and all(d > 0 and d % k == 0 for d, k in zip(lay.shape, lay.tiles, strict=True))
     assert drawn == named  # each such layout is named, and no other
