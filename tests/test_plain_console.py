@@ -297,13 +297,14 @@ def test_colour_report_is_unchanged_by_the_plain_parts():
     assert colour(Line("@m = x=1024", check=True)) == colour(Text("@m = x=1024"))
 
 
-#: runs `meshdiag ARGS` and, as it exits, prints the rich modules loaded (`-X importtime`
-#: misses a run's last imports: it ends with os._exit)
+#: runs `meshdiag ARGS` and, as it exits, prints the rich and typer modules loaded
+#: (`-X importtime` misses a run's last imports: it ends with os._exit)
 _LOADED = """
 import os, sys
 exit_ = os._exit
 def report(code):
-    print("RICH", sorted(m for m in sys.modules if m.split(".")[0] == "rich"), file=sys.stderr)
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "typer", "click"))
+    print("LOADED", loaded, file=sys.stderr)
     sys.stderr.flush()
     exit_(code)
 os._exit = report
@@ -321,7 +322,8 @@ main()
         (["lint", "fixtures/xla_dump/mlp2"], "All checks passed"),
     ],
 )
-def test_text_to_a_pipe_does_not_import_rich(args, says):
+def test_text_to_a_pipe_imports_neither_rich_nor_typer(args, says):
+    """(typer: `cli.direct` runs these command lines)"""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     r = subprocess.run(
         [sys.executable, "-c", _LOADED, *args],
@@ -333,7 +335,7 @@ def test_text_to_a_pipe_does_not_import_rich(args, says):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert says in r.stdout
-    assert "RICH []" in r.stderr
+    assert "LOADED []" in r.stderr
 
 
 def test_dump_report_on_a_plain_console_is_richs(tmp_path):

@@ -3,7 +3,8 @@
 The app is built per run with only the invoked command registered: typer (0.29+) builds a
 pydantic validator for every parameter of every registered command when it runs, so building
 all six commands to run one doubles the start-up. `meshdiag --help`, no command, or an
-unknown one registers them all.
+unknown one registers them all. `inspect` and `lint` command lines that typer would read
+plainly run without importing typer at all (`cli.direct`).
 
 Errors a user can cause (`MeshdiagError`) print one line on stderr and exit 2; anything else
 is reported as an internal error in one line too, with the traceback only under
@@ -18,11 +19,13 @@ import importlib
 import os
 import signal
 import sys
-
-import typer
+from typing import TYPE_CHECKING, Annotated
 
 from meshdiag import __version__
 from meshdiag.cli.commands import COMMANDS
+
+if TYPE_CHECKING:
+    import typer
 
 
 def version_text() -> str:
@@ -34,14 +37,19 @@ def version_text() -> str:
 
 def _version(value: bool) -> None:
     if value:
+        import typer
+
         print(version_text())
         raise typer.Exit()
 
 
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """meshdiag: which slice of each tensor every device holds, and what is wrong with it."""
 
@@ -59,7 +67,11 @@ def invoked_command(argv: list[str]) -> str | None:
 
 def build_app(command: str | None = None) -> typer.Typer:
     """The typer app with `command` registered (every command when None)."""
+    import typer
+
     from meshdiag.cli.plain_params import install
+
+    globals()["typer"] = typer  # what `_root`'s annotation names (see `bind_typer_names`)
 
     install()  # plain values taken as they are, not through pydantic (see the module)
     app = typer.Typer(
@@ -97,17 +109,23 @@ class _Commands:
         register = self._app.command(*args, **kwargs)
 
         def decorator(fn):
-            @functools.wraps(fn)  # (typer reads the parameters through `__wrapped__`)
-            def run(*a, **kw):
-                try:
-                    return fn(*a, **kw)
-                except BrokenPipeError as e:
-                    raise _OutputClosed from e
-
-            register(run)
+            register(closing_output(fn))
             return fn
 
         return decorator
+
+
+def closing_output(fn):
+    """`fn`, with a BrokenPipeError it raises coming out as `_OutputClosed`."""
+
+    @functools.wraps(fn)  # (typer reads the parameters through `__wrapped__`)
+    def run(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except BrokenPipeError as e:
+            raise _OutputClosed from e
+
+    return run
 
 
 class _Signalled(BaseException):
@@ -218,22 +236,17 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> None:
+    from meshdiag.cli.direct import Aborted, run
     from meshdiag.errors import MeshdiagError
 
     args = sys.argv[1:] if argv is None else argv
     debug = os.environ.get("MESHDIAG_DEBUG") == "1"
     try:
-        app = build_app(invoked_command(args))
-        rc = app(args=args, prog_name="meshdiag", standalone_mode=False)
+        ran, rc = run(args, closing_output)
+        if not ran:
+            rc = _run_typer(args)
         sys.stdout.flush()  # a full disk shows here, not at interpreter exit
-    except typer.TyperException as e:  # usage errors: shown the way click shows them
-        show = getattr(e, "show", None)
-        if show is not None:
-            show()
-        else:
-            _error(f"error: {e.format_message()}")
-        sys.exit(2)
-    except typer.Abort:
+    except Aborted:
         _error("aborted")
         sys.exit(2)
     except MeshdiagError as e:
@@ -272,3 +285,23 @@ def _run(argv: list[str] | None) -> None:
         _error(f"internal error: {type(e).__name__}: {e} (set MESHDIAG_DEBUG=1 for the traceback)")
         sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _run_typer(args: list[str]) -> object:
+    """The command line run by typer: its usage errors shown the way it shows them."""
+    import typer
+
+    try:
+        return build_app(invoked_command(args))(
+            args=args, prog_name="meshdiag", standalone_mode=False
+        )
+    except typer.TyperException as e:
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            _error(f"error: {e.format_message()}")
+        sys.exit(2)
+    except typer.Abort:
+        _error("aborted")
+        sys.exit(2)

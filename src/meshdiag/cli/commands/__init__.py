@@ -1,6 +1,8 @@
 """One module per CLI command. Each defines `register(app)` and imports only typer at module
 level: heavy imports (numpy, rich) happen inside the command body, so
-`meshdiag --help` stays fast. `app` is what a command registers with: typer's
+`meshdiag --help` stays fast. `inspect` and `lint` do not import typer either: they also run
+without it (`cli.direct`), and bind what their signatures name when registered
+(`common.bind_typer_names`). `app` is what a command registers with: typer's
 `app.command`, as `cli.app` wraps it (`CommandApp`)."""
 
 from collections.abc import Callable

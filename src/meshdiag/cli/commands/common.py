@@ -1,60 +1,23 @@
-"""Options commands share (`--mesh`, `--target`, `--split`, `--format`, the collective
-checks' sizes)."""
+"""What commands share: reading `--format` and `--mesh`, the mesh's findings on a target;
+binding the option types (`options`) for a command that does not import typer."""
 
 from __future__ import annotations
 
-from typing import Annotated
+OPTION_TYPES = ("MeshOpt", "TargetOpt", "SplitOpt", "FormatOpt", "BudgetOpt", "RematOpt")
 
-import typer
 
-MeshOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--mesh",
-        "-m",
-        metavar="MESH",
-        help="Global mesh: 'batch=2,model=4', '2x4', '<[\"x\"=2, \"y\"=4]>', a preset "
-        "(n150, n300, t3k, galaxy, p150, p300, ...), or a .toml/.json file.",
-    ),
-]
-TargetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--target",
-        "-t",
-        metavar="TARGET",
-        help="Backend whose limits to check: tt-mlir, generic, t3k, ...",
-    ),
-]
-SplitOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--split",
-        metavar="[xla|chunk|array-split|even]",
-        help="Split rule for uneven dims (default xla).",
-    ),
-]
-FormatOpt = Annotated[
-    str,
-    typer.Option("--format", "-f", metavar="[text|json]", help="Output format."),
-]
-#: the collective checks' sizes (`comms` and `lint`): bytes, e.g. 65536, 64KiB, 1GB
-BudgetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--collective-budget",
-        metavar="BYTES",
-        help="Bytes one collective may move per device (MD201): 65536, 64KiB, 1GB.",
-    ),
-]
-RematOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--remat-min-bytes",
-        metavar="BYTES",
-        help="Smallest tensor whose full gather MD202 reports [default: 1MiB].",
-    ),
-]
+def bind_typer_names(namespace: dict) -> None:
+    """Bind `typer` and the option types (`options`) in a command module's `namespace`, for
+    a module whose signature annotations (strings, `from __future__ import annotations`) name
+    them without importing them: its command then runs without typer on the direct path
+    (`cli.direct`), and typer, which reads the annotations when the command is registered,
+    finds them."""
+    import typer
+
+    from meshdiag.cli.commands import options
+
+    namespace["typer"] = typer
+    namespace.update((name, getattr(options, name)) for name in OPTION_TYPES)
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = ("text", "json")) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import BudgetOpt, FormatOpt, MeshOpt, RematOpt
+from meshdiag.cli.commands.options import BudgetOpt, FormatOpt, MeshOpt, RematOpt
 
 
 def register(app: CommandApp) -> None:

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import FormatOpt, MeshOpt, check_format, load_mesh
+from meshdiag.cli.commands.common import check_format, load_mesh
+from meshdiag.cli.commands.options import FormatOpt, MeshOpt
 
 TARGET_FORMATS = ("gspmd", "gspmd-v1", "gspmd-v3", "sdy", "pspec")
 

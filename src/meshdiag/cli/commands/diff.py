@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import FormatOpt, MeshOpt, SplitOpt, check_format, load_mesh
+from meshdiag.cli.commands.common import check_format, load_mesh
+from meshdiag.cli.commands.options import FormatOpt, MeshOpt, SplitOpt
 
 
 def register(app: CommandApp) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING, Annotated
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import FormatOpt, MeshOpt, SplitOpt, TargetOpt
+from meshdiag.cli.commands.common import bind_typer_names
+
+if TYPE_CHECKING:  # bound when registered (`bind_typer_names`): run directly without typer
+    import typer
+
+    from meshdiag.cli.commands.options import FormatOpt, MeshOpt, SplitOpt, TargetOpt
 
 
 def register(app: CommandApp) -> None:
+    bind_typer_names(globals())
     app.command(name="inspect")(inspect)
 
 

@@ -5,17 +5,21 @@ Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or interna
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING, Annotated
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import BudgetOpt, MeshOpt, RematOpt, SplitOpt, TargetOpt
+from meshdiag.cli.commands.common import bind_typer_names
+
+if TYPE_CHECKING:  # bound when registered (`bind_typer_names`): run directly without typer
+    import typer
+
+    from meshdiag.cli.commands.options import BudgetOpt, MeshOpt, RematOpt, SplitOpt, TargetOpt
 
 _CODES_HELP = "Comma-separated codes or prefixes (MD103, MD1, ALL); repeatable."
 
 
 def register(app: CommandApp) -> None:
+    bind_typer_names(globals())
     app.command(name="lint")(lint)
 
 

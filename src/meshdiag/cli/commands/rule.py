@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import FormatOpt
+from meshdiag.cli.commands.options import FormatOpt
 
 
 def register(app: CommandApp) -> None:

@@ -7,15 +7,8 @@ from typing import Annotated
 import typer
 
 from meshdiag.cli.commands import CommandApp
-from meshdiag.cli.commands.common import (
-    FormatOpt,
-    MeshOpt,
-    SplitOpt,
-    TargetOpt,
-    check_format,
-    load_mesh,
-    mesh_findings,
-)
+from meshdiag.cli.commands.common import check_format, load_mesh, mesh_findings
+from meshdiag.cli.commands.options import FormatOpt, MeshOpt, SplitOpt, TargetOpt
 
 
 def register(app: CommandApp) -> None:
