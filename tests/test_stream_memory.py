@@ -293,8 +293,10 @@ def test_spill_to_temporary_file_keeps_order(spooled, tmp_path, monkeypatch):
     """Rendered modules past the in-memory limit go to a temporary file, in order."""
     monkeypatch.setattr(worker, "SPILL", 1000)
     made = []
-    real = worker.tempfile.TemporaryFile
-    monkeypatch.setattr(worker.tempfile, "TemporaryFile", lambda: made.append(1) or real())
+    import tempfile  # (the worker imports it when it first spills)
+
+    real = tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: made.append(1) or real())
     f = tmp_path / "some.mlir"
     write_big(f, 0.1)
     look = {"width": 100, "height": 25, "color_system": None, "force_terminal": False}

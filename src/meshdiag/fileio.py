@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TypeVar
@@ -149,6 +148,8 @@ def atomic_writer(path: str, what: str, *, binary: bool = False) -> Iterator[IO]
             raise MeshdiagError(f"cannot write {what} {path}: {describe_os_error(e)}") from None
         return
     directory = os.path.dirname(os.path.abspath(target))
+    import tempfile  # (4 ms of every run's start-up, for a run that writes a file)
+
     try:
         fd, tmp = tempfile.mkstemp(
             prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory

@@ -25,7 +25,6 @@ import stat
 import sys
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
-from pathlib import Path
 from typing import BinaryIO
 
 from meshdiag.ir import hlo, linememo, mlir
@@ -247,11 +246,11 @@ def _skipped(b: Builder, path: str, head: bytes) -> bool:
     """Empty and binary files are noted and not scanned (`head`: the file's first bytes,
     or more of them: only the first `SNIFF` are looked at)."""
     if not head:  # said, so every input is accounted for
-        b.note(f"empty file skipped: {Path(path).name}")
+        b.note(f"empty file skipped: {_name(path)}")
         b.report.skipped = "empty"
         return True
     if head.find(b"\0", 0, SNIFF) >= 0 or path.endswith(BINARY_EXT):
-        b.note(f"binary file skipped: {Path(path).name}")
+        b.note(f"binary file skipped: {_name(path)}")
         b.report.skipped = "binary"
         return True
     return False
@@ -453,3 +452,11 @@ def partitioned_by_name(path: str) -> bool:
 
 
 _native_read_small = native("read_small")
+
+
+def _name(path: str) -> str:
+    """The file name of `path` as `pathlib` gives it (imported here: pathlib is 3 ms of
+    every run's start-up, and only an empty or binary file needs it)."""
+    from pathlib import Path
+
+    return Path(path).name

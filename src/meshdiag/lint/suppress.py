@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import re
 import zlib
@@ -200,6 +199,8 @@ def _entries(findings: Iterable[Finding], base: str) -> Iterator[dict]:
 
 def write_baseline(path: str, findings: Iterable[Finding]) -> int:
     """Write every finding to a baseline file; returns the number of findings recorded."""
+    import json  # (here, as in `load_baseline`: most runs read no baseline)
+
     findings = list(findings)
     base = os.path.dirname(os.path.abspath(path))
     doc = {"version": 1, "tool": "meshdiag", "findings": list(_entries(findings, base))}
@@ -208,6 +209,8 @@ def write_baseline(path: str, findings: Iterable[Finding]) -> int:
 
 
 def load_baseline(path: str) -> Baseline:
+    import json
+
     text = read_text(path, "baseline")
     try:
         doc = parse_nested(json.loads, text, f"baseline {path}")

@@ -11,8 +11,6 @@ only when files are inspected, not for `meshdiag --help`.
 from __future__ import annotations
 
 import io
-import json
-import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -91,6 +89,13 @@ def _summary():
     return DumpSummary()
 
 
+def _findings_json(findings: list[Finding]) -> list[str]:
+    """Each finding's JSON (json imported here: the text output never needs it)."""
+    import json
+
+    return [json.dumps(f.to_json()) for f in findings]
+
+
 def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> list[str]:
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
     finding's JSON."""
@@ -99,7 +104,7 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None)
     write(head.encode("ascii"))
     _, _, findings = _scan(path, _JsonModules(shown, write), summary, data)
     write(tail.encode("ascii"))
-    return [json.dumps(f.to_json()) for f in findings]
+    return _findings_json(findings)
 
 
 class _JsonModules:
@@ -207,6 +212,8 @@ class _Body:
         self.size += len(text)
         if self.size >= SPILL:
             if self.file is None:
+                import tempfile  # (4 ms of start-up: shutil, random; a small run never spills)
+
                 self.file = tempfile.TemporaryFile()
             self.file.write("".join(self.parts).encode(*_UTF8))
             self.parts = []
@@ -266,8 +273,7 @@ def json_ends(path: str, done: list[PartDone]) -> tuple[bytes, bytes, list[str]]
     """In the parent, once every part of the big file `path` is done: its JSON before and
     after its modules, and its findings' JSON, as `json_one` writes them."""
     head, tail = file_json_parts(path)
-    findings = [json.dumps(f.to_json()) for f in _findings(done)]
-    return head.encode("ascii"), tail.encode("ascii"), findings
+    return head.encode("ascii"), tail.encode("ascii"), _findings_json(_findings(done))
 
 
 def text_ends(path: str, done: list[PartDone], look: dict) -> tuple[bytes, bytes, int]:
