@@ -195,3 +195,31 @@ def test_other_command_lines_are_left_to_typer(argv):
 def test_shell_completion_is_left_to_typer(monkeypatch):
     monkeypatch.setenv(direct.COMPLETION_VAR, "bash_complete")
     assert direct.run(["inspect", "d.mlir"], lambda fn: fn) == (False, None)
+
+
+@pytest.mark.parametrize(
+    "raised, status, says",
+    [(EOFError, 2, "\nmeshdiag: aborted\n"), (KeyboardInterrupt, 130, "")],
+)
+def test_the_command_ending_early_comes_out_as_typer_has_it(
+    monkeypatch, capsys, raised, status, says
+):
+    """An end of input or a KeyboardInterrupt inside the command: the same message and
+    exit status whether it ran directly or through typer (`--` makes typer run it)."""
+    from meshdiag.cli.app import main
+    from meshdiag.cli.commands import inspect as command
+
+    real = command.inspect
+
+    @functools.wraps(real)
+    def ends(**kwargs):
+        raise raised
+
+    monkeypatch.setattr(command, "inspect", ends)
+    seen = []
+    for argv in (["inspect", "d.mlir"], ["inspect", "--", "d.mlir"]):
+        assert (direct.parse(argv) is not None) == (argv[1] != "--")
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        seen.append((e.value.code, capsys.readouterr().err))
+    assert seen[0] == seen[1] == (status, says)
