@@ -234,10 +234,11 @@ def _emit(result, fmt: str, statistics: bool, output_file: str | None, ctx) -> N
     import sys
 
     from meshdiag.report import lint as outputs
-    from meshdiag.report.lint import statistics as stats
 
     def render(stream) -> None:
         if statistics:
+            from meshdiag.report.lint import statistics as stats
+
             stats.write(result, stream, ctx, as_json=fmt in ("json", "json-lines"))
         else:
             outputs.write(fmt, result, stream, ctx)
