@@ -398,3 +398,30 @@ def test_lint_of_correct_dumps_and_listed_replicated_tiles_import_no_numpy(tmp_p
         "  ROOT %p = f32[7,8]{1,0} parameter(0), sharding={devices=[8,1]3,1,0,2,4,5,6,7}\n}\n"
     )
     assert "numpy" not in imported(["lint", str(uneven), "--split", "chunk"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(**TILED)
+def test_a_headers_notes_read_from_the_tiles_are_the_devices_notes(h, data, split, extra):
+    """A picture header's notes (padded buffers, empty shards, devices without data) read
+    from a small tiling's tiles (`listed_notes`, no numpy) are those its per-device arrays
+    give (`array_notes`); every tiled layout of a few devices is read so."""
+    from meshdiag.report.grid import LISTED_NOTES_DEVICES, array_notes, listed_notes
+
+    tiled = h.is_tiled and h.tile is not None and h.data_rank is not None
+    n = (h.tile.num_devices if tiled else 1) + extra  # type: ignore[union-attr]
+    tiles = h.tile.dims[: h.data_rank] if tiled else (1,) * data.draw(st.integers(0, 3))  # type: ignore[union-attr]
+    shape = tuple(
+        k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1, 2])) for k in tiles
+    )
+    for memos in (None, RunMemos()):
+        try:
+            lay = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+        except MeshdiagError:
+            return
+        listed = listed_notes(lay)
+        small = lay.tiling is not None and lay.tiling.devices is not None
+        if small and lay.rank and n <= LISTED_NOTES_DEVICES:
+            assert listed is not None
+        if listed is not None:
+            assert listed == array_notes(lay)

@@ -453,11 +453,73 @@ def header_lines(
     lines = _head_lines(
         sharding_text or lay.kind, lay.shape, lay.split, lay.num_devices, lay.notes, legend
     )
-    if lay.whole_shards:  # no device padded, empty or without data
-        _plan_notes(lay.tiles, plan, lines)
-        return lines
+    if not lay.whole_shards:  # some device padded, empty or without data
+        notes = listed_notes(lay)
+        lines += notes if notes is not None else array_notes(lay)
+    _plan_notes(lay.tiles, plan, lines)
+    return lines
+
+
+#: devices `listed_notes` reads one by one, at most (past it, `array_notes`)
+LISTED_NOTES_DEVICES = 4096
+
+
+def listed_notes(lay: Layout) -> list[str] | None:
+    """`array_notes` of a tiled layout of a few devices, read from its tiles alone (the
+    tiling's listed tile order and the dims' splits, `Layout.tile_part`): no per-device
+    arrays, so no numpy (its import was 0.06 s of a run whose only uneven values were
+    small). None for any other layout."""
+    t = lay.tiling
+    n = lay.num_devices
+    if t is None or not lay.rank or n > LISTED_NOTES_DEVICES:
+        return None
+    order = t.listed_order()
+    if order is None:
+        return None
+    padded: list[tuple[int, tuple[int, ...]]] = []  # (device, its buffer)
+    empty: list[int] = []
+    chunk: list[int] = []  # named by the sharding, past the last chunk
+    for k in range(len(order)):
+        index, devices, _ = order.tile(k)
+        part = lay.tile_part(index)
+        if part is None:
+            chunk.extend(devices)
+            continue
+        slices, buffer, _ = part
+        if any(b > stop - start for (start, stop), b in zip(slices, buffer, strict=True)):
+            padded.extend((d, buffer) for d in devices)
+        if any(stop <= start for start, stop in slices):
+            empty.extend(devices)
+    lines = []
+    if padded:
+        buf = dims_text(min(padded)[1])  # the lowest device's, as `array_notes` names it
+        devs = [d for d, _ in padded]
+        lines.append(
+            f"padded buffers ({buf}, split {lay.split}): devices "
+            f"{compress_devices(devs, max_chars=60)}"
+        )
+    if empty:
+        lines.append("empty shards (no elements): devices " + compress_devices(empty, max_chars=60))
+    if chunk:
+        lines.append(
+            "no data (past the last chunk): devices " + compress_devices(chunk, max_chars=60)
+        )
+    if order.count < n:  # devices the sharding does not name
+        named = set(order.lists()[0])
+        outside = [d for d in range(n) if d not in named]
+        if outside:
+            lines.append(
+                "no data (not in the sharding): devices " + compress_devices(outside, max_chars=60)
+            )
+    return lines
+
+
+def array_notes(lay: Layout) -> list[str]:
+    """A layout's notes from its per-device arrays: the padded buffers, the empty shards and
+    the devices without data."""
     import numpy as np
 
+    lines = []
     padded = lay.padded
     if padded.any():
         devs = np.nonzero(padded)[0]
@@ -487,7 +549,6 @@ def header_lines(
                 f"no data ({why}): devices "
                 + compress_devices(np.nonzero(outside)[0], max_chars=60)
             )
-    _plan_notes(lay.tiles, plan, lines)
     return lines
 
 
