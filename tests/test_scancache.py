@@ -368,3 +368,41 @@ def test_streamed_plain_constraints_give_what_a_whole_file_gives(monkeypatch):
     straight = {lines[n - 1].split(" <", 1)[1][:18] for n in taken}
     assert '@mesh, [{"x"}, {}]' in straight
     assert not any("sdy.mesh" in k or "func.func" in k for k in straight)
+
+
+def test_a_tiled_form_parsed_again_is_one_object_only_when_every_field_is_the_same():
+    """A sharding parsed again (another mesh state, a per-value list, another spelling) has
+    the run's one object for its tiled form, so memos keyed by it find it by identity;
+    forms equal but for what equality leaves out (metadata, the tile assignment's
+    spelling, the named form's mesh name) stay apart."""
+    from dataclasses import replace
+
+    from meshdiag.ir.annot import Parsed, parse_named_mesh
+
+    cache = ScanCache()
+    mesh = parse_named_mesh('<["x"=2, "y"=4]>', "mesh")[0]
+    other = parse_named_mesh('<["z"=8]>', "other")[0]
+    one = (("mesh", mesh),)
+    two = (("mesh", mesh), ("other", other))  # a module declaring one more mesh
+    text = '#sdy.sharding<@mesh, [{"x"}, {}]>'
+    a = cache.named(text, one, (), cache.token(one))
+    b = cache.named(text, two, (), cache.token(two))
+    assert a is not b and a.hlo is b.hlo
+    items, err, _ = cache.per_value('#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>', one)
+    assert err is None and items[0].hlo is a.hlo
+
+    plain = cache.hlo("{devices=[2,4]<=[8]}")[0]
+    spaced = cache.hlo("{devices=[2,4]<=[8] }")[0]  # the same in every field
+    assert spaced.hlo is plain.hlo and spaced.sharding is plain.hlo
+    for apart in ("{devices=[2,4]0,1,2,3,4,5,6,7}", '{devices=[2,4]<=[8] metadata={op_name="a"}}'):
+        p = cache.hlo(apart)[0]
+        assert p.hlo == plain.hlo and p.hlo is not plain.hlo
+
+    ns = a.sharding  # a named form on `mesh` (what a V3 GSPMD text's tiled form keeps)
+    assert ns is not None and ns.mesh is not None
+    h1 = replace(plain.hlo, named=ns)
+    h2 = replace(plain.hlo, named=replace(ns, mesh=replace(ns.mesh, name="elsewhere")))
+    assert h1 == h2
+    assert cache._same_tiled(Parsed(ns, h1)).hlo is h1
+    assert cache._same_tiled(Parsed(ns, h2)).hlo is h2  # its mesh's name differs: apart
+    assert cache._same_tiled(Parsed(ns, replace(h1))).hlo is h1  # the same in every field

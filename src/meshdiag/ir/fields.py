@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import re
 
-from meshdiag.ir import annot
 from meshdiag.ir.annot import Parsed
 from meshdiag.ir.builder import Builder
 from meshdiag.ir.fast import native
@@ -128,7 +127,7 @@ def _parsed(b: Builder, text: str) -> tuple[Parsed, Notation] | None:
     sharding, or a GSPMD string's text; None when it is not exactly one (a list that does
     not parse, a tuple): the general reader then reads the line."""
     if text.startswith("#sdy.sharding_per_value"):
-        items, err, _ = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
+        items, err, _ = b.cache.per_value(text, b.mesh_key, b.manual_axes)
         return (items[0], "sdy") if err is None and len(items) == 1 else None
     if text.startswith("#sdy"):
         return b.named(text), "sdy"

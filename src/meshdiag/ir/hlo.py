@@ -152,7 +152,7 @@ def _instruction(b: Builder, line: str, lineno: int) -> None:
             continue
         text = unescape(line[cstart:cend])
         if text.startswith("#sdy.sharding_per_value"):
-            items, err, off = b.cache.call(annot.parse_per_value, text, b.mesh_key)
+            items, err, off = b.cache.per_value(text, b.mesh_key)
             if err is not None:
                 items = [annot.Parsed(None, None, err, off)]
         else:

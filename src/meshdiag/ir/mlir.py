@@ -418,7 +418,7 @@ def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:
     """A Shardy annotation (`#sdy.sharding<...>` or `#sdy.sharding_per_value<[...]>`): one
     value per sharding; a per-value list that does not parse is one value with the error."""
     if text.startswith("#sdy.sharding_per_value"):
-        items, err, off = b.cache.call(annot.parse_per_value, text, b.mesh_key, b.manual_axes)
+        items, err, off = b.cache.per_value(text, b.mesh_key, b.manual_axes)
         if err is not None:
             p = annot.Parsed(None, None, err, off)
             b.value(names[0], lineno, col, text, "sdy", p, kind=kind, op=opname)
