@@ -580,6 +580,34 @@ def test_plain_mesh_grid_is_what_rich_draws(axes, width, color):
         assert all(str(d) in drawn for d in range(math.prod(n for _, n in axes)))
 
 
+@pytest.mark.parametrize(
+    "text, width",
+    [
+        ("data=2,model=8", 80),  # rich cuts the headers to `model[…`
+        ("data=4,model=8", 80),
+        ("data=2,model=8", 60),  # the row names too, the columns a character apart
+        ("data=2,model=8", 40),  # every column narrowed evenly at the end
+        ("batch=2,expert=4,model=2", 40),
+    ],
+)
+def test_a_mesh_grid_wider_than_the_console_is_narrowed_as_rich_narrows_it(text, width):
+    """(common meshes, drawn without importing rich: 8 columns of `model[0]` are 82
+    characters wide)"""
+    import io
+
+    from rich.console import Console
+
+    from meshdiag.inputs.mesh_input import parse_mesh
+    from meshdiag.ir.model import MeshDecl
+    from meshdiag.report.file_text import mesh_grid
+
+    grid = mesh_grid(MeshDecl("mesh", parse_mesh(text), 1, 1, text))
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, soft_wrap=True).print(grid)
+    assert "…" in buf.getvalue()
+    assert grid.plain(width) == buf.getvalue()
+
+
 #: untiled layouts of a matrix (every device, or one, holds it whole: one cell)
 _UNTILED_MATRICES = st.builds(
     lambda text, shape, n: layout(parse_gspmd(text), shape, num_devices=n),

@@ -91,16 +91,22 @@ class MeshGrid:
     def plain(self, width: int) -> str | None:
         """What a colourless console `width` columns wide prints for the table (its title,
         then each row: cells as wide as their column's widest, the first left-justified,
-        the others right, a space either side); None where only rich draws it: a header
-        or title wider than the console (rich narrows it)."""
+        the others right, a space either side); a header wider than the console is
+        narrowed as rich narrows it (`narrowed_widths`: a cell longer than its column is
+        cut to its start and `…`). None where only rich draws it: a title wider than the
+        console, a column narrowed to nothing, a cell rich would wrap or that is not
+        ASCII."""
         shown = [self.header, *self.rows] if self.named else self.rows
         widths = [max(map(len, column)) for column in zip(*shown, strict=True)]
         if len(self.title) > width:
             return None
         if self.cells_width() > width:
             return f"{self.title}  {TOO_WIDE}\n"
-        if sum(widths) + 2 * len(widths) > width:  # rich narrows the header
-            return None
+        if sum(widths) + 2 * len(widths) > width:  # rich narrows the columns
+            widths = [w - 2 for w in narrowed_widths([min(w + 2, width) for w in widths], width)]
+            if min(widths) < 1 or not all(_narrowable(c) for row in shown for c in row):
+                return None
+            shown = [tuple(_cut(c, w) for c, w in zip(row, widths, strict=True)) for row in shown]
         lines = [self.title]
         for row in shown:
             cells = zip(row[1:], widths[1:], strict=True)
@@ -108,6 +114,55 @@ class MeshGrid:
                 f" {row[0].ljust(widths[0])} " + "".join(f" {c.rjust(w)} " for c, w in cells)
             )
         return "\n".join(lines) + "\n"
+
+
+def narrowed_widths(widths: list[int], max_width: int) -> list[int]:
+    """The widths rich's `Table` draws columns of natural widths `widths` (padding
+    included, every column free to shrink) at in `max_width`: the widest narrowed first,
+    down to the next widest, until they fit (`Table._collapse_widths`; its last resort,
+    narrowing every column evenly, is never reached when all of them may shrink)."""
+    total = sum(widths)
+    excess = total - max_width
+    while total and excess > 0:
+        widest = max(widths)
+        step = widest - max([w for w in widths if w != widest], default=0)
+        ratios = [1 if w == widest else 0 for w in widths]
+        widths = _ratio_reduce(excess, ratios, [min(excess, step)] * len(widths), widths)
+        total = sum(widths)
+        excess = total - max_width
+    return widths
+
+
+def _ratio_reduce(
+    total: int, ratios: list[int], maximums: list[int], values: list[int]
+) -> list[int]:
+    """`total` taken from `values` by `ratios`, at most `maximums` from each (rich's
+    `ratio_reduce`, its rounding too)."""
+    ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
+    left, share = total, sum(ratios)
+    if not share:
+        return values[:]
+    out = []
+    for r, m, v in zip(ratios, maximums, values, strict=True):
+        if r and share > 0:
+            taken = min(m, round(r * left / share))
+            out.append(v - taken)
+            left -= taken
+            share -= r
+        else:
+            out.append(v)
+    return out
+
+
+def _narrowable(cell: str) -> bool:
+    """A cell rich cuts rather than wraps, one column a character."""
+    return cell.isascii() and cell.isprintable() and " " not in cell
+
+
+def _cut(cell: str, width: int) -> str:
+    """A cell as rich draws it in a column `width` wide: cut to its start and `…` when
+    longer."""
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
 
 
 def module_lines(s: ModuleSummary) -> Iterator:
