@@ -24,7 +24,8 @@ with `git archive`, with this tree's native scanner, or its own built there when
 sources differ: `compare_outputs.export_base`) and this tree's: this machine's speed
 drifts by up to a third between minutes, so a change is judged by sides measured side by
 side. Per side: the best and the median time, each a ratio to the best grep of the run,
-the median CPU (user + system of the whole process tree) and the peak RSS.
+the median CPU (user + system of the whole process tree, and the system part) and the
+peak RSS.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ with tempfile.TemporaryFile() as out:
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime
-print(json.dumps({"seconds": dt, "cpu": cpu, "rss_mb": ru.ru_maxrss / 1024, "rc": rc}))
+print(json.dumps({"seconds": dt, "cpu": cpu, "sys": ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024, "rc": rc}))
 """
 
 
@@ -146,10 +147,11 @@ def against(path: Path, rev: str, rounds: int, diff: bool = False) -> None:
                 secs = [r["seconds"] for r in rs]
                 b, m = min(secs), statistics.median(secs)
                 cpu = statistics.median(r["cpu"] for r in rs)
+                system = statistics.median(r["sys"] for r in rs)
                 rss = max(r["rss_mb"] for r in rs)
                 print(
                     f"  {label:26} {name:10} {b:6.2f} ({b / grep:4.1f}x) / {m:6.2f} "
-                    f"({m / grep:4.1f}x)  CPU {cpu:5.2f} s  {rss:4.0f} MB",
+                    f"({m / grep:4.1f}x)  CPU {cpu:5.2f} s (system {system:4.2f})  {rss:4.0f} MB",
                     flush=True,
                 )
 
