@@ -176,6 +176,23 @@ def test_whole_shards_of_listed_layouts(sharding, shape, split, n, whole):
         assert bool(lay.whole_shards) is whole is _whole_truth(lay)
 
 
+def _drawn_layouts(h, data, split: str, extra: int):
+    """The layouts of `TILED`'s draws: a shape drawn for `h` (dims a multiple of their tile
+    count, or a little more: padded, empty, past a chunk) on its devices and `extra` more,
+    made with the run's memos and without; none where the sharding does not fit it."""
+    tiled = h.is_tiled and h.tile is not None and h.data_rank is not None
+    n = (h.tile.num_devices if tiled else 1) + extra
+    tiles = h.tile.dims[: h.data_rank] if tiled else (1,) * data.draw(st.integers(0, 3))
+    shape = tuple(
+        k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1, 2])) for k in tiles
+    )
+    for memos in (None, RunMemos()):
+        try:
+            yield layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
+        except MeshdiagError:
+            return
+
+
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(**TILED)
 def test_whole_shards_is_what_the_devices_say(h, data, split, extra):
@@ -183,18 +200,8 @@ def test_whole_shards_is_what_the_devices_say(h, data, split, extra):
     looks at no device), never claims what the devices do not hold; where the tiling is
     small enough to gather, it says so whenever it holds (the headers' shortcut is taken),
     with the run's memos or without."""
-    tiled = h.is_tiled and h.tile is not None and h.data_rank is not None
-    n = (h.tile.num_devices if tiled else 1) + extra  # type: ignore[union-attr]
-    # dims a multiple of their tile count, or a little more (padded, empty, past a chunk)
-    tiles = h.tile.dims[: h.data_rank] if tiled else (1,) * data.draw(st.integers(0, 3))  # type: ignore[union-attr]
-    shape = tuple(
-        k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1, 2])) for k in tiles
-    )
-    for memos in (None, RunMemos()):
-        try:
-            lay = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
-        except MeshdiagError:
-            return
+    for lay in _drawn_layouts(h, data, split, extra):
+        n = lay.num_devices
         truth = _whole_truth(lay)
         assert not lay.whole_shards or truth
         if lay.kind in ("tiled", "replicated") and n <= engine.MAX_GATHER_DEVICES:
@@ -408,20 +415,10 @@ def test_a_headers_notes_read_from_the_tiles_are_the_devices_notes(h, data, spli
     give (`array_notes`); every tiled layout of a few devices is read so."""
     from meshdiag.report.grid import LISTED_NOTES_DEVICES, array_notes, listed_notes
 
-    tiled = h.is_tiled and h.tile is not None and h.data_rank is not None
-    n = (h.tile.num_devices if tiled else 1) + extra  # type: ignore[union-attr]
-    tiles = h.tile.dims[: h.data_rank] if tiled else (1,) * data.draw(st.integers(0, 3))  # type: ignore[union-attr]
-    shape = tuple(
-        k * data.draw(st.integers(0, 3)) + data.draw(st.sampled_from([0, 0, 1, 2])) for k in tiles
-    )
-    for memos in (None, RunMemos()):
-        try:
-            lay = layout(h, shape, split=split, num_devices=n, memos=memos, keep=False)
-        except MeshdiagError:
-            return
+    for lay in _drawn_layouts(h, data, split, extra):
         listed = listed_notes(lay)
         small = lay.tiling is not None and lay.tiling.devices is not None
-        if small and lay.rank and n <= LISTED_NOTES_DEVICES:
+        if small and lay.rank and lay.num_devices <= LISTED_NOTES_DEVICES:
             assert listed is not None
         if listed is not None:
             assert listed == array_notes(lay)
