@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from meshdiag.notation.devicelist import NOTATION, compress_devices
@@ -490,28 +490,13 @@ def listed_notes(lay: Layout) -> list[str] | None:
             padded.extend((d, buffer) for d in devices)
         if any(stop <= start for start, stop in slices):
             empty.extend(devices)
-    lines = []
-    if padded:
-        buf = dims_text(min(padded)[1])  # the lowest device's, as `array_notes` names it
-        devs = [d for d, _ in padded]
-        lines.append(
-            f"padded buffers ({buf}, split {lay.split}): devices "
-            f"{compress_devices(devs, max_chars=60)}"
-        )
-    if empty:
-        lines.append("empty shards (no elements): devices " + compress_devices(empty, max_chars=60))
-    if chunk:
-        lines.append(
-            "no data (past the last chunk): devices " + compress_devices(chunk, max_chars=60)
-        )
+    outside: list[int] = []
     if order.count < n:  # devices the sharding does not name
         named = set(order.lists()[0])
         outside = [d for d in range(n) if d not in named]
-        if outside:
-            lines.append(
-                "no data (not in the sharding): devices " + compress_devices(outside, max_chars=60)
-            )
-    return lines
+    # (the lowest padded device's buffer, as `array_notes` names it)
+    buf = min(padded)[1] if padded else ()
+    return _note_lines(lay, [d for d, _ in padded], buf, empty, chunk, outside)
 
 
 def array_notes(lay: Layout) -> list[str]:
@@ -519,36 +504,40 @@ def array_notes(lay: Layout) -> list[str]:
     the devices without data."""
     import numpy as np
 
-    lines = []
-    padded = lay.padded
-    if padded.any():
-        devs = np.nonzero(padded)[0]
-        buf = dims_text(tuple(lay.buffers[devs[0]].tolist()))
-        lines.append(
-            f"padded buffers ({buf}, split {lay.split}): devices "
-            f"{compress_devices(devs, max_chars=60)}"
-        )
-    empty = lay.empty & lay.present
-    if empty.any() and lay.rank:
-        lines.append(
-            "empty shards (no elements): devices "
-            + compress_devices(np.nonzero(empty)[0], max_chars=60)
-        )
+    padded = np.nonzero(lay.padded)[0]
+    buf = tuple(lay.buffers[padded[0]].tolist()) if len(padded) else ()
+    empty = np.nonzero(lay.empty & lay.present)[0] if lay.rank else ()
     absent = ~lay.present
-    if absent.any():
-        outside = absent & (lay.tile_index[:, 0] < 0 if lay.rank else ~lay.present)
-        chunk = absent & ~outside
-        if chunk.any():
-            lines.append(
-                "no data (past the last chunk): devices "
-                + compress_devices(np.nonzero(chunk)[0], max_chars=60)
-            )
-        if outside.any():
-            why = "not the maximal device" if lay.kind == "maximal" else "not in the sharding"
-            lines.append(
-                f"no data ({why}): devices "
-                + compress_devices(np.nonzero(outside)[0], max_chars=60)
-            )
+    outside = absent & (lay.tile_index[:, 0] < 0 if lay.rank else ~lay.present)
+    chunk = np.nonzero(absent & ~outside)[0]
+    return _note_lines(lay, padded, buf, empty, chunk, np.nonzero(outside)[0])
+
+
+def _note_lines(
+    lay: Layout,
+    padded: Sequence[int],
+    buffer: tuple[int, ...],
+    empty: Sequence[int],
+    chunk: Sequence[int],
+    outside: Sequence[int],
+) -> list[str]:
+    """A header's notes on the devices padded (the first one's `buffer`), holding an empty
+    shard, past the last chunk, and outside the sharding (or not its maximal device)."""
+    lines = []
+    if len(padded):
+        lines.append(
+            f"padded buffers ({dims_text(buffer)}, split {lay.split}): devices "
+            f"{compress_devices(padded, max_chars=60)}"
+        )
+    if len(empty):
+        lines.append("empty shards (no elements): devices " + compress_devices(empty, max_chars=60))
+    if len(chunk):
+        lines.append(
+            "no data (past the last chunk): devices " + compress_devices(chunk, max_chars=60)
+        )
+    if len(outside):
+        why = "not the maximal device" if lay.kind == "maximal" else "not in the sharding"
+        lines.append(f"no data ({why}): devices " + compress_devices(outside, max_chars=60))
     return lines
 
 
