@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
+from meshdiag.cli.plain_params import DECIMAL  # an integer typer reads as it is
+
 #: a parameter's kinds: one value kept as it is, a decimal integer, a flag, a repeatable one
 STR, INT, FLAG, LIST = "str", "int", "flag", "list"
-
-#: a decimal integer as typer reads it (`cli.plain_params`: anything else goes to typer)
-_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 
 
 class Command(NamedTuple):
@@ -135,7 +133,7 @@ def parse(argv: list[str]) -> tuple[Command, dict[str, object]] | None:
             attached = argv[i]
             i += 1
         if kind == INT:
-            if not _DECIMAL.fullmatch(attached):
+            if not DECIMAL.fullmatch(attached):
                 return None
             got[name] = int(attached)
         elif kind == LIST:

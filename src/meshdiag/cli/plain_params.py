@@ -23,7 +23,7 @@ from typing import Any
 
 #: a decimal integer as `int()` and pydantic both read it (no sign `+`, no leading zeros,
 #: no `_`, no spaces, short of any digit limit): anything else goes to typer
-_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
+DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 
 _LIST_STR = list[str]
 
@@ -39,7 +39,7 @@ def _plain(kind: object, value: Any) -> tuple[bool, Any]:
     if kind is int:
         if t is int:
             return True, value
-        if t is str and _DECIMAL.fullmatch(value):
+        if t is str and DECIMAL.fullmatch(value):
             return True, int(value)
         return False, None
     if kind == _LIST_STR and (t is list or t is tuple):
