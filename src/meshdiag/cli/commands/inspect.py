@@ -224,10 +224,8 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
     """Copy the files' rendered text out in order; return their `DumpSummary` when the
     batches made one (--html), else None."""
     from meshdiag.cli.commands.inspect_worker import text_ends
-    from meshdiag.pipeline.dump_summary import DumpSummary
 
-    summary = DumpSummary()
-    made = False
+    summary = None  # made by the first batch that brings one (--html)
     n_files = n_findings = 0
     console.file.flush()
     # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
@@ -258,15 +256,18 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
         if progress is not None:
             progress.advance(paths)
         if part is not None:
-            summary.merge(part)
-            made = True
+            if summary is None:
+                summary = part
+            else:
+                summary.merge(part)
         n_files += len(paths)
         n_findings += found
     if out is not None:
         out.flush()
-    summary.skipped += len(skipped)  # the walk is over: every batch is out
+    if summary is not None:
+        summary.skipped += len(skipped)  # the walk is over: every batch is out
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
-    return summary if made else None
+    return summary
 
 
 def _whole_files(results):
