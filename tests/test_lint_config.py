@@ -46,6 +46,20 @@ def test_closest_pyproject_with_table_wins(tmp_path):
     assert load_config(found).values == {"ignore": ["MD103"]}
 
 
+def test_a_found_pyproject_is_read_once(tmp_path, monkeypatch):
+    """Telling whether a pyproject.toml holds the table reads it; the settings take what was
+    read then, not the file again."""
+    import meshdiag.fileio as fileio
+
+    write(tmp_path / "pyproject.toml", '[tool.meshdiag]\nignore = ["MD103"]\n')
+    real = fileio.read_text
+    read: list[str] = []
+    monkeypatch.setattr(fileio, "read_text", lambda path, *a: read.append(path) or real(path, *a))
+    settings = resolve_settings(CliOptions(), CODES, cwd=str(tmp_path))
+    assert "MD103" not in settings.codes
+    assert read == [str(tmp_path / "pyproject.toml")]
+
+
 def test_meshdiag_toml_beats_pyproject_in_same_dir(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.meshdiag]\nignore = ["MD103"]\n')
     write(tmp_path / "meshdiag.toml", 'ignore = ["MD104"]\n')

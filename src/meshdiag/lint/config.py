@@ -87,16 +87,23 @@ def _table(path: str, doc: dict) -> dict | None:
 
 def find_config(start: str | None = None) -> str | None:
     """The closest config file at or above `start` (default: the working directory)."""
+    found = _find_config(start)
+    return None if found is None else found[0]
+
+
+def _find_config(start: str | None) -> tuple[str, tuple[str, dict] | None] | None:
+    """`find_config`'s file, with the (text, parsed) of a pyproject.toml it read to tell
+    whether it holds the table (None for a meshdiag.toml, which it did not read)."""
     directory = os.path.abspath(start or os.getcwd())
     while True:
         for name in CONFIG_NAMES:
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate):
-                if (
-                    name != "pyproject.toml"
-                    or _table(candidate, _read_toml(candidate)[1]) is not None
-                ):
-                    return candidate
+                if name != "pyproject.toml":
+                    return candidate, None
+                read = _read_toml(candidate)
+                if _table(candidate, read[1]) is not None:
+                    return candidate, read
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
@@ -110,8 +117,9 @@ def _source(path: str, text: str):
     return Source(path, text, False, prefix)
 
 
-def load_config(path: str) -> FileConfig:
-    """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml).
+def load_config(path: str, read: tuple[str, dict] | None = None) -> FileConfig:
+    """Read and validate one config file (`meshdiag.toml`-style or a pyproject.toml);
+    `read`: its (text, parsed) when the caller has read it already (`_find_config`).
 
     A table of plain values is read as it is (`inputs/plain_config.py`); any other is
     validated by its model (`inputs/config_model.py`, pydantic), whose errors name the
@@ -119,7 +127,8 @@ def load_config(path: str) -> FileConfig:
     from meshdiag.inputs.plain_config import plain_values
 
     path = os.path.abspath(path)
-    text, doc = _read_toml(path)  # (the text locates a value's problem: read once)
+    # (the text also locates a value's problem: the file is read once)
+    text, doc = read if read is not None else _read_toml(path)
     table = _table(path, doc)
     if table is None:
         raise MeshdiagError(f"{path} has no [tool.meshdiag] table")
@@ -193,8 +202,8 @@ def resolve_settings(cli: CliOptions, codes: Iterable[str], cwd: str | None = No
     if cli.config is not None:
         config = load_config(os.path.join(cwd, cli.config))
     elif not cli.isolated:
-        found = find_config(cwd)
-        config = load_config(found) if found else None
+        found = _find_config(cwd)
+        config = load_config(*found) if found else None
     values = config.values if config else {}
     origin = config.label if config else "config"
     base = config.base if config else cwd
