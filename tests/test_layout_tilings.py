@@ -413,12 +413,12 @@ def test_a_headers_notes_read_from_the_tiles_are_the_devices_notes(h, data, spli
     """A picture header's notes (padded buffers, empty shards, devices without data) read
     from a small tiling's tiles (`listed_notes`, no numpy) are those its per-device arrays
     give (`array_notes`); every tiled layout of a few devices is read so."""
-    from meshdiag.report.grid import LISTED_NOTES_DEVICES, array_notes, listed_notes
+    from meshdiag.report.grid import array_notes, listed_notes
 
     for lay in _drawn_layouts(h, data, split, extra):
         listed = listed_notes(lay)
         small = lay.tiling is not None and lay.tiling.devices is not None
-        if small and lay.rank and lay.num_devices <= LISTED_NOTES_DEVICES:
+        if small and lay.rank and lay.num_devices <= engine.LISTED_ORDER_DEVICES:
             assert listed is not None
         if listed is not None:
             assert listed == array_notes(lay)

@@ -460,18 +460,17 @@ def header_lines(
     return lines
 
 
-#: devices `listed_notes` reads one by one, at most (past it, `array_notes`)
-LISTED_NOTES_DEVICES = 4096
-
-
 def listed_notes(lay: Layout) -> list[str] | None:
     """`array_notes` of a tiled layout of a few devices, read from its tiles alone (the
     tiling's listed tile order and the dims' splits, `Layout.tile_part`): no per-device
     arrays, so no numpy (its import was 0.06 s of a run whose only uneven values were
-    small). None for any other layout."""
+    small). None for any other layout: past the devices a tile order lists
+    (`LISTED_ORDER_DEVICES`), reading its tiles would need numpy too."""
+    from meshdiag.layouts.engine import LISTED_ORDER_DEVICES
+
     t = lay.tiling
     n = lay.num_devices
-    if t is None or not lay.rank or n > LISTED_NOTES_DEVICES:
+    if t is None or not lay.rank or n > LISTED_ORDER_DEVICES:
         return None
     order = t.listed_order()
     if order is None:
