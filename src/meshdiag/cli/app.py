@@ -69,9 +69,10 @@ def build_app(command: str | None = None) -> typer.Typer:
     """The typer app with `command` registered (every command when None)."""
     import typer
 
+    from meshdiag.cli.commands.common import bind_typer_names
     from meshdiag.cli.plain_params import install
 
-    globals()["typer"] = typer  # what `_root`'s annotation names (see `bind_typer_names`)
+    bind_typer_names(globals())  # what `_root`'s annotation names
 
     install()  # plain values taken as they are, not through pydantic (see the module)
     app = typer.Typer(

@@ -5,12 +5,12 @@ Importing typer (and the command-line library inside it) and building the app to
 22 ms of every run: a quarter of `meshdiag inspect` of a small file, and of the start-up of
 each big run. The two commands a user or a CI step runs most have only plain parameters
 (`str`, `int`, `bool` flags, repeatable `list[str]` options and one list of paths), which
-`parse` reads the way typer's parser does (options anywhere among the paths, `--opt value`,
-`--opt=value`, `-o value`, `-ovalue` (`-o=v` is `=v`), the last of a repeated option, every repeat of a
-repeatable one). A command line holding anything else (`--help`, `--`, an unknown option,
-bundled flags, a value that starts with `-`, an integer typer reads otherwise, no paths where
-they are required, another command) is not taken: `run` returns None and typer runs it, so
-its answers and error messages stay typer's.
+`parse` reads the way typer's parser does: options anywhere among the paths, `--opt value`,
+`--opt=value`, `-o value`, `-ovalue` (so `-o=v` is `=v`), the last of a repeated option,
+every repeat of a repeatable one. A command line holding anything else (`--help`, `--`, an
+unknown option, bundled flags, a value that starts with `-`, an integer typer reads
+otherwise, no paths where they are required, another command) is not taken: `run` says so
+and typer runs it, so its answers and error messages stay typer's.
 
 `COMMANDS` restates each command's parameters; tests/test_direct_cli.py checks it against
 what typer builds from the command's signature, and every command line of a generated set

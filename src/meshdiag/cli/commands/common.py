@@ -3,21 +3,19 @@ binding the option types (`options`) for a command that does not import typer.""
 
 from __future__ import annotations
 
-OPTION_TYPES = ("MeshOpt", "TargetOpt", "SplitOpt", "FormatOpt", "BudgetOpt", "RematOpt")
-
 
 def bind_typer_names(namespace: dict) -> None:
-    """Bind `typer` and the option types (`options`) in a command module's `namespace`, for
-    a module whose signature annotations (strings, `from __future__ import annotations`) name
-    them without importing them: its command then runs without typer on the direct path
-    (`cli.direct`), and typer, which reads the annotations when the command is registered,
-    finds them."""
+    """Bind `typer` and the option types (`options`' `...Opt` names) in a module's
+    `namespace`, for a module whose signature annotations (strings, `from __future__ import
+    annotations`) name them without importing them: its command then runs without typer on
+    the direct path (`cli.direct`), and typer, which reads the annotations when the command
+    is registered, finds them."""
     import typer
 
     from meshdiag.cli.commands import options
 
     namespace["typer"] = typer
-    namespace.update((name, getattr(options, name)) for name in OPTION_TYPES)
+    namespace.update((k, v) for k, v in vars(options).items() if k.endswith("Opt"))
 
 
 def check_format(fmt: str, allowed: tuple[str, ...] = ("text", "json")) -> str:
