@@ -93,7 +93,7 @@ class ScanCache:
         self._tokens: dict[MeshKey, int] = {(): 0}
         self._next_token = 1
         self._parses = ParseTable(MAX_PARSES, hold, held_bytes)
-        #: one object per distinct tiled form of the Shardy shardings parsed (`named`)
+        #: one object per distinct tiled form parsed (`_same_tiled`)
         self._tiled: dict[tuple, HloSharding] = {}
         self._shapes: dict[str, list] = {}
         self._headers = Table(MAX_HEADERS)
@@ -287,7 +287,7 @@ class ScanCache:
 
     def call(self, fn, *args):
         """`fn(*args)` once per distinct arguments: the handlers' parsers of a mesh
-        declaration or a per-value sharding list (whose first argument is the text)."""
+        declaration (whose first argument is the text)."""
         return self._parses.call(fn, *args)
 
     def tensor_type(self, text: str) -> tuple[tuple[int, ...] | None, str | None]:

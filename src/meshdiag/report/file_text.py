@@ -18,6 +18,7 @@ from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
 from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND
 from meshdiag.report.picture import LayoutPicture
+from meshdiag.report.plain_console import printable_lines
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -336,7 +337,7 @@ def render_part(part, console, memos: RunMemos | None) -> str:
                 return text
         elif _is_text(part) and part.end == "\n":
             text = part.plain
-            if all(ln.isprintable() for ln in text.split("\n")):
+            if printable_lines(text):
                 return text + "\n"
     if part.__class__ is Line:
         part = part.text()
@@ -372,7 +373,7 @@ def _plain_line(line: Line) -> str | None:
     """What a colourless console with soft wrap prints for `line`: its text, unless it is
     checked and some line of it is not printable (None: rich draws it)."""
     text = line.plain
-    if line.check and not all(ln.isprintable() for ln in text.split("\n")):
+    if line.check and not printable_lines(text):
         return None
     return text + "\n"
 

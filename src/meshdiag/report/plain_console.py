@@ -50,6 +50,12 @@ def surely_plain(stream, force_terminal: bool | None = None) -> bool:
         return True
 
 
+def printable_lines(text: str) -> bool:
+    """Whether every line of `text` is printable: what a colourless rich console with soft
+    wrap prints as it is (a tab or a control character it draws otherwise)."""
+    return text.replace("\n", "").isprintable()
+
+
 def _std_fds() -> tuple[int, int, int]:
     """The descriptors whose terminal size rich asks (its `_STD_STREAMS`)."""
     out = []

@@ -11,7 +11,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from meshdiag.report.lint._summary import summary
-from meshdiag.report.plain_console import surely_plain
+from meshdiag.report.plain_console import printable_lines, surely_plain
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -32,7 +32,7 @@ def write(result, stream, ctx) -> None:
             # through its Text objects (tabs, control characters and the like still go
             # through rich)
             text = "\n".join(plain_lines(path, found))
-            if text.replace("\n", "").isprintable():
+            if printable_lines(text):
                 stream.write(text + "\n\n")
                 continue
         if console is None:
