@@ -173,6 +173,28 @@ def test_cuts_do_not_depend_on_the_chunk_size(tmp_path, small_parts, monkeypatch
     assert P.split_file(str(path), len(data), 8) == want
 
 
+@pytest.mark.parametrize("first", [1, 3, 7, 64])
+def test_a_word_is_found_wherever_it_is_whatever_the_chunks(tmp_path, monkeypatch, first):
+    """`_holds` reads a small first chunk and doubles it: a word across any two chunks,
+    at the start or at the end, is found; one cut short of a byte is not."""
+    monkeypatch.setattr(P, "_FIRST_CHUNK", first)
+    monkeypatch.setattr(P, "_CHUNK", 4 * first)
+    word = b"// -----"
+    path = tmp_path / "w.mlir"
+    for at in range(0, 80):
+        data = b"x" * at + word + b"y" * (80 - at)
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert P._holds(fd, len(data), word), at
+            assert not P._holds(fd, len(data), word + b"z"), at
+            cut = data[: at + len(word) - 1]
+            path.write_bytes(cut)
+            assert not P._holds(fd, len(cut), word), at
+        finally:
+            os.close(fd)
+
+
 def test_small_compressed_and_stdin_are_read_whole(tmp_path):
     path = tmp_path / "a.mlir"
     path.write_text(corpus([0, 1, 2, 3], [0]))
