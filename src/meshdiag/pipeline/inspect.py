@@ -160,14 +160,27 @@ def scan_checked_part(
         cache=scan_cache(memos),
         on_block=on_block,
     )
+    done.flush()
     return done.count, report.findings, checker.module_findings
+
+
+#: ended modules waiting to be checked and handed on together, at most, and column
+#: entries they hold, at most (a module of more goes alone): judged and written a batch at
+#: a time, the checks' and the writers' code and memos stay in the processor's caches,
+#: which scanning each module in between had turned over (`inspect -j1` of the cold bench's
+#: 252 MB file 1.34 → 1.22 s, of the Shardy passes 1.0 → 0.9 s); the entries bound what
+#: a batch adds to the memory a module holds
+BATCH_MODULES = 32
+BATCH_ENTRIES = 1 << 15
 
 
 class _Ended:
     """What a scan does with each module as it ends (its `on_module`): count it, keep it
-    in `kept` (a list, or None), check it, hand it to `each`."""
+    in `kept` (a list, or None), check it, hand it to `each`. Modules wait in a batch
+    (`BATCH_MODULES`) to be checked, then handed on, in order; the scan's caller
+    `flush`es the last batch when the scan ends."""
 
-    __slots__ = ("checker", "each", "kept", "count")
+    __slots__ = ("checker", "each", "kept", "count", "waiting", "entries")
 
     def __init__(
         self,
@@ -179,14 +192,29 @@ class _Ended:
         self.each = each
         self.kept = kept
         self.count = 0
+        self.waiting: list[ModuleReport] = []
+        self.entries = 0  # the waiting modules' column entries
 
     def __call__(self, module: ModuleReport) -> None:
         self.count += 1
         if self.kept is not None:
             self.kept.append(module)
-        self.checker.check(module)
-        if self.each is not None:
-            self.each(module)
+        self.waiting.append(module)
+        self.entries += len(module.items)
+        if len(self.waiting) >= BATCH_MODULES or self.entries >= BATCH_ENTRIES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Check the waiting modules, then hand them to `each`, in order."""
+        waiting = self.waiting
+        self.waiting, self.entries = [], 0
+        check = self.checker.check
+        for m in waiting:
+            check(m)
+        each = self.each
+        if each is not None:
+            for m in waiting:
+                each(m)
 
 
 def scan_checked(
@@ -228,8 +256,10 @@ def scan_checked(
     done = _Ended(checker, each, [] if key is not None else None)
     if data is None:
         report = scan_path(path, on_module=done, cache=scan_cache(memos), on_block=on_block)
+        done.flush()
         return report, done.count, checker.findings(report)
     report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos), on_block=on_block)
+    done.flush()
     findings = checker.findings(report)
     if done.kept is not None and report.skipped is None:  # a skipped file's note names it
         scanned = Scanned(shown, report, done.kept, findings)
