@@ -331,6 +331,54 @@ def test_summary_counts_do_not_depend_on_the_batches(dump):
         assert s.groups == runs[0].groups and s.values == runs[0].values
 
 
+def _summary_facts(s) -> tuple:
+    """What a summary says, orders included (dataclass equality ignores a dict's order)."""
+    return (
+        s,
+        list(s.groups),
+        [(k, list(g.spellings), list(g.shapes), g.where) for k, g in s.groups.items()],
+        list(s.meshes),
+        list(s.findings),
+    )
+
+
+@pytest.mark.parametrize(("files", "entries"), [(1, 1 << 15), (3, 1 << 15), (32, 40), (7, 1)])
+def test_a_fold_batch_folds_in_what_folding_each_file_as_read_does(
+    dump, monkeypatch, files, entries
+):
+    """`inspect DIR`'s workers fold files in a batch at a time (`FoldBatch`): whatever the
+    batch's bounds (a file's modules folded in mid-file once they hold enough entries),
+    the summary is the one folding each file in as it is read makes."""
+    from meshdiag.memo import RunMemos
+    from meshdiag.pipeline import dump_summary as D
+    from meshdiag.pipeline.inspect import Inspected, scan_checked
+
+    path, _ = dump
+    paths = sorted(str(p) for p in path.rglob("*") if p.is_file())
+    want = D.DumpSummary()
+    memos = RunMemos()
+    for p in paths:
+        fold = want.fold(p, None, memos)
+        report, _, findings = scan_checked(p, None, None, "xla", each=fold.module, memos=memos)
+        want.end(fold, Inspected(report, findings))
+    monkeypatch.setattr(D, "FOLD_FILES", files)
+    monkeypatch.setattr(D, "FOLD_ENTRIES", entries)
+    got = D.DumpSummary()
+    memos = RunMemos()
+    batch = D.FoldBatch(got, None, memos)
+    held = []
+    for p in paths:
+        each = batch.start(p)
+        report, _, findings = scan_checked(p, None, None, "xla", each=each, memos=memos)
+        held.append(sum(len(f[1]) for f in batch.files))
+        batch.end(Inspected(report, findings))
+    batch.flush()
+    assert got.files == len(paths) - got.skipped and got.modules > 0
+    assert _summary_facts(got) == _summary_facts(want)
+    if entries == 1:  # each module folded in as it ends: none held past its file's scan
+        assert max(held) == 0
+
+
 def test_summary_counts_of_many_shapes_do_not_depend_on_the_batches(tmp_path):
     """One layout in 12 shapes spread over files: cut into batches of 1, 5 or 12 files, the
     merged counts are the same (a cap of 6 kept per batch used to drop different ones)."""

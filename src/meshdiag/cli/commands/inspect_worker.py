@@ -324,11 +324,13 @@ def text_batch(paths: list):
 
 def summary_batch(paths: list[str]):
     """(paths, their `DumpSummary`): `inspect DIR`'s text report folds every file in."""
-    from meshdiag.pipeline.dump_summary import DumpSummary
+    from meshdiag.pipeline.dump_summary import DumpSummary, FoldBatch
 
     s = DumpSummary()
+    batch = FoldBatch(s, _STATE["mesh"], _STATE["memos"])
     for path, data in read_ahead(paths):
-        fold = s.fold("<stdin>" if path == "-" else path, _STATE["mesh"], _STATE["memos"])
-        report, _, findings = _scan(path, fold.module, data=data)
-        s.end(fold, Inspected(report, findings))
+        each = batch.start("<stdin>" if path == "-" else path)
+        report, _, findings = _scan(path, each, data=data)
+        batch.end(Inspected(report, findings))
+    batch.flush()
     return paths, s
