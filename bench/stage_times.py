@@ -14,7 +14,8 @@ after start-up and without rendering):
   and the recent-files memo, which replays a file repeating one read a little before
   instead of scanning it (so this row's increment is its cost less the scans it saves)
 - checks: `scan_checked` with the module checks
-- summary: as `inspect DIR` runs it, each file folded into a `DumpSummary`
+- summary: as `inspect DIR` runs it (`inspect_worker.summary_batch`), the files folded into
+  a `DumpSummary`
 
 Sampling profilers (py-spy, cProfile) under-count or over-weight these many small steps;
 differences of whole runs do not. `--suffix` keeps only the files whose name ends so (the
@@ -34,8 +35,7 @@ from meshdiag.cli import runtime
 from meshdiag.cli.commands import inspect_worker as worker
 from meshdiag.ir.scan import expand_paths, read_small_file, scan_bytes, scan_path
 from meshdiag.model.splits import check_rule
-from meshdiag.pipeline.dump_summary import DumpSummary
-from meshdiag.pipeline.inspect import Inspected, scan_cache, scan_checked
+from meshdiag.pipeline.inspect import scan_cache, scan_checked
 
 mode, suffix, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
 runtime.tune_gc()
@@ -61,12 +61,8 @@ elif mode in ("bookkeeping", "checks"):
     checks = st["checks"] if mode == "checks" else {}
     for p in files:
         scan_checked(p, None, None, st["split"], checks, None, st["memos"])
-else:
-    s = DumpSummary()
-    for p in files:
-        fold = s.fold(p, None, st["memos"])
-        report, _, findings = worker._scan(p, fold.module)
-        s.end(fold, Inspected(report, findings))
+else:  # as a worker of `inspect DIR` runs its batch (`FoldBatch`)
+    worker.summary_batch(files)
 print(json.dumps({"seconds": time.perf_counter() - t, "files": len(files)}))
 """
 
