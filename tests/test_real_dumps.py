@@ -343,14 +343,17 @@ def _summary_facts(s) -> tuple:
 
 
 @pytest.mark.parametrize(("files", "entries"), [(1, 1 << 15), (3, 1 << 15), (32, 40), (7, 1)])
-def test_a_fold_batch_folds_in_what_folding_each_file_as_read_does(
+def test_a_file_batch_folds_in_what_folding_each_file_as_read_does(
     dump, monkeypatch, files, entries
 ):
-    """`inspect DIR`'s workers fold files in a batch at a time (`FoldBatch`): whatever the
+    """`inspect DIR`'s workers fold files in a batch at a time (`FileBatch`): whatever the
     batch's bounds (a file's modules folded in mid-file once they hold enough entries),
     the summary is the one folding each file in as it is read makes."""
+    from functools import partial
+
     from meshdiag.memo import RunMemos
     from meshdiag.pipeline import dump_summary as D
+    from meshdiag.pipeline import file_batch as B
     from meshdiag.pipeline.inspect import Inspected, scan_checked
 
     path, _ = dump
@@ -361,16 +364,16 @@ def test_a_fold_batch_folds_in_what_folding_each_file_as_read_does(
         fold = want.fold(p, None, memos)
         report, _, findings = scan_checked(p, None, None, "xla", each=fold.module, memos=memos)
         want.end(fold, Inspected(report, findings))
-    monkeypatch.setattr(D, "FOLD_FILES", files)
-    monkeypatch.setattr(D, "FOLD_ENTRIES", entries)
+    monkeypatch.setattr(B, "BATCH_FILES", files)
+    monkeypatch.setattr(B, "BATCH_ENTRIES", entries)
     got = D.DumpSummary()
     memos = RunMemos()
-    batch = D.FoldBatch(got, None, memos)
+    batch = B.FileBatch()
     held = []
     for p in paths:
-        each = batch.start(p)
+        each = batch.start(partial(got.fold, p, None, memos))
         report, _, findings = scan_checked(p, None, None, "xla", each=each, memos=memos)
-        held.append(sum(len(f[1]) for f in batch.files))
+        held.append(sum(len(f[2]) for f in batch._files))
         batch.end(Inspected(report, findings))
     batch.flush()
     assert got.files == len(paths) - got.skipped and got.modules > 0

@@ -17,7 +17,6 @@ themselves, so a big directory streams: workers fold their batches (`add`), the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -195,64 +194,6 @@ class DumpSummary:
         self.unlisted += o.unlisted
 
 
-#: files a `FoldBatch` holds before folding them in, at most, and column entries of their
-#: modules (past which a big file's modules are folded in as they come)
-FOLD_FILES = 32
-FOLD_ENTRIES = 1 << 15
-
-
-class FoldBatch:
-    """Files folded into `summary` a batch at a time: each file's modules are held as they
-    end (the callable `start` returns), and the batch is folded in, file by file in order,
-    when `FOLD_FILES` files have ended or the held modules reach `FOLD_ENTRIES` column
-    entries, and at `flush`. The summary comes out as folding each file in as it is read
-    makes it; folding between the scans of files, one at a time, kept the processor's
-    caches turning over between the scanner and the summary (the cold bench's dumps,
-    `inspect -j1`: about 6% longer)."""
-
-    def __init__(self, summary: DumpSummary, mesh: Mesh | None, memos: RunMemos) -> None:
-        self.summary = summary
-        self.mesh = mesh
-        self.memos = memos
-        #: per file of the batch: its fold, its modules not folded in yet, and what its
-        #: scan found once it has ended (None before)
-        self.files: list[list] = []
-        self.entries = 0
-        self.ended = 0
-
-    def start(self, path: str) -> Callable[[ModuleReport], None]:
-        """A file starts: what to give each of its modules as it ends."""
-        held: list[ModuleReport] = []
-        self.files.append([self.summary.fold(path, self.mesh, self.memos), held, None])
-
-        def module(m: ModuleReport) -> None:
-            held.append(m)
-            self.entries += len(m.items)
-            if self.entries >= FOLD_ENTRIES:
-                self.flush()
-
-        return module
-
-    def end(self, item: Inspected) -> None:
-        """The file last started has ended: `item` is what its scan found."""
-        self.files[-1][2] = item
-        self.ended += 1
-        if self.ended >= FOLD_FILES:
-            self.flush()
-
-    def flush(self) -> None:
-        """Fold in what the batch holds, in order (a file not ended yet keeps its place,
-        its modules so far folded in)."""
-        for fold, held, item in self.files:
-            for m in held:
-                fold.module(m)
-            held.clear()
-            if item is not None:
-                self.summary.end(fold, item)
-        self.files = [f for f in self.files if f[2] is None]
-        self.entries = self.ended = 0
-
-
 def _add_counts(into: dict, more: dict, limit: int | None) -> None:
     """Add `more`'s counts to `into`; new keys only while `into` holds fewer than `limit`."""
     for k, n in more.items():
@@ -428,3 +369,7 @@ class FileFold:
             if g.draw is None:
                 g.draw = draw
             s.values += count
+
+    def end(self, item: Inspected) -> None:
+        """The file's modules are in (`DumpSummary.end`): a `FileSink` of its file."""
+        self.summary.end(self, item)

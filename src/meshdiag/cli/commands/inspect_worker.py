@@ -1,8 +1,9 @@
 """`meshdiag inspect`'s work on one file, in a worker process (or in the command's own for
 --jobs 1): scan, check, render to JSON or text, leave the output in the worker's spool.
 
-A named file is scanned module by module (`inspect.scan_checked`): each module is checked,
-rendered and written to the spool as soon as it ends, so a big file is never held whole.
+A named file is scanned module by module (`inspect.scan_checked`): its modules are checked,
+rendered and written to the spool a few at a time as they end, so a big file is never held
+whole; a batch's files go to their writers a batch at a time (`pipeline.file_batch`).
 
 Kept apart from the command module so its imports (the scanner, checks, renderers) load
 only when files are inspected, not for `meshdiag --help`.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.checks.registry import module_checks
@@ -21,6 +23,7 @@ from meshdiag.ir.parts import FilePart
 from meshdiag.ir.scan import read_ahead
 from meshdiag.memo import RunMemos
 from meshdiag.model.findings import Finding
+from meshdiag.pipeline.file_batch import FileBatch
 from meshdiag.pipeline.inspect import (
     Inspected,
     file_json_parts,
@@ -60,24 +63,21 @@ def init(state: tuple) -> None:
     _STATE["memos"] = RunMemos()
 
 
-def _scan(path: str, each: Callable[[ModuleReport], None], summary=None, data=None):
-    """scan_checked(path) with `each` called per module; the file is folded into `summary`
-    (a `DumpSummary`, for `--html`) module by module too when one is given. `data`: the
-    file's bytes, read ahead (`ir.scan.read_ahead`), or None."""
+def _scan(path: str, each: Callable[[ModuleReport], None], data=None):
+    """scan_checked(path) with `each` called per module. `data`: the file's bytes, read
+    ahead (`ir.scan.read_ahead`), or None."""
     st = _STATE
-    memos = st["memos"]
     where = (st["mesh"], st["target"], st["split"], st["checks"])
-    if summary is None:
-        return scan_checked(path, *where, each, memos, data=data)
-    fold = summary.fold("<stdin>" if path == "-" else path, st["mesh"], memos)
+    return scan_checked(path, *where, each, st["memos"], data=data)
 
-    def both(m: ModuleReport) -> None:
-        each(m)
-        fold.module(m)
 
-    report, count, findings = scan_checked(path, *where, both, memos, data=data)
-    summary.end(fold, Inspected(report, findings))
-    return report, count, findings
+def _shown(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _fold(summary, shown: str):
+    """The file's `FileFold` of `summary` (a `DumpSummary`, for `--html`), or None."""
+    return None if summary is None else summary.fold(shown, _STATE["mesh"], _STATE["memos"])
 
 
 def _summary():
@@ -99,12 +99,42 @@ def _findings_json(findings: list[Finding]) -> list[str]:
 def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> list[str]:
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
     finding's JSON."""
-    shown = "<stdin>" if path == "-" else path
-    head, tail = file_json_parts(shown, _STATE["memos"])
-    write(head.encode("ascii"))
-    _, _, findings = _scan(path, _JsonModules(shown, write), summary, data)
-    write(tail.encode("ascii"))
-    return _findings_json(findings)
+    findings: list[str] = []
+    shown = _shown(path)
+    sink = _JsonFile(shown, write, False, findings, _fold(summary, shown))
+    sink.end(_scan(path, sink.module, data))
+    return findings
+
+
+class _JsonFile:
+    """One file's JSON (a `FileSink`): its head written as the sink is made (after ", "
+    when `after` another file), each module's as it comes, then its tail; its findings'
+    JSON go to `findings`. With `fold` (--html), its modules are folded into the run's
+    summary too."""
+
+    def __init__(
+        self, shown: str, write: Callable[[bytes], None], after: bool, findings: list, fold=None
+    ) -> None:
+        if after:
+            write(b", ")
+        head, self.tail = file_json_parts(shown, _STATE["memos"])
+        write(head.encode("ascii"))
+        self.write = write
+        self.each = _JsonModules(shown, write)
+        self.findings = findings
+        self.fold = fold
+
+    def module(self, m: ModuleReport) -> None:
+        self.each(m)
+        if self.fold is not None:
+            self.fold.module(m)
+
+    def end(self, done: tuple) -> None:
+        report, _, found = done
+        if self.fold is not None:
+            self.fold.end(Inspected(report, found))
+        self.write(self.tail.encode("ascii"))
+        self.findings.extend(_findings_json(found))
 
 
 class _JsonModules:
@@ -133,15 +163,40 @@ class _JsonModules:
 def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> int:
     """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
     they were, through surrogate escapes); returns its number of findings."""
-    body = _Body()
-    each = _TextModules(body.add)
-    report, count, findings = _scan(path, each, summary, data)
-    item = Inspected(report, findings)
-    memos = _STATE["memos"]
-    write(render_head(item, each.console, count, each.values, memos).encode(*_UTF8))
-    body.copy(write)
-    write(render_tail(item, each.console, memos).encode(*_UTF8))
-    return len(findings)
+    found = [0]
+    sink = _TextFile(write, found, _fold(summary, _shown(path)))
+    sink.end(_scan(path, sink.module, data))
+    return found[0]
+
+
+class _TextFile:
+    """One file's rendered summary (a `FileSink`): each module rendered as it comes, kept
+    (`_Body`) until the file ends, then written after the file's header, which counts
+    them; its number of findings is added to `found[0]`. With `fold` (--html), its
+    modules are folded into the run's summary too."""
+
+    def __init__(self, write: Callable[[bytes], None], found: list[int], fold=None) -> None:
+        self.write = write
+        self.found = found
+        self.fold = fold
+        self.body = _Body()
+        self.each = _TextModules(self.body.add)
+
+    def module(self, m: ModuleReport) -> None:
+        self.each(m)
+        if self.fold is not None:
+            self.fold.module(m)
+
+    def end(self, done: tuple) -> None:
+        report, count, findings = done
+        item = Inspected(report, findings)
+        if self.fold is not None:
+            self.fold.end(item)
+        each, memos, write = self.each, _STATE["memos"], self.write
+        write(render_head(item, each.console, count, each.values, memos).encode(*_UTF8))
+        self.body.copy(write)
+        write(render_tail(item, each.console, memos).encode(*_UTF8))
+        self.found[0] += len(findings)
 
 
 class _TextModules:
@@ -301,10 +356,14 @@ def json_batch(paths: list):
     out = SpoolStream()
     findings: list[str] = []
     summary = _summary()
+    batch = FileBatch()
     for i, (path, data) in enumerate(read_ahead(paths)):
-        if i:
-            out.write(b", ")
-        findings.extend(json_one(path, out.write, summary, data))
+        shown = _shown(path)
+        each = batch.start(
+            partial(_JsonFile, shown, out.write, i > 0, findings, _fold(summary, shown))
+        )
+        batch.end(_scan(path, each, data))
+    batch.flush()
     return paths, out.done(), findings, summary
 
 
@@ -315,22 +374,25 @@ def text_batch(paths: list):
     if paths and paths[0].__class__ is FilePart:
         return text_part(paths[0])
     out = SpoolStream()
-    findings = 0
+    found = [0]
     summary = _summary()
+    batch = FileBatch()
     for path, data in read_ahead(paths):
-        findings += text_one(path, out.write, summary, data)
-    return paths, out.done(), findings, summary
+        each = batch.start(partial(_TextFile, out.write, found, _fold(summary, _shown(path))))
+        batch.end(_scan(path, each, data))
+    batch.flush()
+    return paths, out.done(), found[0], summary
 
 
 def summary_batch(paths: list[str]):
     """(paths, their `DumpSummary`): `inspect DIR`'s text report folds every file in."""
-    from meshdiag.pipeline.dump_summary import DumpSummary, FoldBatch
+    from meshdiag.pipeline.dump_summary import DumpSummary
 
     s = DumpSummary()
-    batch = FoldBatch(s, _STATE["mesh"], _STATE["memos"])
+    batch = FileBatch()
     for path, data in read_ahead(paths):
-        each = batch.start("<stdin>" if path == "-" else path)
-        report, _, findings = _scan(path, each, data=data)
+        each = batch.start(partial(_fold, s, _shown(path)))
+        report, _, findings = _scan(path, each, data)
         batch.end(Inspected(report, findings))
     batch.flush()
     return paths, s
