@@ -47,31 +47,32 @@ class FileBatch:
     ended, when `BATCH_MODULES` modules or `BATCH_ENTRIES` column entries are held, and at
     `flush`."""
 
-    __slots__ = ("_files", "_modules", "_entries", "_ended")
+    __slots__ = ("_files", "_held", "_modules", "_entries", "_ended", "_add")
 
     def __init__(self) -> None:
         #: per file: what makes its sink, the sink once made, its modules not handed on
         #: yet, and what its scan gave once it has ended (_OPEN before)
         self._files: list[list] = []
+        self._held: list[ModuleReport] = []  # the last file's modules not handed on
         self._modules = 0
         self._entries = 0
         self._ended = 0
+        self._add = self._module  # (one bound method for every file: files come in turn)
 
     def start(self, make: Callable[[], FileSink]) -> Callable[[ModuleReport], None]:
         """A file starts: `make()` makes its sink when the batch first hands it on (after
         the files before it: a sink may write as it is made). Returns what to give each of
-        the file's modules as it ends."""
-        held: list[ModuleReport] = []
+        the file's modules as it ends (until the next file starts)."""
+        self._held = held = []
         self._files.append([make, None, held, _OPEN])
+        return self._add
 
-        def module(m: ModuleReport) -> None:
-            held.append(m)
-            self._modules += 1
-            self._entries += len(m.items)
-            if self._modules >= BATCH_MODULES or self._entries >= BATCH_ENTRIES:
-                self.flush()
-
-        return module
+    def _module(self, m: ModuleReport) -> None:
+        self._held.append(m)
+        self._modules += 1
+        self._entries += len(m.items)
+        if self._modules >= BATCH_MODULES or self._entries >= BATCH_ENTRIES:
+            self.flush()
 
     def end(self, done) -> None:
         """The file last started has ended: `done` is what its scan gave."""

@@ -150,7 +150,7 @@ def scan_checked_part(
     MD001s and its module checks' findings, for `joined_findings` to put together with the
     other parts'. `on_block`: shown each buffer of lines read (`ir.scan.OnBlock`)."""
     checker = ModuleChecker(part.path, mesh, target, split, checks, memos)
-    done = _Ended(checker, each, None)
+    done = _Ended(checker, each)
     report = scan_part(
         part.path,
         part.start,
@@ -175,30 +175,22 @@ BATCH_ENTRIES = 1 << 15
 
 
 class _Ended:
-    """What a scan does with each module as it ends (its `on_module`): count it, keep it
-    in `kept` (a list, or None), check it, hand it to `each`. Modules wait in a batch
-    (`BATCH_MODULES`) to be checked, then handed on, in order; the scan's caller
+    """What the scan of a big file (streamed, or a part of one) does with each module as
+    it ends (its `on_module`): count it, check it, hand it to `each`. Modules wait in a
+    batch (`BATCH_MODULES`) to be checked, then handed on, in order; the scan's caller
     `flush`es the last batch when the scan ends."""
 
-    __slots__ = ("checker", "each", "kept", "count", "waiting", "entries")
+    __slots__ = ("checker", "each", "count", "waiting", "entries")
 
-    def __init__(
-        self,
-        checker: ModuleChecker,
-        each: Callable[[ModuleReport], None] | None,
-        kept: list[ModuleReport] | None,
-    ) -> None:
+    def __init__(self, checker: ModuleChecker, each: Callable[[ModuleReport], None] | None) -> None:
         self.checker = checker
         self.each = each
-        self.kept = kept
         self.count = 0
         self.waiting: list[ModuleReport] = []
         self.entries = 0  # the waiting modules' column entries
 
     def __call__(self, module: ModuleReport) -> None:
         self.count += 1
-        if self.kept is not None:
-            self.kept.append(module)
         self.waiting.append(module)
         self.entries += len(module.items)
         if len(self.waiting) >= BATCH_MODULES or self.entries >= BATCH_ENTRIES:
@@ -252,19 +244,28 @@ def scan_checked(
             hit = recent.get(data, key)
             if hit is not None:
                 return hit.replay(shown, each)
-    # a small file's modules are kept for the next files; a big file's are let go one by one
-    done = _Ended(checker, each, [] if key is not None else None)
-    if data is None:
+    if data is None:  # a big file's modules are let go a batch at a time
+        done = _Ended(checker, each)
         report = scan_path(path, on_module=done, cache=scan_cache(memos), on_block=on_block)
         done.flush()
         return report, done.count, checker.findings(report)
-    report = scan_bytes(path, data, on_module=done, cache=scan_cache(memos), on_block=on_block)
-    done.flush()
+    # a small file's modules are few (its bytes are in memory already): checked once it
+    # is read, then handed on, and kept for the next files
+    modules: list[ModuleReport] = []
+    report = scan_bytes(
+        path, data, on_module=modules.append, cache=scan_cache(memos), on_block=on_block
+    )
+    check = checker.check
+    for m in modules:
+        check(m)
+    if each is not None:
+        for m in modules:
+            each(m)
     findings = checker.findings(report)
-    if done.kept is not None and report.skipped is None:  # a skipped file's note names it
-        scanned = Scanned(shown, report, done.kept, findings)
+    if key is not None and report.skipped is None:  # a skipped file's note names it
+        scanned = Scanned(shown, report, modules, findings)
         recent.put(data, key, scanned)  # type: ignore[union-attr,arg-type]
-    return report, done.count, findings
+    return report, len(modules), findings
 
 
 @dataclass
