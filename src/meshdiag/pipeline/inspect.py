@@ -92,9 +92,13 @@ class ModuleChecker:
         self._checks = checks
         memos = RunMemos() if memos is None else memos
         mesh, ids_note = logical_global_mesh(path, mesh, memos)
-        self._ctx = CheckContext(
-            path, mesh=mesh, target=target, split=split, ids_note=ids_note, memos=memos
-        )
+        self._path = path
+        self._memos = memos
+        #: the checks' context, made when a module is first checked: a file whose modules
+        #: all came through clean before, or that repeats one read before, needs none (a
+        #: frozen dataclass of nine fields was a third of a checker's cost, and a dump's
+        #: files make one each)
+        self._ctx: CheckContext | None = None
         #: what the findings depend on besides the modules and the file's name
         self.setting = (mesh, target, split, tuple(checks), ids_note)
         self._found: list[Finding] = []
@@ -107,10 +111,16 @@ class ModuleChecker:
         key = _clean_key(module, self.setting)
         if key is not None and self._clean.get(key) is not None:
             return  # the same annotated lines and meshes came through clean before
+        ctx = self._ctx
+        if ctx is None:
+            mesh, target, split, _, ids_note = self.setting
+            ctx = self._ctx = CheckContext(
+                self._path, mesh, target, split, ids_note, memos=self._memos
+            )
         found = []
         where = {"line": module.line, "module": module.name}
         for code, fn in self._checks.items():
-            found.extend(run_check(code, fn, module, self._ctx, **where))
+            found.extend(run_check(code, fn, module, ctx, **where))
         if found:
             self._found.extend(found)
         elif key is not None:
