@@ -106,11 +106,28 @@ def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None)
     return findings
 
 
-class _JsonFile:
-    """One file's JSON (a `FileSink`): its head written as the sink is made (after ", "
-    when `after` another file), each module's as it comes, then its tail; its findings'
-    JSON go to `findings`. With `fold` (--html), its modules are folded into the run's
-    summary too."""
+class _FileSink:
+    """What a file's writer (a `pipeline.file_batch.FileSink`) does with each module: hands
+    it to `each`, and folds it into the run's summary too with `fold` (--html)."""
+
+    def __init__(self, each: Callable[[ModuleReport], None], fold) -> None:
+        self.each = each
+        self.fold = fold
+
+    def module(self, m: ModuleReport) -> None:
+        self.each(m)
+        if self.fold is not None:
+            self.fold.module(m)
+
+    def _folded(self, item: Inspected) -> None:
+        if self.fold is not None:
+            self.fold.end(item)
+
+
+class _JsonFile(_FileSink):
+    """One file's JSON: its head written as the sink is made (after ", " when `after`
+    another file), each module's as it comes, then its tail; its findings' JSON go to
+    `findings`."""
 
     def __init__(
         self, shown: str, write: Callable[[bytes], None], after: bool, findings: list, fold=None
@@ -119,20 +136,13 @@ class _JsonFile:
             write(b", ")
         head, self.tail = file_json_parts(shown, _STATE["memos"])
         write(head.encode("ascii"))
+        super().__init__(_JsonModules(shown, write), fold)
         self.write = write
-        self.each = _JsonModules(shown, write)
         self.findings = findings
-        self.fold = fold
-
-    def module(self, m: ModuleReport) -> None:
-        self.each(m)
-        if self.fold is not None:
-            self.fold.module(m)
 
     def end(self, done: tuple) -> None:
         report, _, found = done
-        if self.fold is not None:
-            self.fold.end(Inspected(report, found))
+        self._folded(Inspected(report, found))
         self.write(self.tail.encode("ascii"))
         self.findings.extend(_findings_json(found))
 
@@ -169,30 +179,23 @@ def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None)
     return found[0]
 
 
-class _TextFile:
-    """One file's rendered summary (a `FileSink`): each module rendered as it comes, kept
-    (`_Body`) until the file ends, then written after the file's header, which counts
-    them; its number of findings is added to `found[0]`. With `fold` (--html), its
-    modules are folded into the run's summary too."""
+class _TextFile(_FileSink):
+    """One file's rendered summary: each module rendered as it comes, kept (`_Body`) until
+    the file ends, then written after the file's header, which counts them; its number of
+    findings is added to `found[0]`."""
 
     def __init__(self, write: Callable[[bytes], None], found: list[int], fold=None) -> None:
+        self.body = _Body()
+        super().__init__(_TextModules(self.body.add), fold)
         self.write = write
         self.found = found
-        self.fold = fold
-        self.body = _Body()
-        self.each = _TextModules(self.body.add)
-
-    def module(self, m: ModuleReport) -> None:
-        self.each(m)
-        if self.fold is not None:
-            self.fold.module(m)
 
     def end(self, done: tuple) -> None:
         report, count, findings = done
         item = Inspected(report, findings)
-        if self.fold is not None:
-            self.fold.end(item)
-        each, memos, write = self.each, _STATE["memos"], self.write
+        self._folded(item)
+        each: _TextModules = self.each  # type: ignore[assignment]
+        memos, write = _STATE["memos"], self.write
         write(render_head(item, each.console, count, each.values, memos).encode(*_UTF8))
         self.body.copy(write)
         write(render_tail(item, each.console, memos).encode(*_UTF8))
