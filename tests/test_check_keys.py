@@ -205,3 +205,65 @@ def test_native_keys_of_repeated_fields_are_the_twins(picks, clean_every):
         assert native(vs, d, {}) == want
         clean = {k: v for k, v in want[::clean_every]}
         assert native(vs, d, clean) == new_keys_py(vs, d, clean)
+
+
+def _entries() -> list[LineValues]:
+    """Shared column entries of every fixture module, in order."""
+    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
+    out = []
+    for p in files:
+        for m in scan_file(str(p), io.BytesIO(p.read_bytes())).modules:
+            out.extend(it for it in m.items if it.__class__ is LineValues)
+    return out
+
+
+ENTRIES = _entries()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(ENTRIES) - 1), max_size=60),
+    judged=st.lists(st.integers(0, len(ENTRIES) - 1), max_size=30),
+    stale=st.lists(st.integers(0, len(ENTRIES) - 1), max_size=5),
+    part=st.booleans(),
+)
+def test_native_fresh_entries_are_the_twins(picks, judged, stale, part):
+    """The entries a rule has not judged (`checks.values.fresh_entries`): the native one
+    gives the twin's entries, each once in order, and values, and leaves the verdicts'
+    dict as the twin leaves it, whatever was judged before (an identity held for another
+    object too: judged anew)."""
+    from meshdiag.checks.values import fresh_entries_py
+
+    shared = [ENTRIES[i] for i in picks]
+    seen: dict = {id(ENTRIES[i]): (ENTRIES[i], True) for i in judged}
+    for i in stale:
+        seen[id(ENTRIES[i])] = (object(), True)
+    twin_seen = dict(seen)
+    got = _fastscan.fresh_entries(shared, seen, part)
+    want = fresh_entries_py(shared, twin_seen, part)
+    assert got[0] == want[0] and [id(v) for v in got[1]] == [id(v) for v in want[1]]
+    assert seen.keys() == twin_seen.keys()
+    assert all(seen[k][0] is twin_seen[k][0] and seen[k][1] == twin_seen[k][1] for k in seen)
+
+
+def test_native_fresh_entries_refuse_and_leak_nothing():
+    import tracemalloc
+
+    with pytest.raises(TypeError):
+        _fastscan.fresh_entries(ENTRIES, [], False)
+    with pytest.raises(AttributeError):
+        _fastscan.fresh_entries([object()], {}, False)
+    sample = ENTRIES[:300]
+    _fastscan.fresh_entries(sample, {}, True)  # (each entry's `partitioned`, kept)
+    first = sample[0]  # (not `sample[0]` in the assert: pytest's rewriting holds it)
+    before = sys.getrefcount(first)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            _fastscan.fresh_entries(sample, {}, True)
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert sys.getrefcount(first) == before
+    assert grown < 20_000, grown

@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from meshdiag.checks.keys import Decides, distinct, new_keys
+from meshdiag.ir.fast import native
 from meshdiag.ir.model import LineValues, Value
 from meshdiag.memo import IdentityTable
 
@@ -123,6 +124,38 @@ def _judged(
     return out
 
 
+def fresh_entries_py(
+    shared: Sequence[LineValues], seen: dict[int, tuple], part: bool
+) -> tuple[list[LineValues], list[Value]]:
+    """Of the shared column entries `shared`, those the verdicts' `seen` (id -> (entry, _):
+    `IdentityTable.data`, read and written inline: no bound) does not hold, each once, in
+    order, and their values as the module holds them (`part`: partitioned); each is put
+    in `seen` as judged. The reference for the native one (`ir/fast/_keys.c`)."""
+    fresh: dict[int, LineValues] = {}
+    for item in shared:
+        hit = seen.get(id(item))
+        if hit is None or hit[0] is not item:
+            fresh[id(item)] = item
+    values: list[Value] = []
+    for item in fresh.values():
+        values.extend(item.partitioned if part else item.protos)
+        seen[id(item)] = (item, True)
+    return list(fresh.values()), values
+
+
+_native_fresh_entries = native("fresh_entries")
+
+
+def fresh_entries(
+    shared: Sequence[LineValues], seen: dict[int, tuple], part: bool
+) -> tuple[list[LineValues], list[Value]]:
+    """`fresh_entries_py`, in C when built: a dump's modules mostly hold lines no module
+    before held, and walking them in Python was a third of a value rule's call."""
+    if _native_fresh_entries is not None:
+        return _native_fresh_entries(shared, seen, part)
+    return fresh_entries_py(shared, seen, part)
+
+
 def value_findings(
     module: ModuleReport,
     ctx: CheckContext,
@@ -167,21 +200,13 @@ def value_findings(
                 found.put(v, [(v, res)])
                 one_off.append(v)
         # the shared lines not judged under these facts, each once, keyed all at once too
-        fresh: dict[int, LineValues] = {}
-        for item in shared:
-            hit = seen.get(id(item))
-            if hit is None or hit[0] is not item:
-                fresh[id(item)] = item
+        fresh, values = fresh_entries(shared, seen, part)
         if fresh:
-            values: list[Value] = []
-            for item in fresh.values():
-                values.extend(item.partitioned if part else item.protos)  # type: ignore[attr-defined]
-                seen[id(item)] = (item, True)  # `judged.put`, inline (it has no bound)
             # each entry's values with findings, in its order (by identity: a Value is a
             # mutable dataclass, not hashable)
             bad = {id(v): res for v, res in _judged(values, decides, clean, judge, facts, memos)}
             if bad:
-                for item in fresh.values():
+                for item in fresh:
                     vs = item.partitioned if part else item.protos  # type: ignore[attr-defined]
                     mine = [(v, bad[id(v)]) for v in vs if id(v) in bad]
                     if mine:

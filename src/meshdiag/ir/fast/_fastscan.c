@@ -1228,6 +1228,8 @@ static PyMethodDef methods[] = {
     {"text_groups", (PyCFunction)(void (*)(void))fs_text_groups, METH_FASTCALL,
      fs_text_groups_doc},
     {"new_keys", (PyCFunction)(void (*)(void))fs_new_keys, METH_FASTCALL, fs_new_keys_doc},
+    {"fresh_entries", (PyCFunction)(void (*)(void))fs_fresh_entries, METH_FASTCALL,
+     fs_fresh_entries_doc},
     {"grid_text", (PyCFunction)(void (*)(void))fs_grid_text, METH_FASTCALL, fs_grid_text_doc},
     {"read_small", (PyCFunction)(void (*)(void))fs_read_small, METH_FASTCALL, fs_read_small_doc},
     {NULL, NULL, 0, NULL},

@@ -117,6 +117,9 @@ extern const char fs_text_groups_doc[];
 int fs_keys_init(void);
 PyObject *fs_new_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_new_keys_doc[];
+/* and the column entries a rule has not judged yet (checks.values.fresh_entries_py) */
+PyObject *fs_fresh_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_fresh_entries_doc[];
 
 /* _grid.c: a picture's grids of whole tiles drawn (report.whole.grid_text_py) */
 PyObject *fs_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -20,10 +20,14 @@
 #define N_FIELDS 6
 
 static PyObject *K_SPLIT; /* the attribute of a tiled form `uneven_shape` asks for */
+/* a shared entry's values: as a partitioned module holds them, or as written */
+static PyObject *K_PARTITIONED, *K_PROTOS;
 
 int fs_keys_init(void) {
     K_SPLIT = PyUnicode_InternFromString("split_data_dims");
-    return K_SPLIT == NULL ? -1 : 0;
+    K_PARTITIONED = PyUnicode_InternFromString("partitioned");
+    K_PROTOS = PyUnicode_InternFromString("protos");
+    return K_SPLIT == NULL || K_PARTITIONED == NULL || K_PROTOS == NULL ? -1 : 0;
 }
 
 /* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,
@@ -379,5 +383,67 @@ done:
     Py_DECREF(items);
     Py_XDECREF(ids.id[0]);
     Py_XDECREF(ids.id[1]);
+    return result;
+}
+
+/* -- the entries a rule has not judged ------------------------------------------------
+ * A rule's verdicts keep the column entries they judged by identity (`id(entry) ->
+ * (entry, True)`, the entry held so its identity is not reused). A module of a dump file
+ * mostly holds lines no module before held: walking its entries in Python to find those
+ * not judged yet, and gathering their values, was a third of a value rule's call. */
+
+const char fs_fresh_entries_doc[] =
+    "fresh_entries(shared, seen, partitioned) -> (entries, values)\n\n"
+    "checks.values.fresh_entries_py: of the column entries `shared`, each one the dict `seen`\n"
+    "(id -> (entry, _)) does not hold, once, in order, and their values (each entry's\n"
+    "`partitioned` when `partitioned`, else its `protos`); each is put in `seen` as\n"
+    "(entry, True).";
+
+PyObject *fs_fresh_entries(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fresh_entries(shared, seen: dict, partitioned)");
+        return NULL;
+    }
+    int part = PyObject_IsTrue(args[2]);
+    if (part < 0)
+        return NULL;
+    PyObject *shared = PySequence_Fast(args[0], "fresh_entries: shared must be a sequence");
+    if (shared == NULL)
+        return NULL;
+    PyObject *seen = args[1], *attr = part ? K_PARTITIONED : K_PROTOS;
+    PyObject *fresh = PyList_New(0), *values = PyList_New(0), *result = NULL;
+    if (fresh == NULL || values == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(shared); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(shared, i);
+        PyObject *id = PyLong_FromVoidPtr(item);
+        if (id == NULL)
+            goto done;
+        PyObject *hit = PyDict_GetItemWithError(seen, id); /* borrowed */
+        if (hit == NULL && PyErr_Occurred()) {
+            Py_DECREF(id);
+            goto done;
+        }
+        if (hit != NULL && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0 &&
+            PyTuple_GET_ITEM(hit, 0) == item) {
+            Py_DECREF(id); /* judged before (or earlier in this module) */
+            continue;
+        }
+        PyObject *vs = PyObject_GetAttr(item, attr);
+        PyObject *pair = vs == NULL ? NULL : PyTuple_Pack(2, item, Py_True);
+        int failed = pair == NULL ||
+                     PyList_SetSlice(values, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, vs) < 0 ||
+                     PyDict_SetItem(seen, id, pair) < 0 || PyList_Append(fresh, item) < 0;
+        Py_XDECREF(vs);
+        Py_XDECREF(pair);
+        Py_DECREF(id);
+        if (failed)
+            goto done;
+    }
+    result = PyTuple_Pack(2, fresh, values);
+done:
+    Py_XDECREF(fresh);
+    Py_XDECREF(values);
+    Py_DECREF(shared);
     return result;
 }
