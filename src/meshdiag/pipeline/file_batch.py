@@ -5,7 +5,8 @@ file (its `FileSink`).
 Scanning a file, then writing or folding it, then scanning the next turned the processor's
 caches over between the scanner and the writers at every file (a dump's files are small: a
 module or two each); a batch at a time keeps each side's code and tables in them (the cold
-bench's dumps, one core, alternating runs: `inspect` about 6% and `--format json` 5% less).
+bench's dumps, one core, alternating runs of one tree, files handed on one at a time
+against 32: `inspect` 4–6% and `--format json` 5% less).
 A batch is bounded by its files, by the modules it holds and by their column entries: a big
 file's modules go on a few at a time, so memory stays flat in its size (a module's parsed
 shardings may be big: 1,500 modules of lists of 2,048 devices held to the end of their file

@@ -177,9 +177,9 @@ def scan_checked_part(
 #: ended modules waiting to be checked and handed on together, at most, and column
 #: entries they hold, at most (a module of more goes alone): judged and written a batch at
 #: a time, the checks' and the writers' code and memos stay in the processor's caches,
-#: which scanning each module in between had turned over (`inspect -j1` of the cold bench's
-#: 252 MB file 1.34 → 1.22 s, of the Shardy passes 1.0 → 0.9 s); the entries bound what
-#: a batch adds to the memory a module holds
+#: which scanning each module in between had turned over (`inspect -j1`, medians of 8
+#: alternating runs: the cold bench's 252 MB file 1.58 → 1.51 s, the Shardy passes 1.13 →
+#: 1.04 s); the entries bound what a batch adds to the memory a module holds
 BATCH_MODULES = 32
 BATCH_ENTRIES = 1 << 15
 
@@ -231,9 +231,11 @@ def scan_checked(
     replay: bool = True,
     on_block: OnBlock = None,
 ) -> tuple[FileReport, int, list[Finding]]:
-    """Scan `path` module by module: each module is checked as it ends, handed to `each`
-    and let go, so memory stays flat in the file's size. Returns the report (without its
-    modules), how many modules it had, and the findings `run_checks` gives on the whole.
+    """Scan `path` module by module: a big file's modules are checked and handed to
+    `each` a batch at a time as they end (`_Ended`) and let go, so memory stays flat in the
+    file's size; a small file's (read whole, `data`) once it is read. Returns the report
+    (without its modules), how many modules it had, and the findings `run_checks` gives on
+    the whole.
     The scanner's memo (`ir.scancache.ScanCache`) is the run's: one slot of `memos`.
     `data`: the file's bytes when the caller read it already (`read_small_file`).
     `replay=False`: the caller remembers the files it read itself (`lint`, whose memo holds
