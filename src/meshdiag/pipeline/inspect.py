@@ -140,6 +140,8 @@ def joined_findings(parts: list[tuple[list[Finding], list[Finding]]]) -> list[Fi
     """A file's findings from the (scan's MD001s, module checks' findings) of each of its
     parts in order (one for a file read whole): every MD001, then every module's, sorted
     (a stable sort: findings at one place keep that order)."""
+    if len(parts) == 1 and not parts[0][0] and not parts[0][1]:
+        return []  # (most files of a dump: no list made and sorted for nothing)
     out = [f for scanned, _ in parts for f in scanned]
     out.extend(f for _, checked in parts for f in checked)
     out.sort(key=lambda f: f.sort_key())
