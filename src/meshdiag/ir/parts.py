@@ -142,25 +142,29 @@ def file_parts(path: str, size: int, jobs: int) -> Parts | None:
     return Parts(path, size, cuts) if cuts else None
 
 
-def _holds(fd: int, size: int, word: bytes) -> bool:
-    """Whether the file has `word` anywhere (read a chunk at a time, found across two; the
-    first chunk small and doubled up to `_CHUNK`, as `_cut_from` reads: a file of sections
-    has one by its first module's end, and reading a first 8 MB was 8 ms of the 252 MB
-    bench file's start, before any worker starts)."""
-    keep = len(word) - 1
-    pos = 0
-    want = max(_FIRST_CHUNK, len(word))  # (a chunk shorter than the word never holds it)
+def _chunks(fd: int, size: int, pos: int, keep: int) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of the file from `pos` on, a chunk at a time, each read overlapping
+    the one before by `keep` bytes (a word of `keep + 1` bytes across two is found in the
+    second): a first small one (`_FIRST_CHUNK`: what is looked for is mostly near), doubled
+    up to `_CHUNK`, never shorter than the word but at the file's end (a shorter one could
+    never hold it, and the next would start past it)."""
+    want = max(_FIRST_CHUNK, keep + 1)
     while pos < size:
         chunk = os.pread(fd, min(want, size - pos), pos)
-        want = max(min(want * 2, _CHUNK), len(word))
         if not chunk:
-            break
-        if word in chunk:
-            return True
+            return
+        yield pos, chunk
         if pos + len(chunk) >= size:
-            break
+            return
         pos += max(len(chunk) - keep, 1)
-    return False
+        want = max(min(want * 2, _CHUNK), keep + 1)
+
+
+def _holds(fd: int, size: int, word: bytes) -> bool:
+    """Whether the file has `word` anywhere (`_chunks`: a file of sections has one by its
+    first module's end, and reading a first 8 MB was 8 ms of the 252 MB bench file's start,
+    before any worker starts)."""
+    return any(word in chunk for _, chunk in _chunks(fd, size, 0, len(word) - 1))
 
 
 def _cuts(fd: int, size: int, targets: list[int], mark: bytes) -> list[int]:
@@ -188,16 +192,10 @@ def _cut_from(fd: int, size: int, start: int, mark: bytes = _MARK) -> tuple[int,
     module after a line `}`; (-1, offset reached) when none is, in the file or in `TRIES`
     marks (each costs a read: a file of nothing but such marks is not read a few bytes at
     a time)."""
-    keep = len(mark) - 1  # a mark across two chunks is found in the second
     opens = _opens if mark is _MARK else _opens_module
-    pos = max(start - 3, 0)  # a mark's line starts 3 bytes after it (after "\n}\n")
     tries = 0
-    want = max(_FIRST_CHUNK, len(mark))  # (as in `_holds`)
-    while pos < size:
-        chunk = os.pread(fd, min(want, size - pos), pos)
-        want = max(min(want * 2, _CHUNK), len(mark))
-        if not chunk:
-            break
+    # (a mark's line starts 3 bytes after it, after "\n}\n")
+    for pos, chunk in _chunks(fd, size, max(start - 3, 0), len(mark) - 1):
         i = chunk.find(mark)
         while i >= 0:
             offset = pos + i + 3
@@ -208,9 +206,6 @@ def _cut_from(fd: int, size: int, start: int, mark: bytes = _MARK) -> tuple[int,
                 if tries >= TRIES:  # no cut near this target: on to the next
                     return -1, offset + 1
             i = chunk.find(mark, i + 1)
-        if pos + len(chunk) >= size:
-            break
-        pos += max(len(chunk) - keep, 1)
     return -1, size
 
 
