@@ -61,7 +61,7 @@ elif mode in ("bookkeeping", "checks"):
     checks = st["checks"] if mode == "checks" else {}
     for p in files:
         scan_checked(p, None, None, st["split"], checks, None, st["memos"])
-else:  # as a worker of `inspect DIR` runs its batch (`FoldBatch`)
+else:  # as a worker of `inspect DIR` runs its batch (`FileBatch`)
     worker.summary_batch(files)
 print(json.dumps({"seconds": time.perf_counter() - t, "files": len(files)}))
 """

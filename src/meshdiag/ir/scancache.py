@@ -249,7 +249,7 @@ class ScanCache:
     ) -> tuple[list[Parsed], str | None, int]:
         """`annot.parse_per_value` of a `#sdy.sharding_per_value<[...]>` text on `meshes`,
         once per distinct arguments."""
-        key = (annot.parse_per_value, text, meshes, manual_axes)
+        key = ("per_value", text, meshes, manual_axes)
         hit = self._parses.get(key)
         if hit is None:
             items, err, off = annot.parse_per_value(text, meshes, manual_axes)

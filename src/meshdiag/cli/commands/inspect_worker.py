@@ -98,7 +98,8 @@ def _findings_json(findings: list[Finding]) -> list[str]:
 
 def json_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> list[str]:
     """Write the file's JSON (json.dumps writes ASCII) a module at a time; returns each
-    finding's JSON."""
+    finding's JSON. One file alone, through the sink `json_batch` gives each of its files
+    (the tests' per-file reference for the batches)."""
     findings: list[str] = []
     shown = _shown(path)
     sink = _JsonFile(shown, write, False, findings, _fold(summary, shown))
@@ -172,7 +173,9 @@ class _JsonModules:
 
 def text_one(path: str, write: Callable[[bytes], None], summary=None, data=None) -> int:
     """Write the file's rendered summary (UTF-8; file names that are not UTF-8 as the bytes
-    they were, through surrogate escapes); returns its number of findings."""
+    they were, through surrogate escapes); returns its number of findings. One file alone,
+    through the sink `text_batch` gives each of its files (the tests' per-file reference
+    for the batches)."""
     found = [0]
     sink = _TextFile(write, found, _fold(summary, _shown(path)))
     sink.end(_scan(path, sink.module, data))
