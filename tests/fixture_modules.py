@@ -19,3 +19,32 @@ def load(stem: str):
         sys.modules[name] = mod  # dataclasses resolve the module by name
         spec.loader.exec_module(mod)
     return sys.modules[name]
+
+
+def scanned_modules(shared: bool = True) -> list:
+    """Every module of the committed text and MLIR fixtures, read through one scan cache:
+    with the lines a module repeats shared (`LineValues` among its entries, as in one run),
+    or (`shared=False`) with no line learned, every value its module's own."""
+    import io
+
+    from meshdiag.ir import linememo
+    from meshdiag.ir.model import LineValues, Value
+    from meshdiag.ir.scan import scan_file
+    from meshdiag.ir.scancache import ScanCache
+
+    files = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".txt", ".mlir"))
+    cache = ScanCache()
+    learnable = linememo.learnable
+    if not shared:
+        linememo.learnable = lambda b: False
+    try:
+        modules = [
+            m
+            for p in files
+            for m in scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache).modules
+        ]
+    finally:
+        linememo.learnable = learnable
+    kinds = {it.__class__ for m in modules for it in m.items}
+    assert kinds == ({LineValues, Value} if shared else {Value})
+    return modules

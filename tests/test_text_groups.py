@@ -5,17 +5,15 @@ on generated entries; it keeps no reference it should not."""
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
+import sys
 
 import pytest
+from fixture_modules import scanned_modules
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leaks import bytes_grown
 
-from meshdiag.ir import linememo
 from meshdiag.ir.model import LineValues, Value
-from meshdiag.ir.scan import scan_file
-from meshdiag.ir.scancache import ScanCache
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline import module_summary
 from meshdiag.pipeline.inspect import own_text
@@ -23,15 +21,6 @@ from meshdiag.pipeline.module_summary import FIRST_LOCATIONS, _rows, text_groups
 
 native = module_summary._native_text_groups
 needs_native = pytest.mark.skipif(native is None, reason="no native extension to compare")
-ROOT = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def _modules():
-    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
-    cache = ScanCache()
-    return [
-        m for p in files for m in scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache).modules
-    ]
 
 
 def _native(items, part, memos, keep=FIRST_LOCATIONS):
@@ -47,12 +36,8 @@ def _plain(groups):
 
 @needs_native
 @pytest.mark.parametrize("learned", [True, False], ids=["shared", "own"])
-def test_native_groups_are_the_twins_on_every_fixture_module(monkeypatch, learned):
-    if not learned:
-        monkeypatch.setattr(linememo, "learnable", lambda b: False)
-    modules = _modules()
-    kinds = {it.__class__ for m in modules for it in m.items}
-    assert kinds == ({LineValues, Value} if learned else {Value})
+def test_native_groups_are_the_twins_on_every_fixture_module(learned):
+    modules = scanned_modules(learned)
     memos = RunMemos()
     for m in modules:
         items = m.entries()[0]
@@ -105,9 +90,6 @@ def test_native_groups_are_the_twins_on_generated_entries(picks, keep):
 
 @needs_native
 def test_native_groups_refuse_what_they_cannot_read_and_leak_nothing():
-    import sys
-    import tracemalloc
-
     memos = RunMemos()
     v = Value("%a", 1, 2, '<@mesh, [{"x"}]>', "sdy", "op", None, (8,), None, "f32", "m", None, None)
     with pytest.raises(TypeError):
@@ -123,18 +105,11 @@ def test_native_groups_refuse_what_they_cannot_read_and_leak_nothing():
         for k in range(50)
     ]
 
-    def run(times):
-        for _ in range(times):
-            _native(items, False, memos)
+    def call():
+        _native(items, False, memos)
 
-    run(5)
+    call()
     before = sys.getrefcount(v)
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        run(200)
-        grown = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
+    grown = bytes_grown(call)
     assert sys.getrefcount(v) == before
     assert grown < 20_000

@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING
 
 from meshdiag.errors import MeshdiagError
 from meshdiag.ir.devices import ids_label_for
+from meshdiag.ir.fast import native
 from meshdiag.ir.model import Value
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.inspect import gspmd_text, num_devices, own_text
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from meshdiag.ir.model import MeshDecl, ModuleReport
     from meshdiag.layouts.engine import Layout
     from meshdiag.model.findings import Finding
@@ -232,9 +235,31 @@ def module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str
 
 
 def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[str, list]:
-    items = m.items
-    lines = m.lines
-    part = m.partitioned
+    def key_of(v: Value) -> tuple[str, str]:
+        return layout_key(v, memos), own_text(v, memos)
+
+    def draw_of(v: Value) -> tuple | None:
+        h = v.hlo
+        return None if h is None or h.is_tuple else (v.shape, _devices(v, m, mesh))
+
+    if _native_module_rows is not None:
+        attr = "partitioned" if m.partitioned else "protos"
+        return _native_module_rows(m.items, m.lines, attr, Value, key_of, draw_of)
+    return module_rows_py(m.items, m.lines, m.partitioned, key_of, draw_of)
+
+
+def module_rows_py(
+    items: list,
+    lines: list[int],
+    part: bool,
+    key_of: Callable[[Value], tuple[str, str]],
+    draw_of: Callable[[Value], tuple | None],
+) -> dict[str, list]:
+    """`module_rows` of the column entries `items` at `lines` (`part`: the module is
+    partitioned), each value's (layout key, spelling) from `key_of` and a row's (shape,
+    devices) to draw with from `draw_of` (None: ask the next value). The reference for the
+    native one (`ir/fast/_rows.c`: a cold dump's modules mostly hold lines no module before
+    held, and this walk was about a microsecond a value)."""
     # each entry once, at its first index, with how many times the module holds it (a
     # shared line's `LineValues` at each of its lines)
     firsts: dict[int, list] = {}
@@ -255,13 +280,13 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
         if it.__class__ is Value:
             vals = [it]
         else:
-            vals = it.partitioned if part else it.protos  # type: ignore[union-attr]
+            vals = it.partitioned if part else it.protos
         counted: set[tuple[str, str]] = set()
         for v in vals:
             of = (v.text, v.notation, id(v.sharding), id(v.hlo))
             got = texts.get(of)
             if got is None:
-                got = texts[of] = (layout_key(v, memos), own_text(v, memos))
+                got = texts[of] = key_of(v)
             k, spelling = got
             row = out.get(k)
             if row is None:
@@ -278,11 +303,14 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
             row[0] += times
             if v.shape is not None:
                 row[2][v.shape] = row[2].get(v.shape, 0) + times
-                if row[5] is None and v.hlo is not None and not v.hlo.is_tuple:
-                    row[5] = (v.shape, _devices(v, m, mesh))
+                if row[5] is None:
+                    row[5] = draw_of(v)
             elif v.local_shape is not None:
                 row[3][v.local_shape] = row[3].get(v.local_shape, 0) + times
     return out
+
+
+_native_module_rows = native("module_rows")
 
 
 def _devices(v: Value, m: ModuleReport, mesh: Mesh | None) -> int | None:

@@ -13,7 +13,8 @@ as JSON
 `values_json` (`_json.c`; twin `pipeline.inspect.values_json_text_py`), the checks' keys
 of a module's values `new_keys` (`_keys.c`; twin `checks.keys.new_keys_py`) and a module's
 values grouped by their sharding text `text_groups` (`_groups.c`; twin
-`pipeline.module_summary.text_groups_py`) and a picture's grids of whole tiles drawn
+`pipeline.module_summary.text_groups_py`) and by their device layout `module_rows`
+(`_rows.c`; twin `pipeline.dump_summary.module_rows_py`) and a picture's grids of whole tiles drawn
 `grid_text` (`_grid.c`; twin `report.whole.grid_text_py`) and a small regular file read
 whole `read_small` (`_files.c`; twin `ir.scan.read_small_file_py`). Each is
 tested against its twin. Besides, `parent_death_signal` asks the kernel to end a worker

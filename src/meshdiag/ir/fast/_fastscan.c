@@ -1230,6 +1230,8 @@ static PyMethodDef methods[] = {
     {"new_keys", (PyCFunction)(void (*)(void))fs_new_keys, METH_FASTCALL, fs_new_keys_doc},
     {"fresh_entries", (PyCFunction)(void (*)(void))fs_fresh_entries, METH_FASTCALL,
      fs_fresh_entries_doc},
+    {"module_rows", (PyCFunction)(void (*)(void))fs_module_rows, METH_FASTCALL,
+     fs_module_rows_doc},
     {"grid_text", (PyCFunction)(void (*)(void))fs_grid_text, METH_FASTCALL, fs_grid_text_doc},
     {"read_small", (PyCFunction)(void (*)(void))fs_read_small, METH_FASTCALL, fs_read_small_doc},
     {NULL, NULL, 0, NULL},

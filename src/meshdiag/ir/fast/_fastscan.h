@@ -14,6 +14,12 @@ static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b)
     return o;
 }
 
+/* A hash of an address for open addressing (objects are 16-byte aligned: the low bits
+ * say nothing) */
+static inline size_t fs_ptr_hash(const void *p) {
+    return (size_t)(((uintptr_t)p >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
+}
+
 /* _values.c: s[a:b] (ASCII) as a str, and an int, each kept by content when made (a value's
  * name, op and column, a tensor's dims repeat): new references, NULL with an error set */
 PyObject *fs_str_piece(const char *s, Py_ssize_t a, Py_ssize_t b);
@@ -120,6 +126,9 @@ extern const char fs_new_keys_doc[];
 /* and the column entries a rule has not judged yet (checks.values.fresh_entries_py) */
 PyObject *fs_fresh_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_fresh_entries_doc[];
+/* _rows.c: a module's values by device layout (pipeline.dump_summary.module_rows_py) */
+PyObject *fs_module_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_module_rows_doc[];
 
 /* _grid.c: a picture's grids of whole tiles drawn (report.whole.grid_text_py) */
 PyObject *fs_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -27,10 +27,6 @@ typedef struct {
     size_t mask, used;
 } Seen;
 
-static size_t seen_hash(const void *p) {
-    return (size_t)(((uintptr_t)p >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
-}
-
 /* 1 when `p` is new (now added), 0 when seen before, -1 with a MemoryError set */
 static int seen_add(Seen *s, void *p) {
     if (2 * (s->used + 1) > s->mask + 1) { /* at most half full: grow */
@@ -43,7 +39,7 @@ static int seen_add(Seen *s, void *p) {
         for (size_t k = 0; s->mask && k <= s->mask; k++) {
             if (s->slot[k] == NULL)
                 continue;
-            size_t h = seen_hash(s->slot[k]) & (cap - 1);
+            size_t h = fs_ptr_hash(s->slot[k]) & (cap - 1);
             while (slot[h] != NULL)
                 h = (h + 1) & (cap - 1);
             slot[h] = s->slot[k];
@@ -52,7 +48,7 @@ static int seen_add(Seen *s, void *p) {
         s->slot = slot;
         s->mask = cap - 1;
     }
-    size_t h = seen_hash(p) & s->mask;
+    size_t h = fs_ptr_hash(p) & s->mask;
     while (s->slot[h] != NULL) {
         if (s->slot[h] == p)
             return 0;
