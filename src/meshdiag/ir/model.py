@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
+from meshdiag.ir.fast import native
+
 if TYPE_CHECKING:
     from meshdiag.model.findings import Finding
     from meshdiag.model.mesh import Mesh
@@ -33,7 +35,8 @@ class MeshDecl:
 @dataclass(slots=True)
 class Value:
     """One sharded value: a function argument or result, an op result, a constraint, ...
-    (slots, not a dict: a big file makes a million, and copies them from prototypes)"""
+    (slots, not a dict: a big file makes a million, and copies them from prototypes; where
+    the extension is built, `Value` is the native class this dataclass is the twin of)"""
 
     name: str  # %arg0, %0, %0#1, result#0, %param.1
     line: int
@@ -50,6 +53,16 @@ class Value:
     #: parsed forms (None when the text did not parse)
     sharding: HloSharding | NamedSharding | None = None
     hlo: HloSharding | None = None  # tiled form, for layouts and checks
+
+
+#: the dataclass above, the twin of the class values are made of where the extension is
+#: built (`ir/fast/_value.c`: the same constructor, fields, equality, repr and pickling;
+#: a big file's million values are made and freed without the garbage collector's
+#: bookkeeping)
+PyValue = Value
+if not TYPE_CHECKING and native("Value") is not None:
+    native("adopt_dataclass")(PyValue)  # (dataclasses.fields, replace, asdict see it too)
+    Value = native("Value")
 
 
 @dataclass

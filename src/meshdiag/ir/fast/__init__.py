@@ -5,7 +5,7 @@ are the candidate walker `scan_known` (Python twin: `ir.lines.scan_known_py`), t
 helpers `match_end`, `split_top`, `top_colon` (twins in `ir.text`) and the collective scan's
 line and word finders `word_lines` and `find_any` (twins: `comms.scan.word_lines_py`,
 `find_any_py`), the newline count `count_lines` (twin `ir.parts.count_lines_py`), the plain-line field readers `constraint_fields`, `entry_fields`, `op_fields`,
-`hlo_fields` (in `_fields.c`; twins `ir.fields.*_fields_py`), the values of plain
+`hlo_fields` (in `_fields.c`; twins `ir.fields.*_fields_py`), the class `Value` (`_value.c`; twin the dataclass `ir.model.PyValue`), the values of plain
 lines copied from their sharding's prototype `scan_plain`, `entry_values` (`_values.c`;
 twins `ir.lines.scan_plain_py`, `ir.fields.entry_values_py`) and a signature split and its
 entries made in one call `entry_group` (twin `ir.fields.entry_group_py`), a module's values

@@ -1232,6 +1232,7 @@ static PyMethodDef methods[] = {
      fs_fresh_entries_doc},
     {"module_rows", (PyCFunction)(void (*)(void))fs_module_rows, METH_FASTCALL,
      fs_module_rows_doc},
+    {"adopt_dataclass", (PyCFunction)fs_value_adopt, METH_O, fs_value_adopt_doc},
     {"grid_text", (PyCFunction)(void (*)(void))fs_grid_text, METH_FASTCALL, fs_grid_text_doc},
     {"read_small", (PyCFunction)(void (*)(void))fs_read_small, METH_FASTCALL, fs_read_small_doc},
     {NULL, NULL, 0, NULL},
@@ -1273,6 +1274,12 @@ PyMODINIT_FUNC PyInit__fastscan(void) {
     }
     if (PyModule_AddObject(m, "WORDS", words) < 0) {
         Py_DECREF(words);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *value = fs_value_type();
+    if (value == NULL || PyModule_AddObject(m, "Value", value) < 0) {
+        Py_XDECREF(value);
         Py_DECREF(m);
         return NULL;
     }

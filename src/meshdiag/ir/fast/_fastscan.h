@@ -126,6 +126,12 @@ extern const char fs_new_keys_doc[];
 /* and the column entries a rule has not judged yet (checks.values.fresh_entries_py) */
 PyObject *fs_fresh_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_fresh_entries_doc[];
+/* _value.c: the class Value (ir.model.Value's twin), ready: a new reference, NULL with an
+ * error set */
+PyObject *fs_value_type(void);
+/* and its field descriptions taken from the dataclass twin (adopt_dataclass) */
+PyObject *fs_value_adopt(PyObject *self, PyObject *twin);
+extern const char fs_value_adopt_doc[];
 /* _rows.c: a module's values by device layout (pipeline.dump_summary.module_rows_py) */
 PyObject *fs_module_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_module_rows_doc[];

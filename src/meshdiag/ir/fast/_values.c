@@ -174,7 +174,8 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
      * parsed shardings, none of which refers back to it, so it is never in a cycle, and
      * linking a million of them into the list and out of it again cost more than the
      * collections themselves */
-    PyObject_GC_UnTrack(v);
+    if (PyType_IS_GC(cls)) /* (the native Value is not one of the collector's) */
+        PyObject_GC_UnTrack(v);
     return v;
 }
 

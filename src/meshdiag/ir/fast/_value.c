@@ -1,0 +1,265 @@
+/* `Value`, the scanner's one sharded value, as a class in C: the twin of the dataclass
+ * `ir.model.Value`, which stays the class where the extension is not built.
+ *
+ * A big file of new lines makes a million values and lets them go a batch of modules
+ * later. The dataclass (slots, so no dict) is a heap type the garbage collector knows:
+ * each value was linked into its lists and out again, and freed through the generic slot
+ * walk, about 65 ns a value on the 252 MB bench file. This one holds its thirteen fields
+ * in a plain struct, outside the collector (a value refers to strs, ints, tuples of ints
+ * and parsed shardings, none of which refers back to a value: it is never in a cycle).
+ *
+ * It behaves as the dataclass does: the same constructor (five fields, then eight with
+ * defaults, by position or by name), attributes read and set (an unset one, after `del`,
+ * raises AttributeError), `==` field by field between two values (a value is not
+ * hashable), the dataclass's repr, `__match_args__`, and pickling by its fields. Its
+ * fields are member slots, so `fs_fields` reads them as it reads the dataclass's.
+ */
+#include "_fastscan.h"
+
+#include <stddef.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD PyObject *f[FV_N];
+} ValueObject;
+
+static const char *const FIELD_NAMES[FV_N + 1] = {
+    "name",        "line",  "column",    "text",     "notation", "kind", "op", "shape",
+    "local_shape", "dtype", "mesh_name", "sharding", "hlo",      NULL};
+#define REQUIRED 5 /* name, line, column, text, notation: the rest have defaults */
+
+static PyObject *OP_KIND; /* "op", `kind`'s default */
+
+/* A value of `type` with the fields `a` (borrowed, every one set): a new reference, NULL
+ * with an error set */
+static PyObject *made(PyTypeObject *type, PyObject *const *a) {
+    ValueObject *v = (ValueObject *)type->tp_alloc(type, 0);
+    if (v == NULL)
+        return NULL;
+    for (int i = 0; i < FV_N; i++)
+        v->f[i] = Py_NewRef(a[i]);
+    return (PyObject *)v;
+}
+
+static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *a[FV_N] = {NULL};
+    a[FV_KIND] = OP_KIND;
+    for (int i = FV_OP; i < FV_N; i++)
+        a[i] = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOOOOOOO:Value", (char **)FIELD_NAMES,
+                                     &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7],
+                                     &a[8], &a[9], &a[10], &a[11], &a[12]))
+        return NULL;
+    return made(type, a);
+}
+
+static PyObject *NAMES[FV_N]; /* the field names, interned */
+
+/* Value(...) called: the fields by position, then by name, checked as the dataclass's
+ * __init__ checks them (a vectorcall: parsing the call as a tuple and a dict was slower
+ * than the dataclass's own __init__ for names given by keyword) */
+static PyObject *value_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs > FV_N) {
+        PyErr_Format(PyExc_TypeError,
+                     "Value() takes from %d to %d positional arguments but %zd were given",
+                     REQUIRED, FV_N, nargs);
+        return NULL;
+    }
+    PyObject *a[FV_N] = {NULL};
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        a[i] = args[i];
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int at = -1;
+        for (int i = 0; i < FV_N && at < 0; i++) /* (keywords are interned: pointers first) */
+            if (key == NAMES[i])
+                at = i;
+        for (int i = 0; i < FV_N && at < 0; i++)
+            if (PyUnicode_Check(key) && PyUnicode_Compare(key, NAMES[i]) == 0)
+                at = i;
+        if (at < 0) {
+            PyErr_Format(PyExc_TypeError, "Value() got an unexpected keyword argument '%S'", key);
+            return NULL;
+        }
+        if (a[at] != NULL) {
+            PyErr_Format(PyExc_TypeError, "Value() got multiple values for argument '%s'",
+                         FIELD_NAMES[at]);
+            return NULL;
+        }
+        a[at] = args[nargs + k];
+    }
+    for (int i = 0; i < REQUIRED; i++) {
+        if (a[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "Value() missing required argument: '%s'",
+                         FIELD_NAMES[i]);
+            return NULL;
+        }
+    }
+    if (a[FV_KIND] == NULL)
+        a[FV_KIND] = OP_KIND;
+    for (int i = FV_OP; i < FV_N; i++)
+        if (a[i] == NULL)
+            a[i] = Py_None;
+    return made((PyTypeObject *)type, a);
+}
+
+static void value_dealloc(ValueObject *v) {
+    for (int i = 0; i < FV_N; i++)
+        Py_XDECREF(v->f[i]);
+    Py_TYPE(v)->tp_free((PyObject *)v);
+}
+
+/* 0 when every field of `v` is set, else -1 with the dataclass's AttributeError */
+static int all_set(ValueObject *v) {
+    for (int i = 0; i < FV_N; i++) {
+        if (v->f[i] == NULL) {
+            PyErr_Format(PyExc_AttributeError, "'Value' object has no attribute '%s'",
+                         FIELD_NAMES[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *value_richcompare(PyObject *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    ValueObject *x = (ValueObject *)a, *y = (ValueObject *)b;
+    if (all_set(x) < 0 || all_set(y) < 0)
+        return NULL;
+    for (int i = 0; i < FV_N; i++) { /* as the tuples of their fields compare */
+        int eq = PyObject_RichCompareBool(x->f[i], y->f[i], Py_EQ);
+        if (eq < 0)
+            return NULL;
+        if (!eq)
+            return PyBool_FromLong(op == Py_NE);
+    }
+    return PyBool_FromLong(op == Py_EQ);
+}
+
+static PyObject *value_repr(ValueObject *v) {
+    if (all_set(v) < 0)
+        return NULL;
+    int busy = Py_ReprEnter((PyObject *)v); /* (as the dataclass's recursive_repr) */
+    if (busy != 0)
+        return busy > 0 ? PyUnicode_FromString("...") : NULL;
+    PyObject *parts = PyList_New(0), *out = NULL;
+    for (int i = 0; parts != NULL && i < FV_N; i++) {
+        PyObject *p = PyUnicode_FromFormat("%s=%R", FIELD_NAMES[i], v->f[i]);
+        if (p == NULL || PyList_Append(parts, p) < 0) {
+            Py_XDECREF(p);
+            Py_CLEAR(parts);
+            break;
+        }
+        Py_DECREF(p);
+    }
+    if (parts != NULL) {
+        PyObject *sep = PyUnicode_FromString(", ");
+        PyObject *body = sep == NULL ? NULL : PyUnicode_Join(sep, parts);
+        if (body != NULL)
+            out = PyUnicode_FromFormat("Value(%U)", body); /* (no subclasses) */
+        Py_XDECREF(body);
+        Py_XDECREF(sep);
+        Py_DECREF(parts);
+    }
+    Py_ReprLeave((PyObject *)v);
+    return out;
+}
+
+static PyObject *value_reduce(ValueObject *v, PyObject *Py_UNUSED(ignored)) {
+    if (all_set(v) < 0)
+        return NULL;
+    PyObject *fields = PyTuple_New(FV_N);
+    if (fields == NULL)
+        return NULL;
+    for (int i = 0; i < FV_N; i++)
+        PyTuple_SET_ITEM(fields, i, Py_NewRef(v->f[i]));
+    return Py_BuildValue("(ON)", (PyObject *)Py_TYPE(v), fields);
+}
+
+static PyMethodDef value_methods[] = {
+    {"__reduce__", (PyCFunction)value_reduce, METH_NOARGS, "The class and the fields."},
+    {NULL, NULL, 0, NULL},
+};
+
+#define MEMBER(i) {(char *)0, T_OBJECT_EX, offsetof(ValueObject, f) + (i) * sizeof(PyObject *), 0, NULL}
+static PyMemberDef value_members[FV_N + 1] = {
+    MEMBER(0), MEMBER(1), MEMBER(2),  MEMBER(3),  MEMBER(4),  MEMBER(5), MEMBER(6),
+    MEMBER(7), MEMBER(8), MEMBER(9), MEMBER(10), MEMBER(11), MEMBER(12), {NULL},
+};
+
+static PyTypeObject ValueType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "meshdiag.ir.model.Value",
+    .tp_basicsize = sizeof(ValueObject),
+    .tp_dealloc = (destructor)value_dealloc,
+    .tp_repr = (reprfunc)value_repr,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One sharded value (the native twin of the dataclass ir.model.Value).",
+    .tp_richcompare = value_richcompare,
+    .tp_methods = value_methods,
+    .tp_members = value_members,
+    .tp_new = value_new,
+    .tp_vectorcall = value_vectorcall,
+};
+
+/* The class, ready: a new reference, or NULL with an error set */
+PyObject *fs_value_type(void) {
+    if (ValueType.tp_dict == NULL) {
+        for (int i = 0; i < FV_N; i++)
+            value_members[i].name = FIELD_NAMES[i];
+        OP_KIND = PyUnicode_InternFromString("op");
+        if (OP_KIND == NULL || PyType_Ready(&ValueType) < 0)
+            return NULL;
+        PyObject *names = PyTuple_New(FV_N);
+        if (names == NULL)
+            return NULL;
+        for (int i = 0; i < FV_N; i++) {
+            PyObject *s = PyUnicode_InternFromString(FIELD_NAMES[i]);
+            if (s == NULL) {
+                Py_DECREF(names);
+                return NULL;
+            }
+            NAMES[i] = Py_NewRef(s);
+            PyTuple_SET_ITEM(names, i, s);
+        }
+        int failed = PyDict_SetItemString(ValueType.tp_dict, "__match_args__", names) < 0;
+        Py_DECREF(names);
+        if (failed)
+            return NULL;
+        PyType_Modified(&ValueType);
+    }
+    return Py_NewRef((PyObject *)&ValueType);
+}
+
+const char fs_value_adopt_doc[] =
+    "adopt_dataclass(twin): give Value the dataclass twin's field descriptions\n"
+    "(__dataclass_fields__, __dataclass_params__), so that dataclasses.fields, asdict,\n"
+    "replace and is_dataclass see it as the twin. Its fields must be Value's, in order.";
+
+PyObject *fs_value_adopt(PyObject *Py_UNUSED(self), PyObject *twin) {
+    static const char *const keys[] = {"__dataclass_fields__", "__dataclass_params__"};
+    PyObject *match = PyObject_GetAttrString(twin, "__match_args__");
+    if (match == NULL)
+        return NULL;
+    PyObject *ours = PyDict_GetItemString(ValueType.tp_dict, "__match_args__"); /* borrowed */
+    int same = ours == NULL ? 0 : PyObject_RichCompareBool(match, ours, Py_EQ);
+    Py_DECREF(match);
+    if (same <= 0) {
+        if (same == 0)
+            PyErr_SetString(PyExc_TypeError, "adopt_dataclass: not Value's fields");
+        return NULL;
+    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        PyObject *got = PyObject_GetAttrString(twin, keys[k]);
+        int failed = got == NULL || PyDict_SetItemString(ValueType.tp_dict, keys[k], got) < 0;
+        Py_XDECREF(got);
+        if (failed)
+            return NULL;
+    }
+    PyType_Modified(&ValueType);
+    Py_RETURN_NONE;
+}
