@@ -64,7 +64,8 @@ extern const char fs_entry_fields_doc[];
  * in dumps */
 Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
 /* where `needle` first is in s[a:b] (-1: nowhere), and how many times, not overlapping
- * (str.find, str.count) */
+ * (str.find, str.count); `needle` is a string constant (its length and rarest byte are
+ * kept by its address) */
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
