@@ -259,6 +259,21 @@ def _proto(text: str) -> Value:
     return Value("%p", 0, 1, text, "sdy", "op", None, (1,), None, "f32", "mesh", ("s", text), None)
 
 
+def test_a_plain_line_with_a_byte_past_ascii_anywhere_is_left_to_the_general_reader():
+    """Native and twin: one byte past ASCII at any place of a plain constraint line (the
+    native check reads 8 bytes a step, then the rest one by one) and the line is not
+    plain; the same line in ASCII is."""
+    text = '<@mesh, [{"x"}, {}]>'
+    protos = {text: _proto(text)}
+    # (a byte in the location's string is one only the ASCII check refuses)
+    loc = 'loc("model/layers/attention/query_projection.py":12:34)'
+    line = f"    %1 = sdy.sharding_constraint %0 {text} : tensor<8x8xf32> {loc}".encode()
+    for k in range(-1, len(line)):
+        raw = line if k < 0 else line[:k] + b"\xe9" + line[k + 1 :]
+        took = _fastscan.plain_line(raw, 1, protos, [], [])
+        assert took == lines.plain_line_py(raw, 1, protos, [], []) == (k < 0)
+
+
 def _walk(fn, buf, protos, known, budget, lineno):
     lines_out: list = []
     items_out: list = []

@@ -14,6 +14,22 @@ static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b)
     return o;
 }
 
+/* Whether s[0:n] is all ASCII, 8 bytes a step (a byte at a time was 2% of reading a big
+ * file's plain lines) */
+static inline int fs_all_ascii(const char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ull)
+            return 0;
+    }
+    for (; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
 /* A hash of an address for open addressing (objects are 16-byte aligned: the low bits
  * say nothing) */
 static inline size_t fs_ptr_hash(const void *p) {

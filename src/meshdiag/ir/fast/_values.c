@@ -233,9 +233,8 @@ static int append(PyObject *lines_out, PyObject *items_out, PyObject *line, PyOb
 
 int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *protos,
                   PyObject *lines_out, PyObject *items_out, FsProtoCache *cache) {
-    for (Py_ssize_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] >= 0x80)
-            return 0;
+    if (!fs_all_ascii(s, n))
+        return 0;
     FsConstraint f;
     PyObject *shape, *kind, *op;
     int got = fs_read_constraint(s, n, &f, &shape);
