@@ -252,6 +252,38 @@ def test_recent_tells_inputs_apart_whose_samples_are_equal():
     assert r.get(bytes(bytearray(other)), ("key", bytes(bytearray(other)))) == 2  # by value
 
 
+def test_recent_compares_the_keys_of_a_shared_bucket_only_where_whole_hashes_match():
+    """Inputs of one length whose samples are equal (every-pass files that differ in
+    their last line) share a bucket: a look-up compares whole hashes first, not its key
+    with each entry's (each key comparison read the inputs up to where they differ)."""
+    from meshdiag.memo import STRIDE, Recent, _bucket
+
+    compared = []
+
+    class Key:
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def __eq__(self, other: object) -> bool:
+            compared.append(1)
+            return isinstance(other, Key) and self.data == other.data
+
+        __hash__ = None  # type: ignore[assignment]
+
+    base = b"x" * (10 * STRIDE + 1)
+    inputs = [base + b"%03d" % k for k in range(200)]  # (the tail is not sampled)
+    assert len({_bucket(d) for d in inputs}) == 1
+    r = Recent()
+    for k, d in enumerate(inputs):
+        assert r.get(d, Key(d)) is None
+        r.put(d, Key(d), k)
+    compared.clear()
+    for k, d in enumerate(inputs):
+        assert r.get(bytes(bytearray(d)), Key(d)) == k  # an equal input, not the same object
+    assert len(compared) == len(inputs)  # each one's own entry only
+    assert r.get(base + b"999", Key(base + b"999")) is None
+
+
 def test_a_file_repeating_one_a_few_files_back_is_answered_from_it(tmp_path, monkeypatch):
     """An every-pass dump also repeats a module a few passes later (another file between):
     that file is answered from the earlier one, under its own name."""
