@@ -223,7 +223,7 @@ class Line:
 
     @property
     def plain(self) -> str:
-        return "".join(p if p.__class__ is str else p[0] for p in self.parts)  # type: ignore[index]
+        return "".join([p if p.__class__ is str else p[0] for p in self.parts])  # type: ignore[index]
 
     def text(self) -> Text:
         from rich.text import Text
@@ -316,6 +316,17 @@ def render_head(
 
 def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:
     """One module's summary as `render_file` prints it."""
+    if console.color_system is None and console.soft_wrap:  # (a colourless pipe)
+        # its lines as `render_part` gives them, without a call each (a big file's
+        # summaries have tens of thousands)
+        return "".join(
+            [
+                p.plain + "\n"
+                if p.__class__ is Line and not p.check
+                else render_part(p, console, memos)
+                for p in module_lines(s)
+            ]
+        )
     return "".join(render_part(p, console, memos) for p in module_lines(s))
 
 
