@@ -151,3 +151,34 @@ def test_native_values_leak_nothing():
     before = [sys.getrefcount(x) for x in held]
     assert bytes_grown(call) < 20_000
     assert [sys.getrefcount(x) for x in held] == before
+
+
+@needs_native
+def test_a_field_that_changes_its_value_while_compared_or_shown_is_an_error_not_a_crash():
+    """A field's __eq__ or __repr__ is Python code: one that deletes a field of its value
+    meanwhile makes the comparison or the repr fail with AttributeError."""
+
+    class Meddler:
+        def __init__(self, v) -> None:
+            self.v = v
+
+        def _meddle(self) -> None:
+            if hasattr(self.v, "hlo"):
+                del self.v.hlo
+
+        def __eq__(self, other: object) -> bool:
+            self._meddle()
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+        def __repr__(self) -> str:
+            self._meddle()
+            return "meddler"
+
+    v = Native("%a", 1, 2, "t", "sdy")
+    v.name = Meddler(v)
+    assert _outcome(repr, v) is AttributeError
+    w = Native("%a", 1, 2, "t", "sdy")
+    w.name = Meddler(w)
+    assert _outcome(operator.eq, w, Native("%a", 1, 2, "t", "sdy")) is AttributeError

@@ -1,5 +1,5 @@
-/* `Value`, the scanner's one sharded value, as a class in C: the twin of the dataclass
- * `ir.model.Value`, which stays the class where the extension is not built.
+/* `Value`, the scanner's one sharded value, as a class in C: `ir.model.Value` where the
+ * extension is built; its twin, the dataclass `ir.model.PyValue`, is the class elsewhere.
  *
  * A big file of new lines makes a million values and lets them go a batch of modules
  * later. The dataclass (slots, so no dict) is a heap type the garbage collector knows:
@@ -128,10 +128,15 @@ static PyObject *value_richcompare(PyObject *a, PyObject *b, int op) {
     if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
         Py_RETURN_NOTIMPLEMENTED;
     ValueObject *x = (ValueObject *)a, *y = (ValueObject *)b;
-    if (all_set(x) < 0 || all_set(y) < 0)
-        return NULL;
     for (int i = 0; i < FV_N; i++) { /* as the tuples of their fields compare */
-        int eq = PyObject_RichCompareBool(x->f[i], y->f[i], Py_EQ);
+        /* (asked again each field, and held while compared: a field's __eq__ is Python
+         * code, which may change the values) */
+        if (all_set(x) < 0 || all_set(y) < 0)
+            return NULL;
+        PyObject *p = Py_NewRef(x->f[i]), *q = Py_NewRef(y->f[i]);
+        int eq = PyObject_RichCompareBool(p, q, Py_EQ);
+        Py_DECREF(p);
+        Py_DECREF(q);
         if (eq < 0)
             return NULL;
         if (!eq)
@@ -148,7 +153,16 @@ static PyObject *value_repr(ValueObject *v) {
         return busy > 0 ? PyUnicode_FromString("...") : NULL;
     PyObject *parts = PyList_New(0), *out = NULL;
     for (int i = 0; parts != NULL && i < FV_N; i++) {
-        PyObject *p = PyUnicode_FromFormat("%s=%R", FIELD_NAMES[i], v->f[i]);
+        /* (each field checked and held: a field's repr is Python code, which may change
+         * the value) */
+        PyObject *f = v->f[i], *p = NULL;
+        if (f == NULL) {
+            all_set(v);
+        } else {
+            Py_INCREF(f);
+            p = PyUnicode_FromFormat("%s=%R", FIELD_NAMES[i], f);
+            Py_DECREF(f);
+        }
         if (p == NULL || PyList_Append(parts, p) < 0) {
             Py_XDECREF(p);
             Py_CLEAR(parts);
