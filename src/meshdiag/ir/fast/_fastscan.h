@@ -90,7 +90,8 @@ Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needl
 extern PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE,
     *FS_DTYPE, *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
 
-/* _values.c: a Value's fields in its class's order (model.Value, a dataclass with slots) */
+/* _values.c: a Value's fields in its class's order (model.Value: the native class of
+ * _value.c, or its twin model.PyValue, a dataclass with slots) */
 enum {
     FV_NAME, FV_LINE, FV_COLUMN, FV_TEXT, FV_NOTATION, FV_KIND, FV_OP, FV_SHAPE,
     FV_LOCAL_SHAPE, FV_DTYPE, FV_MESH_NAME, FV_SHARDING, FV_HLO, FV_N
