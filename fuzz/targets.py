@@ -219,12 +219,18 @@ def check_files(text: str) -> None:
 
 
 def check_scan(data: bytes) -> None:
-    """Scan the bytes as a dump file, run every module check, and build the inspect JSON."""
+    """Scan the bytes as a dump file, run every module check, build the inspect JSON, and
+    each module's text summary and directory-summary rows (the native grouping and rows)."""
     import json
 
     from meshdiag.ir.scan import scan_file
+    from meshdiag.memo import RunMemos
     from meshdiag.model.mesh import Mesh
+    from meshdiag.pipeline.dump_summary import module_rows
     from meshdiag.pipeline.inspect import file_json, run_checks
+    from meshdiag.pipeline.module_summary import summarise_module
+    from meshdiag.report.file_text import render_module
+    from meshdiag.report.plain_console import PlainConsole
 
     data = data[: MAX_INPUT * 4]
     runs = (
@@ -241,6 +247,10 @@ def check_scan(data: bytes) -> None:
             report = scan_file(name, io.BytesIO(data))
             run_checks(report, mesh, target, split)
             json.dumps(file_json(report, mesh=mesh, split=split, layouts=True))
+            memos, console = RunMemos(), PlainConsole(io.StringIO(), 100, 25)
+            for m in report.modules:
+                module_rows(m, mesh, memos)
+                render_module(summarise_module(m, mesh=mesh, split=split, memos=memos), console)
         except MeshdiagError as err:
             _check_error(err, "")
 

@@ -29,6 +29,14 @@ def _load_targets():
 
 targets = _load_targets()
 
+HUGE_REPLICATED = (
+    b"module @m {\n"
+    b"  func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    b'    %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{replicated}"} : '
+    b"(tensor<8xf32>) -> tensor<3299999999999999999999x32xf32>\n"
+    b"    return %arg0 : tensor<8xf32>\n  }\n}\n"
+)
+
 #: (harness, input bytes as the fuzzer gave them)
 CRASHES = [
     # ParseError messages carried the input's newlines: not one line
@@ -54,6 +62,9 @@ CRASHES = [
         "scan",
         "HloModule m\nENTRY %e {\n  %p = f32[8,\u00b2] parameter(0), sharding={replicated}\n}\n".encode(),
     ),
+    # a replicated value with a dim past int64: its layout's rows overflowed numpy (found by a
+    # mutation run over the fixtures once the harness drew summaries too)
+    ("scan", HUGE_REPLICATED),
 ]
 
 
@@ -142,6 +153,29 @@ def test_huge_mesh_sizes_are_refused_before_conversion() -> None:
         with pytest.raises(LimitError, match="too large"):
             parse_mesh(text)
     assert time.monotonic() - start < 1
+
+
+def test_a_layout_with_a_dim_past_int64_is_refused_whatever_its_sharding() -> None:
+    """Tiled or not, a layout of a dim of 2**62 or more is a LimitError (an untiled one
+    splits no dim, so only the shape's own check sees it); `inspect --layouts` then gives
+    that value no devices, and the run goes on."""
+    from meshdiag.layouts.engine import layout
+    from meshdiag.notation.gspmd import parse_gspmd
+
+    for text in ("{replicated}", "{maximal device=1}", "{devices=[2,1]<=[2]}"):
+        with pytest.raises(LimitError, match="too large"):
+            layout(parse_gspmd(text), (2**62, 4), num_devices=2)
+    assert (
+        len(list(layout(parse_gspmd("{replicated}"), (2**62 - 1, 4), num_devices=2).devices())) == 2
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "meshdiag", "inspect", "-", "--format", "json", "--layouts"],
+        input=HUGE_REPLICATED,
+        capture_output=True,
+        check=True,
+    )
+    (value,) = [v for v in json.loads(out.stdout)["files"][0]["modules"][0]["values"]]
+    assert value["shape"] == [3299999999999999999999, 32] and value["devices"] is None
 
 
 def test_mesh_file_with_300k_axes_is_refused_at_once(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from meshdiag.errors import MeshdiagError
+from meshdiag.errors import LimitError, MeshdiagError
 from meshdiag.limits import MAX_DIM, MAX_RANK, check_device_count
 from meshdiag.model.named_to_tiled import named_to_hlo
 from meshdiag.model.sharding import HloSharding, NamedSharding
@@ -606,6 +606,9 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
             raise MeshdiagError(f"tensor dimension {d!r} is not an integer") from None
         if d < 0:
             raise MeshdiagError(f"tensor dimension {d} is negative")
+        if d >= MAX_DIM:  # the rows are int64: refused, not overflowed (an untiled layout
+            # splits no dim, so `check_split` never sees it)
+            raise LimitError(f"tensor dimension {d} is too large (limit {MAX_DIM - 1})")
         out.append(int(d))
     return tuple(out)
 
