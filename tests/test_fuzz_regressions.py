@@ -37,6 +37,13 @@ HUGE_REPLICATED = (
     b"    return %arg0 : tensor<8xf32>\n  }\n}\n"
 )
 
+HUGE_PARTITIONS = (
+    b"HloModule m, num_partitions=1000000000000000000000\n\n"
+    b"ENTRY %e (p: f32[8,8]) -> f32[16,8] {\n"
+    b"  %p = f32[8,8]{1,0} parameter(0)\n"
+    b"  ROOT %ag = f32[16,8]{1,0} all-gather(f32[8,8]{1,0} %p), dimensions={0}\n}\n"
+)
+
 #: (harness, input bytes as the fuzzer gave them)
 CRASHES = [
     # ParseError messages carried the input's newlines: not one line
@@ -65,6 +72,9 @@ CRASHES = [
     # a replicated value with a dim past int64: its layout's rows overflowed numpy (found by a
     # mutation run over the fixtures once the harness drew summaries too)
     ("scan", HUGE_REPLICATED),
+    # a module header claiming 10**21 partitions: an all-gather without replica groups made
+    # the list of all of them (an overflow here; 10**9 would have been gigabytes)
+    ("comms", HUGE_PARTITIONS),
 ]
 
 
@@ -176,6 +186,26 @@ def test_a_layout_with_a_dim_past_int64_is_refused_whatever_its_sharding() -> No
     )
     (value,) = [v for v in json.loads(out.stdout)["files"][0]["modules"][0]["values"]]
     assert value["shape"] == [3299999999999999999999, 32] and value["devices"] is None
+
+
+def test_a_module_claiming_more_devices_than_the_limit_has_collectives_of_unknown_groups():
+    """`num_partitions` past MESHDIAG_MAX_DEVICES (by one here: a billion would be
+    gigabytes if the list came back): the all-gather is still measured as a collective,
+    its groups unknown, with no list of all its devices made."""
+    from meshdiag.comms.report import groups_of, measure_file
+    from meshdiag.comms.scan import scan_stream
+    from meshdiag.limits import MAX_DEVICES
+    from meshdiag.memo import RunMemos
+
+    for n, want in ((4, ((0, 1, 2, 3),)), (MAX_DEVICES + 1, None)):
+        text = HUGE_PARTITIONS.replace(b"1000000000000000000000", str(n).encode())
+        start = time.monotonic()
+        f = scan_stream("m.txt", io.BytesIO(text))
+        ((c,),) = [m.collectives for m in f.modules]
+        assert groups_of(c, f.modules[0]) == want
+        ((row,),) = [mc.rows for mc in measure_file(f, None, RunMemos()).modules]
+        assert row.collective.kind == "all-gather" and row.groups == want
+        assert time.monotonic() - start < 1
 
 
 def test_mesh_file_with_300k_axes_is_refused_at_once(tmp_path: Path) -> None:

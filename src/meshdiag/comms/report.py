@@ -17,6 +17,7 @@ from meshdiag.comms.axes import attribute, refs_text
 from meshdiag.comms.groups import id_count, mesh_groups
 from meshdiag.errors import MeshdiagError
 from meshdiag.layouts.engine import layout
+from meshdiag.limits import MAX_DEVICES
 from meshdiag.memo import RunMemos, Table
 from meshdiag.model.collective_bytes import array_bytes
 
@@ -135,8 +136,10 @@ def groups_of(c: Collective, m: CollectiveModule) -> tuple[tuple[int, ...], ...]
             return None
         if c.groups is not None and c.groups.groups is not None:
             return c.groups.groups
-        if m.num_partitions:
+        if m.num_partitions and m.num_partitions <= MAX_DEVICES:
             return (tuple(range(m.num_partitions)),)
+        # (a header claiming more devices than the limit: its groups are unknown, not a
+        # list of them made; MD104 says the shardings do not fit it)
         return None
     sharding = c.out_sharding
     if c.kind in ("collective-permute", "reshard") or sharding is None or sharding.mesh is None:
