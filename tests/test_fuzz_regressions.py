@@ -75,6 +75,9 @@ CRASHES = [
     # a module header claiming 10**21 partitions: an all-gather without replica groups made
     # the list of all of them (an overflow here; 10**9 would have been gigabytes)
     ("comms", HUGE_PARTITIONS),
+    # `unreduced=max{}`: a reduction of no axes, kept, but never printed: the round trip
+    # read back a sharding without it
+    ("shardy", b'#sdy.sharding<mesh<["a"=2]>, [{"a", ?}], unreduced=max{}>'),
 ]
 
 

@@ -262,7 +262,9 @@ def _tensor_sharding(cur: Cursor, meshes: dict[str, Mesh] | None) -> NamedShardi
         mesh_ref=ref,
         replicated=replicated or (),
         unreduced=unreduced or (),
-        unreduced_op=op,
+        # (a reduction of no axes is not printed, by Shardy or here: `unreduced=max{}` is
+        # no unreduced axes at all, so that it reads back as it prints)
+        unreduced_op=op if unreduced else None,
     )
 
 
