@@ -26,6 +26,7 @@ setup(
                 "src/meshdiag/ir/fast/_keys.c",
                 "src/meshdiag/ir/fast/_groups.c",
                 "src/meshdiag/ir/fast/_rows.c",
+                "src/meshdiag/ir/fast/_ptrmap.c",
                 "src/meshdiag/ir/fast/_value.c",
                 "src/meshdiag/ir/fast/_grid.c",
                 "src/meshdiag/ir/fast/_files.c",

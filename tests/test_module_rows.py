@@ -147,6 +147,19 @@ def test_native_rows_are_the_twins_on_generated_entries(picks):
 
 
 @needs_native
+def test_native_rows_of_thousands_of_distinct_entries_are_the_twins():
+    """Thousands of distinct entries (the table of their places grows many times), some
+    held several times: the twin's rows."""
+    shared = [LineValues((_value(f"%s{k}", 0, k % 5, k % 3, False),)) for k in range(1500)]
+    items = [_value(f"%v{k}", k, k % 5, k % 3, k % 2 == 0) for k in range(1500)]
+    items += [shared[k * 7 % 1500] for k in range(3000)]
+    lines = list(range(len(items)))
+    for part in (False, True):
+        (want, a), (got, b) = _both(items, lines, part)
+        assert list(got.items()) == list(want.items()) and b.keys == a.keys
+
+
+@needs_native
 def test_native_rows_refuse_what_they_cannot_read_and_leak_nothing():
     v = _value("%a", 1, 0, 0, False)
     ok = (lambda v: ("k", "s"), lambda v: None)

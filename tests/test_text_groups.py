@@ -89,6 +89,22 @@ def test_native_groups_are_the_twins_on_generated_entries(picks, keep):
 
 
 @needs_native
+def test_native_groups_of_thousands_of_distinct_values_are_the_twins():
+    """Thousands of distinct values, each shared line's given again and again (the table
+    of the values seen grows many times): the twin's groups."""
+    memos = RunMemos()
+    own = [
+        Value(f"%v{k}", k, 1, t, n, "op", None, (8,), None, "f32", "mesh", None, None)
+        for k in range(1500)
+        for n, t in [SHARDINGS[k % len(SHARDINGS)]]
+    ]
+    shared = [LineValues((v,)) for v in own[:700]]
+    items = own + [shared[k * 7 % 700] for k in range(2000)]
+    for part in (False, True):
+        assert _plain(_native(items, part, memos)) == _plain(text_groups_py(items, part, memos))
+
+
+@needs_native
 def test_native_groups_refuse_what_they_cannot_read_and_leak_nothing():
     memos = RunMemos()
     v = Value("%a", 1, 2, '<@mesh, [{"x"}]>', "sdy", "op", None, (8,), None, "f32", "m", None, None)

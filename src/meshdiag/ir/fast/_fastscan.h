@@ -36,6 +36,17 @@ static inline size_t fs_ptr_hash(const void *p) {
     return (size_t)(((uintptr_t)p >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull);
 }
 
+/* _ptrmap.c: objects by address (pointer -> index), zeroed to start ({0}), freed with
+ * fs_ptrmap_free. put: 0 when `p` is new (now mapped to `val`), 1 when it was there (its
+ * index in *found), -1 with a MemoryError set. */
+typedef struct {
+    void **key;
+    Py_ssize_t *val;
+    size_t mask, used;
+} FsPtrMap;
+int fs_ptrmap_put(FsPtrMap *m, void *p, Py_ssize_t val, Py_ssize_t *found);
+void fs_ptrmap_free(FsPtrMap *m);
+
 /* _values.c: s[a:b] (ASCII) as a str, and an int, each kept by content when made (a value's
  * name, op and column, a tensor's dims repeat): new references, NULL with an error set */
 PyObject *fs_str_piece(const char *s, Py_ssize_t a, Py_ssize_t b);

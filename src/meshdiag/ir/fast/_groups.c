@@ -19,45 +19,8 @@ int fs_groups_init(void) {
     return SDY == NULL || PER_VALUE == NULL ? -1 : 0;
 }
 
-/* The values seen so far in a call, by address: a value is its group's once (an entry
- * shared by several lines gives the same values again). A set of pointers in C: a Python
- * dict of ids cost an int and an insertion a value, most of grouping a big file's values. */
-typedef struct {
-    void **slot;
-    size_t mask, used;
-} Seen;
-
-/* 1 when `p` is new (now added), 0 when seen before, -1 with a MemoryError set */
-static int seen_add(Seen *s, void *p) {
-    if (2 * (s->used + 1) > s->mask + 1) { /* at most half full: grow */
-        size_t cap = s->mask ? 2 * (s->mask + 1) : 64;
-        void **slot = PyMem_Calloc(cap, sizeof(void *));
-        if (slot == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (size_t k = 0; s->mask && k <= s->mask; k++) {
-            if (s->slot[k] == NULL)
-                continue;
-            size_t h = fs_ptr_hash(s->slot[k]) & (cap - 1);
-            while (slot[h] != NULL)
-                h = (h + 1) & (cap - 1);
-            slot[h] = s->slot[k];
-        }
-        PyMem_Free(s->slot);
-        s->slot = slot;
-        s->mask = cap - 1;
-    }
-    size_t h = fs_ptr_hash(p) & s->mask;
-    while (s->slot[h] != NULL) {
-        if (s->slot[h] == p)
-            return 0;
-        h = (h + 1) & s->mask;
-    }
-    s->slot[h] = p;
-    s->used++;
-    return 1;
-}
+/* The values seen so far in a call (`FsPtrMap`, by address): a value is its group's once
+ * (an entry shared by several lines gives the same values again). */
 
 /* The groups of a call: each group's entry [index, firsts, values] (its index until the
  * call ends, its count then) and how many values it has counted, kept in C (a new int a
@@ -142,7 +105,7 @@ static Py_ssize_t group_of(Groups *g, PyObject *text) {
  * row, column), and always the first, and the value when not `seen` before: 0, or -1 with
  * an error set */
 static int count(Groups *g, PyObject *text, PyObject *name, Py_ssize_t i, PyObject *column,
-                 PyObject *v, Py_ssize_t keep, Seen *seen) {
+                 PyObject *v, Py_ssize_t keep, FsPtrMap *seen) {
     Py_ssize_t k = group_of(g, text);
     if (k < 0)
         return -1;
@@ -158,10 +121,11 @@ static int count(Groups *g, PyObject *text, PyObject *name, Py_ssize_t i, PyObje
         }
         Py_DECREF(where);
     }
-    int fresh = seen_add(seen, v);
-    if (fresh < 0)
+    Py_ssize_t found;
+    int was = fs_ptrmap_put(seen, v, 0, &found);
+    if (was < 0)
         return -1;
-    return fresh ? PyList_Append(PyList_GET_ITEM(e, 2), v) : 0;
+    return was ? 0 : PyList_Append(PyList_GET_ITEM(e, 2), v);
 }
 
 /* Each group's count into its entry, in place of its index: 0, or -1 with an error set */
@@ -218,7 +182,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         return NULL;
     PyTypeObject *type = (PyTypeObject *)args[1];
     PyObject *own_text = args[2], *rows_of = args[3];
-    Seen seen = {NULL, 0, 0};
+    FsPtrMap seen = {0};
     Groups g = {PyDict_New(), NULL, NULL, 0, 0, NULL, 0};
     if (g.dict == NULL)
         goto fail;
@@ -260,7 +224,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     if (counted(&g) < 0)
         goto fail;
     Py_DECREF(items);
-    PyMem_Free(seen.slot);
+    fs_ptrmap_free(&seen);
     PyMem_Free(g.entry);
     PyMem_Free(g.n);
     Py_XDECREF(g.last_text);
@@ -268,7 +232,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
 fail:
     Py_XDECREF(g.dict);
     Py_DECREF(items);
-    PyMem_Free(seen.slot);
+    fs_ptrmap_free(&seen);
     PyMem_Free(g.entry);
     PyMem_Free(g.n);
     Py_XDECREF(g.last_text);

@@ -11,83 +11,44 @@
  */
 #include "_fastscan.h"
 
-/* The distinct entries of a call, by address, in order of first occurrence: each one's
- * first index and how many times the module holds it. */
+/* The distinct entries of a call, in order of first occurrence: each one's first index
+ * and how many times the module holds it, found by address (`FsPtrMap` -> its place). */
 typedef struct {
-    void **key;      /* open addressing, at most half full */
-    Py_ssize_t *at;  /* the entry's place in `first` / `times` */
-    size_t mask;
-    Py_ssize_t *first, *times, len, cap;
-} Firsts;
+    Py_ssize_t first, times;
+} Entry;
 
-static int firsts_grow(Firsts *f) {
-    size_t cap = f->mask ? 2 * (f->mask + 1) : 64;
-    void **key = PyMem_Calloc(cap, sizeof(void *));
-    Py_ssize_t *at = PyMem_Calloc(cap, sizeof(Py_ssize_t));
-    if (key == NULL || at == NULL) {
-        PyMem_Free(key);
-        PyMem_Free(at);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (size_t k = 0; f->mask && k <= f->mask; k++) {
-        if (f->key[k] == NULL)
-            continue;
-        size_t h = fs_ptr_hash(f->key[k]) & (cap - 1);
-        while (key[h] != NULL)
-            h = (h + 1) & (cap - 1);
-        key[h] = f->key[k];
-        at[h] = f->at[k];
-    }
-    PyMem_Free(f->key);
-    PyMem_Free(f->at);
-    f->key = key;
-    f->at = at;
-    f->mask = cap - 1;
-    return 0;
-}
+typedef struct {
+    FsPtrMap at;
+    Entry *entry;
+    Py_ssize_t len, cap;
+} Firsts;
 
 /* Count the entry `p` at index `i`: 0, or -1 with a MemoryError set */
 static int firsts_add(Firsts *f, void *p, Py_ssize_t i) {
-    if (2 * ((size_t)f->len + 1) > f->mask + 1 && firsts_grow(f) < 0)
-        return -1;
-    size_t h = fs_ptr_hash(p) & f->mask;
-    while (f->key[h] != NULL) {
-        if (f->key[h] == p) {
-            f->times[f->at[h]]++;
-            return 0;
-        }
-        h = (h + 1) & f->mask;
+    Py_ssize_t k;
+    int was = fs_ptrmap_put(&f->at, p, f->len, &k);
+    if (was != 0) {
+        if (was > 0)
+            f->entry[k].times++;
+        return was < 0 ? -1 : 0;
     }
     if (f->len == f->cap) {
         Py_ssize_t cap = f->cap ? 2 * f->cap : 64;
-        Py_ssize_t *first = PyMem_Realloc(f->first, cap * sizeof(Py_ssize_t));
-        if (first == NULL) {
+        Entry *entry = PyMem_Realloc(f->entry, (size_t)cap * sizeof(Entry));
+        if (entry == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        f->first = first;
-        Py_ssize_t *times = PyMem_Realloc(f->times, cap * sizeof(Py_ssize_t));
-        if (times == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        f->times = times;
+        f->entry = entry;
         f->cap = cap;
     }
-    f->key[h] = p;
-    f->at[h] = f->len;
-    f->first[f->len] = i;
-    f->times[f->len] = 1;
-    f->len++;
+    f->entry[f->len++] = (Entry){i, 1};
     return 0;
 }
 
 static void firsts_free(Firsts *f) {
-    PyMem_Free(f->key);
-    PyMem_Free(f->at);
-    PyMem_Free(f->first);
-    PyMem_Free(f->times);
+    fs_ptrmap_free(&f->at);
+    PyMem_Free(f->entry);
 }
 
 /* d[key] = d.get(key, 0) + times: 0, or -1 with an error set */
@@ -262,13 +223,13 @@ PyObject *fs_module_rows(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         if (firsts_add(&firsts, PyList_GET_ITEM(items, i), i) < 0)
             goto release;
     for (Py_ssize_t e = 0; e < firsts.len; e++) {
-        Py_ssize_t i = firsts.first[e];
+        Py_ssize_t i = firsts.entry[e].first;
         if (i >= PyList_GET_SIZE(items) || i >= PyList_GET_SIZE(lines)) {
             PyErr_SetString(PyExc_RuntimeError, "module_rows: the columns changed");
             goto release;
         }
         PyObject *it = Py_NewRef(PyList_GET_ITEM(items, i));
-        PyObject *times = PyLong_FromSsize_t(firsts.times[e]);
+        PyObject *times = PyLong_FromSsize_t(firsts.entry[e].times);
         int failed = times == NULL;
         if (!failed && Py_TYPE(it) == type) {
             PyObject *line = Py_NewRef(PyList_GET_ITEM(lines, i));
