@@ -49,8 +49,7 @@ def _both(items, lines, part, m=None, memos=None):
     m = m if m is not None else ModuleReport("m", 1, "hlo", num_partitions=2)
     a, b = Asked(m, memos), Asked(m, memos)
     want = module_rows_py(items, lines, part, a.key_of, a.draw_of)
-    attr = "partitioned" if part else "protos"
-    got = native(items, lines, attr, Value, b.key_of, b.draw_of)
+    got = native(items, lines, part, Value, b.key_of, b.draw_of)
     return (want, a), (got, b)
 
 
@@ -164,15 +163,15 @@ def test_native_rows_refuse_what_they_cannot_read_and_leak_nothing():
     v = _value("%a", 1, 0, 0, False)
     ok = (lambda v: ("k", "s"), lambda v: None)
     with pytest.raises(TypeError):
-        native((v,), [1], "protos", Value, *ok)  # not a list
+        native((v,), [1], False, Value, *ok)  # not a list
     with pytest.raises(ValueError):
-        native([v], [1, 2], "protos", Value, *ok)
+        native([v], [1, 2], False, Value, *ok)
     with pytest.raises(TypeError):
-        native([v], [1], "protos", Value, lambda v: "k", ok[1])  # not (key, spelling)
+        native([v], [1], False, Value, lambda v: "k", ok[1])  # not (key, spelling)
     with pytest.raises(ZeroDivisionError):
-        native([v], [1], "protos", Value, ok[0], lambda v: 1 / 0)
+        native([v], [1], False, Value, ok[0], lambda v: 1 / 0)
     with pytest.raises(AttributeError):
-        native([object()], [1], "protos", Value, *ok)  # not a shared line
+        native([object()], [1], False, Value, *ok)  # not a shared line
     lv = LineValues((_value("%b", 0, 1, 0, False), _value("%c", 0, 2, 0, False)))
     # (lines held 300 times each: their counts are ints Python does not keep, so a leaked
     # one shows)
@@ -186,7 +185,7 @@ def test_native_rows_refuse_what_they_cannot_read_and_leak_nothing():
 
     def call():
         a = Asked(m, memos)
-        native(items, lines, "partitioned", Value, a.key_of, a.draw_of)
+        native(items, lines, True, Value, a.key_of, a.draw_of)
 
     call()
     before = sys.getrefcount(v), sys.getrefcount(lv)

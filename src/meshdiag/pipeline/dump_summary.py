@@ -243,8 +243,7 @@ def _module_rows(m: ModuleReport, mesh: Mesh | None, memos: RunMemos) -> dict[st
         return None if h is None or h.is_tuple else (v.shape, _devices(v, m, mesh))
 
     if _native_module_rows is not None:
-        attr = "partitioned" if m.partitioned else "protos"
-        return _native_module_rows(m.items, m.lines, attr, Value, key_of, draw_of)
+        return _native_module_rows(m.items, m.lines, m.partitioned, Value, key_of, draw_of)
     return module_rows_py(m.items, m.lines, m.partitioned, key_of, draw_of)
 
 

@@ -96,17 +96,18 @@ Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
-/* _values.c: a Value's attribute names, interned once at module init (fs_values_init: the
- * dict lookups of the native code compare pointers) */
-extern PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE,
-    *FS_DTYPE, *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
-
 /* _values.c: a Value's fields in its class's order (model.Value: the native class of
  * _value.c, or its twin model.PyValue, a dataclass with slots) */
 enum {
     FV_NAME, FV_LINE, FV_COLUMN, FV_TEXT, FV_NOTATION, FV_KIND, FV_OP, FV_SHAPE,
     FV_LOCAL_SHAPE, FV_DTYPE, FV_MESH_NAME, FV_SHARDING, FV_HLO, FV_N
 };
+/* and their names in that order, as C strings and interned once at module init
+ * (fs_values_init: the lookups of the native code compare pointers) */
+extern const char *const FS_FIELD_NAMES[FV_N];
+extern PyObject *FS_FIELDS[FV_N];
+/* a shared line's values (`LineValues`): as a partitioned module holds them, as written */
+extern PyObject *FS_PARTITIONED, *FS_PROTOS;
 /* The fields of `v` (FV_N, borrowed) read from its slots: 0; 1 when its class does not
  * have the Value's slots or one is unset; -1 with an error set */
 int fs_fields(PyObject *v, PyObject **out);

@@ -20,14 +20,10 @@
 #define N_FIELDS 6
 
 static PyObject *K_SPLIT; /* the attribute of a tiled form `uneven_shape` asks for */
-/* a shared entry's values: as a partitioned module holds them, or as written */
-static PyObject *K_PARTITIONED, *K_PROTOS;
 
 int fs_keys_init(void) {
     K_SPLIT = PyUnicode_InternFromString("split_data_dims");
-    K_PARTITIONED = PyUnicode_InternFromString("partitioned");
-    K_PROTOS = PyUnicode_InternFromString("protos");
-    return K_SPLIT == NULL || K_PARTITIONED == NULL || K_PROTOS == NULL ? -1 : 0;
+    return K_SPLIT == NULL ? -1 : 0;
 }
 
 /* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,
@@ -410,7 +406,7 @@ PyObject *fs_fresh_entries(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     PyObject *shared = PySequence_Fast(args[0], "fresh_entries: shared must be a sequence");
     if (shared == NULL)
         return NULL;
-    PyObject *seen = args[1], *attr = part ? K_PARTITIONED : K_PROTOS;
+    PyObject *seen = args[1], *attr = part ? FS_PARTITIONED : FS_PROTOS;
     PyObject *fresh = PyList_New(0), *values = PyList_New(0), *result = NULL;
     if (fresh == NULL || values == NULL)
         goto done;

@@ -188,27 +188,30 @@ done:
 }
 
 const char fs_module_rows_doc[] =
-    "module_rows(items, lines, values_attr, value_type, key_of, draw_of) -> dict\n\n"
+    "module_rows(items, lines, partitioned, value_type, key_of, draw_of) -> dict\n\n"
     "pipeline.dump_summary.module_rows_py on the column entries `items` at `lines`: layout\n"
     "key -> [values, {spelling: count}, {global shape: count}, {local shape: count}, (first\n"
     "name, its row), draw_of(value) of the first value with a global shape it is not None\n"
     "for]. A `value_type` entry is one value of its own; any other is a shared line's, its\n"
-    "values its attribute `values_attr` (`partitioned` or `protos`). key_of(value) -> (layout\n"
-    "key, spelling).";
+    "values its `partitioned` when `partitioned`, else its `protos`. key_of(value) ->\n"
+    "(layout key, spelling).";
 
 PyObject *fs_module_rows(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyList_Check(args[0]) || !PyList_Check(args[1]) ||
-        !PyUnicode_Check(args[2]) || !PyType_Check(args[3]) || !PyCallable_Check(args[4]) ||
-        !PyCallable_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "module_rows(items: list, lines: list, values_attr: "
-                                         "str, value_type: type, key_of, draw_of)");
+        !PyType_Check(args[3]) || !PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "module_rows(items: list, lines: list, partitioned, "
+                                         "value_type: type, key_of, draw_of)");
         return NULL;
     }
-    PyObject *items = args[0], *lines = args[1], *attr = args[2];
+    PyObject *items = args[0], *lines = args[1];
     if (PyList_GET_SIZE(lines) != PyList_GET_SIZE(items)) {
         PyErr_SetString(PyExc_ValueError, "module_rows: as many lines as items");
         return NULL;
     }
+    int part = PyObject_IsTrue(args[2]);
+    if (part < 0)
+        return NULL;
+    PyObject *attr = part ? FS_PARTITIONED : FS_PROTOS;
     PyTypeObject *type = (PyTypeObject *)args[3];
     Firsts firsts = {0};
     Rows r = {PyDict_New(), PySet_New(NULL), PyDict_New(), args[4], args[5]};

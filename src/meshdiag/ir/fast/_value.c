@@ -23,9 +23,6 @@ typedef struct {
     PyObject_HEAD PyObject *f[FV_N];
 } ValueObject;
 
-static const char *const FIELD_NAMES[FV_N + 1] = {
-    "name",        "line",  "column",    "text",     "notation", "kind", "op", "shape",
-    "local_shape", "dtype", "mesh_name", "sharding", "hlo",      NULL};
 #define REQUIRED 5 /* name, line, column, text, notation: the rest have defaults */
 
 static PyObject *OP_KIND; /* "op", `kind`'s default */
@@ -40,20 +37,6 @@ static PyObject *made(PyTypeObject *type, PyObject *const *a) {
         v->f[i] = Py_NewRef(a[i]);
     return (PyObject *)v;
 }
-
-static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *a[FV_N] = {NULL};
-    a[FV_KIND] = OP_KIND;
-    for (int i = FV_OP; i < FV_N; i++)
-        a[i] = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOOOOOOO:Value", (char **)FIELD_NAMES,
-                                     &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7],
-                                     &a[8], &a[9], &a[10], &a[11], &a[12]))
-        return NULL;
-    return made(type, a);
-}
-
-static PyObject *NAMES[FV_N]; /* the field names, interned */
 
 /* Value(...) called: the fields by position, then by name, checked as the dataclass's
  * __init__ checks them (a vectorcall: parsing the call as a tuple and a dict was slower
@@ -75,10 +58,10 @@ static PyObject *value_vectorcall(PyObject *type, PyObject *const *args, size_t 
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int at = -1;
         for (int i = 0; i < FV_N && at < 0; i++) /* (keywords are interned: pointers first) */
-            if (key == NAMES[i])
+            if (key == FS_FIELDS[i])
                 at = i;
         for (int i = 0; i < FV_N && at < 0; i++)
-            if (PyUnicode_Check(key) && PyUnicode_Compare(key, NAMES[i]) == 0)
+            if (PyUnicode_Check(key) && PyUnicode_Compare(key, FS_FIELDS[i]) == 0)
                 at = i;
         if (at < 0) {
             PyErr_Format(PyExc_TypeError, "Value() got an unexpected keyword argument '%S'", key);
@@ -86,7 +69,7 @@ static PyObject *value_vectorcall(PyObject *type, PyObject *const *args, size_t 
         }
         if (a[at] != NULL) {
             PyErr_Format(PyExc_TypeError, "Value() got multiple values for argument '%s'",
-                         FIELD_NAMES[at]);
+                         FS_FIELD_NAMES[at]);
             return NULL;
         }
         a[at] = args[nargs + k];
@@ -94,7 +77,7 @@ static PyObject *value_vectorcall(PyObject *type, PyObject *const *args, size_t 
     for (int i = 0; i < REQUIRED; i++) {
         if (a[i] == NULL) {
             PyErr_Format(PyExc_TypeError, "Value() missing required argument: '%s'",
-                         FIELD_NAMES[i]);
+                         FS_FIELD_NAMES[i]);
             return NULL;
         }
     }
@@ -104,6 +87,11 @@ static PyObject *value_vectorcall(PyObject *type, PyObject *const *args, size_t 
         if (a[i] == NULL)
             a[i] = Py_None;
     return made((PyTypeObject *)type, a);
+}
+
+/* Value.__new__(Value, ...): the call's own parsing (`value_vectorcall`) */
+static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    return PyVectorcall_Call((PyObject *)type, args, kwds);
 }
 
 static void value_dealloc(ValueObject *v) {
@@ -117,7 +105,7 @@ static int all_set(ValueObject *v) {
     for (int i = 0; i < FV_N; i++) {
         if (v->f[i] == NULL) {
             PyErr_Format(PyExc_AttributeError, "'Value' object has no attribute '%s'",
-                         FIELD_NAMES[i]);
+                         FS_FIELD_NAMES[i]);
             return -1;
         }
     }
@@ -160,7 +148,7 @@ static PyObject *value_repr(ValueObject *v) {
             all_set(v);
         } else {
             Py_INCREF(f);
-            p = PyUnicode_FromFormat("%s=%R", FIELD_NAMES[i], f);
+            p = PyUnicode_FromFormat("%s=%R", FS_FIELD_NAMES[i], f);
             Py_DECREF(f);
         }
         if (p == NULL || PyList_Append(parts, p) < 0) {
@@ -212,7 +200,7 @@ static PyTypeObject ValueType = {
     .tp_repr = (reprfunc)value_repr,
     .tp_hash = PyObject_HashNotImplemented,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One sharded value (the native twin of the dataclass ir.model.Value).",
+    .tp_doc = "One sharded value (ir.model.Value; its twin is the dataclass ir.model.PyValue).",
     .tp_richcompare = value_richcompare,
     .tp_methods = value_methods,
     .tp_members = value_members,
@@ -224,22 +212,15 @@ static PyTypeObject ValueType = {
 PyObject *fs_value_type(void) {
     if (ValueType.tp_dict == NULL) {
         for (int i = 0; i < FV_N; i++)
-            value_members[i].name = FIELD_NAMES[i];
+            value_members[i].name = FS_FIELD_NAMES[i];
         OP_KIND = PyUnicode_InternFromString("op");
         if (OP_KIND == NULL || PyType_Ready(&ValueType) < 0)
             return NULL;
         PyObject *names = PyTuple_New(FV_N);
         if (names == NULL)
             return NULL;
-        for (int i = 0; i < FV_N; i++) {
-            PyObject *s = PyUnicode_InternFromString(FIELD_NAMES[i]);
-            if (s == NULL) {
-                Py_DECREF(names);
-                return NULL;
-            }
-            NAMES[i] = Py_NewRef(s);
-            PyTuple_SET_ITEM(names, i, s);
-        }
+        for (int i = 0; i < FV_N; i++)
+            PyTuple_SET_ITEM(names, i, Py_NewRef(FS_FIELDS[i]));
         int failed = PyDict_SetItemString(ValueType.tp_dict, "__match_args__", names) < 0;
         Py_DECREF(names);
         if (failed)

@@ -17,29 +17,24 @@
 #include <string.h>
 #include <structmember.h>
 
-PyObject *FS_NAME, *FS_LINE, *FS_COLUMN, *FS_KIND, *FS_OP, *FS_SHAPE, *FS_LOCAL_SHAPE, *FS_DTYPE,
-    *FS_NOTATION, *FS_TEXT, *FS_MESH_NAME, *FS_SHARDING, *FS_HLO;
+const char *const FS_FIELD_NAMES[FV_N] = {
+    "name",        "line",  "column",    "text",     "notation", "kind", "op", "shape",
+    "local_shape", "dtype", "mesh_name", "sharding", "hlo"};
+PyObject *FS_FIELDS[FV_N];
+PyObject *FS_PARTITIONED, *FS_PROTOS;
 /* the roles of plain lines' values */
 static PyObject *ROLE_CONSTRAINT, *ROLE_RESHARD, *ROLE_ARG, *ROLE_OP, *OP_CONSTRAINT, *OP_RESHARD;
 
 int fs_values_init(void) {
+    for (int i = 0; i < FV_N; i++)
+        if ((FS_FIELDS[i] = PyUnicode_InternFromString(FS_FIELD_NAMES[i])) == NULL)
+            return -1;
     struct {
         PyObject **at;
         const char *text;
     } names[] = {
-        {&FS_NAME, "name"},
-        {&FS_LINE, "line"},
-        {&FS_COLUMN, "column"},
-        {&FS_KIND, "kind"},
-        {&FS_OP, "op"},
-        {&FS_SHAPE, "shape"},
-        {&FS_LOCAL_SHAPE, "local_shape"},
-        {&FS_DTYPE, "dtype"},
-        {&FS_NOTATION, "notation"},
-        {&FS_TEXT, "text"},
-        {&FS_MESH_NAME, "mesh_name"},
-        {&FS_SHARDING, "sharding"},
-        {&FS_HLO, "hlo"},
+        {&FS_PARTITIONED, "partitioned"},
+        {&FS_PROTOS, "protos"},
         {&ROLE_CONSTRAINT, "constraint"},
         {&ROLE_RESHARD, "reshard"},
         {&ROLE_ARG, "arg"},
@@ -108,12 +103,9 @@ static Py_ssize_t slot_at[FV_N];
 
 /* Learn the slots of `t`: 0, 1 when it does not have them all, -1 with an error set */
 static int learn_slots(PyTypeObject *t) {
-    PyObject *const names[FV_N] = {FS_NAME,      FS_LINE,  FS_COLUMN, FS_TEXT,     FS_NOTATION,
-                                   FS_KIND,      FS_OP,    FS_SHAPE,  FS_LOCAL_SHAPE, FS_DTYPE,
-                                   FS_MESH_NAME, FS_SHARDING, FS_HLO};
     Py_ssize_t at[FV_N];
     for (int i = 0; i < FV_N; i++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
+        PyObject *d = PyObject_GetAttr((PyObject *)t, FS_FIELDS[i]);
         if (d == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
