@@ -12,6 +12,7 @@ import pytest
 from meshdiag.ir.parts import FilePart
 from meshdiag.ir.scan import scan_path
 from meshdiag.memo import RunMemos
+from meshdiag.pipeline import file_batch as B
 from meshdiag.pipeline import inspect as I
 
 
@@ -34,7 +35,7 @@ def _ended(log: list) -> I._Ended:
 
 
 def test_a_batch_is_checked_then_handed_on_when_full(monkeypatch):
-    monkeypatch.setattr(I, "BATCH_MODULES", 3)
+    monkeypatch.setattr(B, "BATCH_MODULES", 3)
     log: list = []
     done = _ended(log)
     for k in range(2):
@@ -54,7 +55,7 @@ def test_a_batch_is_checked_then_handed_on_when_full(monkeypatch):
 
 
 def test_a_batch_goes_once_it_holds_enough_entries(monkeypatch):
-    monkeypatch.setattr(I, "BATCH_ENTRIES", 10)
+    monkeypatch.setattr(B, "BATCH_ENTRIES", 10)
     log: list = []
     done = _ended(log)
     done(_Module(0, 4))
@@ -89,7 +90,7 @@ def _write_modules(path: Path, n: int) -> None:
 def test_every_module_is_checked_and_handed_on_in_order(tmp_path, monkeypatch, batch):
     """Whatever the batch, a scan hands on every module in order (the last batch too) and
     finds what checking the whole report finds, for a whole file and for its parts."""
-    monkeypatch.setattr(I, "BATCH_MODULES", batch)
+    monkeypatch.setattr(B, "BATCH_MODULES", batch)
     path = tmp_path / "many.mlir"
     _write_modules(path, 45)
     want = I.run_checks(scan_path(str(path)), None, None, "xla")

@@ -212,14 +212,9 @@ class Recent:
     def get(self, data: bytes, key: Any, default: Any = None) -> Any:
         """The value put under `key` for input `data` (which `key` holds)."""
         entries = self.buckets.get(_bucket(data), ())
-        if len(entries) <= FEW:
-            for entry in entries:
-                if entry[0] == key:
-                    return entry[1]
-            return default
-        whole = hash(data)
+        whole = hash(data) if len(entries) > FEW else None
         for entry in entries:
-            if hash(entry[3]) == whole and entry[0] == key:
+            if (whole is None or hash(entry[3]) == whole) and entry[0] == key:
                 return entry[1]
         return default
 

@@ -60,9 +60,10 @@ class Value:
 #: a big file's million values are made and freed without the garbage collector's
 #: bookkeeping)
 PyValue = Value
-if not TYPE_CHECKING and native("Value") is not None:
+_native_value = native("Value")
+if not TYPE_CHECKING and _native_value is not None:
     native("adopt_dataclass")(PyValue)  # (dataclasses.fields, replace, asdict see it too)
-    Value = native("Value")
+    Value = _native_value
 
 
 @dataclass

@@ -36,6 +36,7 @@ from meshdiag.ir.scan import (
 from meshdiag.ir.scancache import ScanCache
 from meshdiag.ir.text import match_end, split_top
 from meshdiag.memo import RunMemos
+from meshdiag.pipeline import file_batch
 from meshdiag.pipeline.tasks import Task, TaskStopped, stop_requested, stop_tasks
 
 if TYPE_CHECKING:
@@ -177,21 +178,16 @@ def scan_checked_part(
     return done.count, report.findings, checker.module_findings
 
 
-#: ended modules waiting to be checked and handed on together, at most, and column
-#: entries they hold, at most (a module of more goes alone): judged and written a batch at
-#: a time, the checks' and the writers' code and memos stay in the processor's caches,
-#: which scanning each module in between had turned over (`inspect -j1`, medians of 8
-#: alternating runs: the cold bench's 252 MB file 1.58 → 1.51 s, the Shardy passes 1.13 →
-#: 1.04 s); the entries bound what a batch adds to the memory a module holds
-BATCH_MODULES = 32
-BATCH_ENTRIES = 1 << 15
-
-
 class _Ended:
     """What the scan of a big file (streamed, or a part of one) does with each module as
     it ends (its `on_module`): count it, check it, hand it to `each`. Modules wait in a
-    batch (`BATCH_MODULES`) to be checked, then handed on, in order; the scan's caller
-    `flush`es the last batch when the scan ends."""
+    batch, bounded as a `FileBatch`'s (`file_batch.BATCH_MODULES` modules, at most, and
+    `BATCH_ENTRIES` column entries: a module of more goes alone), to be checked, then
+    handed on, in order; the scan's caller `flush`es the last batch when the scan ends.
+    Judged and written a batch at a time, the checks' and the writers' code and memos stay
+    in the processor's caches, which scanning each module in between had turned over
+    (`inspect -j1`, medians of 8 alternating runs: the cold bench's 252 MB file 1.58 →
+    1.51 s, the Shardy passes 1.13 → 1.04 s)."""
 
     __slots__ = ("checker", "each", "count", "waiting", "entries")
 
@@ -206,7 +202,10 @@ class _Ended:
         self.count += 1
         self.waiting.append(module)
         self.entries += len(module.items)
-        if len(self.waiting) >= BATCH_MODULES or self.entries >= BATCH_ENTRIES:
+        if (
+            len(self.waiting) >= file_batch.BATCH_MODULES
+            or self.entries >= file_batch.BATCH_ENTRIES
+        ):
             self.flush()
 
     def flush(self) -> None:

@@ -316,7 +316,7 @@ def render_head(
 
 def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:
     """One module's summary as `render_file` prints it."""
-    if console.color_system is None and console.soft_wrap:  # (a colourless pipe)
+    if _plain(console):
         # its lines as `render_part` gives them, without a call each (a big file's
         # summaries have tens of thousands)
         return "".join(
@@ -339,7 +339,7 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     """One renderable as `console` prints it: a piped colourless console's lines are their
     plain text (rich's soft wrap keeps them whole), others are rich's rendering (kept in
     `memos` by key for repeated parts: the console is part of the key)."""
-    plain = console.color_system is None and console.soft_wrap  # (a colourless pipe)
+    plain = _plain(console)
     if plain:
         # piped: lines stay whole (rich's soft wrap), so plain text is the line itself
         if part.__class__ is Line:
@@ -378,6 +378,12 @@ def render_part(part, console, memos: RunMemos | None) -> str:
     if table is not None:
         table.put(key, text)
     return text
+
+
+def _plain(console) -> bool:
+    """Whether `console` is a colourless pipe: its lines are their plain text (rich's soft
+    wrap keeps them whole)."""
+    return console.color_system is None and console.soft_wrap
 
 
 def _plain_line(line: Line) -> str | None:

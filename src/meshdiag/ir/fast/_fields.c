@@ -176,8 +176,6 @@ static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
     return shape;
 }
 
-/* Where `needle` (not empty) first is in s[a:b], or -1: each candidate found by its first
- * byte (memchr), not tried at every offset */
 /* A needle's length and its rarest byte, kept by its address (needles are string
  * constants: working both out on every call was a fifth of the searches of an op line,
  * which looks for nine words in turn) */
@@ -187,6 +185,8 @@ static struct {
     Py_ssize_t m, at;
 } needle_info[NEEDLES];
 
+/* Where `needle` first is in s[a:b], or -1 (a when empty): each candidate found by its
+ * rarest byte (memchr), not tried at every offset */
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle) {
     size_t slot = ((uintptr_t)needle >> 3) % NEEDLES;
     if (needle_info[slot].needle != needle) {
