@@ -21,6 +21,11 @@ def load(stem: str):
     return sys.modules[name]
 
 
+def dump_files() -> list[Path]:
+    """The committed text and MLIR fixtures (dump files), in order."""
+    return sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".txt", ".mlir"))
+
+
 def scanned_modules(shared: bool = True) -> list:
     """Every module of the committed text and MLIR fixtures, read through one scan cache:
     with the lines a module repeats shared (`LineValues` among its entries, as in one run),
@@ -32,7 +37,7 @@ def scanned_modules(shared: bool = True) -> list:
     from meshdiag.ir.scan import scan_file
     from meshdiag.ir.scancache import ScanCache
 
-    files = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".txt", ".mlir"))
+    files = dump_files()
     cache = ScanCache()
     learnable = linememo.learnable
     if not shared:

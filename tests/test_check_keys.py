@@ -5,23 +5,23 @@ sharding); a value the native fields do not know goes to the twin; nothing leaks
 
 from __future__ import annotations
 
-import io
 import itertools
 import sys
-from pathlib import Path
 
 import pytest
+from fixture_modules import scanned_modules
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leaks import bytes_grown
 
 from meshdiag.checks import keys
 from meshdiag.checks.keys import FIELDS, Decides, new_keys_py
 from meshdiag.ir.fast import _fastscan
 from meshdiag.ir.model import LineValues, Value
-from meshdiag.ir.scan import scan_file
 from tests.test_properties import gspmd_values
 
-ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+#: every fixture module, read through one scan cache
+MODULES = scanned_modules()
 
 #: every field alone, every rule's key, and a few more combinations
 SPECS = [(f,) for f in FIELDS] + [
@@ -39,12 +39,10 @@ def native(items, decides, clean):
 
 
 def _values():
-    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
     out = []
-    for p in files:
-        for m in scan_file(str(p), io.BytesIO(p.read_bytes())).modules:
-            for it in m.items:
-                out.extend(it.protos if it.__class__ is LineValues else [it])
+    for m in MODULES:
+        for it in m.items:
+            out.extend(it.protos if it.__class__ is LineValues else [it])
     return out
 
 
@@ -207,17 +205,8 @@ def test_native_keys_of_repeated_fields_are_the_twins(picks, clean_every):
         assert native(vs, d, clean) == new_keys_py(vs, d, clean)
 
 
-def _entries() -> list[LineValues]:
-    """Shared column entries of every fixture module, in order."""
-    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
-    out = []
-    for p in files:
-        for m in scan_file(str(p), io.BytesIO(p.read_bytes())).modules:
-            out.extend(it for it in m.items if it.__class__ is LineValues)
-    return out
-
-
-ENTRIES = _entries()
+#: the shared column entries of every fixture module, in order
+ENTRIES = [it for m in MODULES for it in m.items if it.__class__ is LineValues]
 
 
 @settings(max_examples=200, deadline=None)
@@ -247,8 +236,6 @@ def test_native_fresh_entries_are_the_twins(picks, judged, stale, part):
 
 
 def test_native_fresh_entries_refuse_and_leak_nothing():
-    import tracemalloc
-
     with pytest.raises(TypeError):
         _fastscan.fresh_entries(ENTRIES, [], False)
     with pytest.raises(AttributeError):
@@ -257,13 +244,6 @@ def test_native_fresh_entries_refuse_and_leak_nothing():
     _fastscan.fresh_entries(sample, {}, True)  # (each entry's `partitioned`, kept)
     first = sample[0]  # (not `sample[0]` in the assert: pytest's rewriting holds it)
     before = sys.getrefcount(first)
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        for _ in range(100):
-            _fastscan.fresh_entries(sample, {}, True)
-        grown = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
+    grown = bytes_grown(lambda: _fastscan.fresh_entries(sample, {}, True), times=100)
     assert sys.getrefcount(first) == before
     assert grown < 20_000, grown

@@ -6,16 +6,14 @@ bounded by files, modules and column entries (an open file keeps its place); and
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from fixture_modules import dump_files
 
 from meshdiag.cli.commands import inspect_worker as worker
 from meshdiag.pipeline import file_batch as B
 from meshdiag.pipeline.dump_summary import DumpSummary
 from meshdiag.pipeline.spool import SpoolDir
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Module:
@@ -97,11 +95,6 @@ def test_an_open_file_keeps_its_place_when_the_batch_holds_enough(monkeypatch, b
     assert [x for x in log if x[0] == "make"] == [("make", "a"), ("make", "b")]
 
 
-def _fixture_files() -> list[str]:
-    fx = ROOT / "fixtures"
-    return [str(p) for p in sorted(fx.rglob("*")) if p.is_file() and p.suffix in (".mlir", ".txt")]
-
-
 @pytest.fixture
 def spooled():
     sd = SpoolDir()
@@ -125,7 +118,7 @@ def test_the_batches_write_what_writing_each_file_as_read_writes(spooled, monkey
     gm = load_mesh("batch=2,model=4")  # (findings in most fixtures)
     state = (gm, "tt-mlir", "xla", False, {**look, "soft_wrap": True}, spooled.directory, True)
     worker.init(state)
-    paths = _fixture_files()
+    paths = [str(p) for p in dump_files()]
     want_text: list[bytes] = []
     want_json: list[bytes] = []
     want_found: list[str] = []
