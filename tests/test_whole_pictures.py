@@ -161,3 +161,29 @@ def test_a_tiling_of_more_devices_than_a_run_keeps_is_left_to_its_layout():
     small = parse_gspmd("{replicated}")
     v = Value("%x", 1, 1, "{replicated}", "gspmd", shape=(8, 8), sharding=small, hlo=small)
     assert value_whole(v, 8, "xla", RunMemos()) is not None
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 70), st.integers(1, 9)), min_size=1, max_size=4),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_ranges_kept_by_dim_are_the_ranges_worked_out(shapes):
+    """`even_ranges` with the ranges it keeps by (n, k) (what `whole_text` passes: a
+    tiling's pictures' dims repeat, their shapes do not) gives what it works out without
+    them, call after call, and keeps at most KEPT_RANGES."""
+    from meshdiag.report import whole
+
+    known: dict = {}
+    old = whole.KEPT_RANGES
+    whole.KEPT_RANGES = 16  # (cleared now and then within the examples)
+    try:
+        for dims in shapes * 2:
+            shape, tiles = tuple(n for n, _ in dims), tuple(k for _, k in dims)
+            assert whole.even_ranges(shape, tiles, known) == whole.even_ranges(shape, tiles)
+            assert len(known) <= whole.KEPT_RANGES
+    finally:
+        whole.KEPT_RANGES = old

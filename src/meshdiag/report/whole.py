@@ -214,19 +214,38 @@ def whole_grid(
     kept in `shared("grid.whole")` (what the tiling's layouts share, `_Tiling.shared`; a
     new dict for a layout without one, `Layout.by_tiling`), its cells made from the tile
     order `order()` when first asked."""
+    facts = _whole_facts(tiles, shared, order, max_facets, max_cells)
+    if facts is None:
+        return None
+    return _WholeGrid(*_grid_parts(facts, tiles, ranges), facts.plan)
+
+
+def _whole_facts(
+    tiles: tuple[int, ...],
+    shared: Callable[[str], dict],
+    order: Callable[[], TileOrder],
+    max_facets: int,
+    max_cells: int,
+) -> _WholeFacts | None:
+    """`_WholeFacts.of` the tiling, kept in `shared("grid.whole")`."""
     known = shared("grid.whole")
     facts = known.get((max_facets, max_cells), _UNSET)
     if facts is _UNSET:
         facts = known[max_facets, max_cells] = _WholeFacts.of(tiles, order, max_facets, max_cells)
-    if facts is None:
-        return None
-    rows_d, cols_d, facet_d, grids, plan = facts
+    return facts
+
+
+def _grid_parts(
+    facts: _WholeFacts, tiles: tuple[int, ...], ranges: list[list[str]]
+) -> tuple[list[str] | None, list[str], list[tuple[str | None, _GridCells]]]:
+    """The rows' ranges, the columns' and the titled grids of a whole grid (`_WholeGrid`'s
+    first three) of each dim's ranges `ranges`."""
+    rows_d, cols_d, facet_d, grids, _ = facts
     if facet_d:  # `dim0=1/2 [16:32]` (`_Skeleton.title`)
         named = [[f"dim{d}={i}/{tiles[d]} [{r}]" for i, r in enumerate(ranges[d])] for d in facet_d]
         titles = [", ".join(f) for f in itertools.product(*named)]
         grids = [(title, cells) for title, (_, cells) in zip(titles, grids, strict=True)]
-    row_ranges = ranges[rows_d[0]] if rows_d else None
-    return _WholeGrid(row_ranges, ranges[cols_d[0]], grids, plan)
+    return ranges[rows_d[0]] if rows_d else None, ranges[cols_d[0]], grids
 
 
 #: not worked out yet (a dict's answer where None is one)
@@ -416,15 +435,30 @@ def table_tiles(
 NOT_WHOLE = object()
 
 
-def even_ranges(shape: tuple[int, ...], tiles: tuple[int, ...]) -> list[list[str]] | None:
+#: how many dims' ranges a tiling keeps (`even_ranges`' `known`): its pictures' shapes
+#: never repeat in a big file, their dims do
+KEPT_RANGES = 1024
+
+
+def even_ranges(
+    shape: tuple[int, ...], tiles: tuple[int, ...], known: dict | None = None
+) -> list[list[str]] | None:
     """Each dim's shard ranges as pictures print them (`a:b`, `_whole_ranges`) when every
     dim of `shape` splits evenly into its `tiles` (so that under every split rule each
-    shard is a whole tile); None otherwise."""
+    shard is a whole tile); None otherwise. `known`: the ranges worked out before, by
+    (n, k), kept there (up to KEPT_RANGES; the lists are shared: read them only)."""
     out = []
+    get = known.get if known is not None else None
     for n, k in zip(shape, tiles, strict=True):
-        r = _even_range(n, k)
+        r = get((n, k)) if get is not None else None
         if r is None:
-            return None
+            r = _even_range(n, k)
+            if r is None:
+                return None
+            if known is not None:
+                if len(known) >= KEPT_RANGES:
+                    known.clear()
+                known[n, k] = r
         out.append(r)
     return out
 
@@ -447,10 +481,14 @@ def whole_text(
     tile (`whole_picture`), drawn from the tiling and the shape alone: no `Layout` made (a
     big file's summaries draw ten thousand such, on shapes that never repeat, and making
     each one's layout was as long as drawing it). NOT_WHOLE for any other picture."""
-    tiles = t.tiles
-    if not tiles or t.partial or not t.every_member or t.listed_order() is None:
-        return NOT_WHOLE  # (no order listed: a big tiling's comes from a layout's arrays)
-    ranges = even_ranges(shape, tiles)
+    drawn = t.derived.get("whole.drawn")  # (its tiles, the dims' ranges known)
+    if drawn is None:
+        tiles = t.tiles
+        if not tiles or t.partial or not t.every_member or t.listed_order() is None:
+            return NOT_WHOLE  # (no order listed: a big tiling's comes from a layout's arrays)
+        drawn = t.derived["whole.drawn"] = (tiles, {})
+    tiles, known = drawn
+    ranges = even_ranges(shape, tiles, known)
     if ranges is None:
         return NOT_WHOLE
 
@@ -491,16 +529,20 @@ def whole_picture(
     header lines `head(plan)`, where it is a direct grid (compact pictures) or a table of
     every tile: None where rich must draw it, NOT_WHOLE where the planner must (a grid
     with a projection or elided device lists, a table of some tiles)."""
-    direct = None
+    drawn_as = None  # the grids' text, _TABLE (no grid fits) or None (the planner's)
     if compact:
-        whole = whole_grid(tiles, ranges, shared, order, max_facets, max_cells)
-        direct = None if whole is None else direct_grids(whole, width)
-    if direct.__class__ is _Direct:
-        top = checked_text(head(direct.plan))  # type: ignore[union-attr]
-        # (the grids' lines hold ranges, device lists and box lines alone: no check)
-        return None if top is None else top + direct.text + "\n"  # type: ignore[union-attr]
+        # `direct_grids(whole_grid(...))`, without the named tuples between them (a big
+        # file's summaries draw ten thousand such pictures)
+        facts = _whole_facts(tiles, shared, order, max_facets, max_cells)
+        if facts is not None:
+            text = grid_text(*_grid_parts(facts, tiles, ranges), width)
+            if text.__class__ is str:
+                top = checked_text(head(facts.plan))
+                # (the grids' lines hold ranges, device lists and box lines alone: no check)
+                return None if top is None else top + text + "\n"  # type: ignore[operator]
+            drawn_as = None if text is None else _TABLE
     too_many = tiles_cells(tiles, shared("grid.cells"), max_facets) > max_cells
-    if (direct is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
+    if (drawn_as is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
         return NOT_WHOLE  # planned (a grid or a table), or a table of some tiles only
     tile_rows = table_tiles(tiles, shared("grid.table_tiles"), shared("grid.devices"), order)
     drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, shared), width)
