@@ -434,6 +434,33 @@ def test_names_and_columns_kept_by_content_stay_their_own():
         assert [v[0] for v in outs[0]] == [f"%a{i:04d}" for i in range(3000)]
 
 
+def test_names_kept_by_content_differ_anywhere():
+    """A kept name is its slot's only when every byte matches (`fs_str_piece` compares the
+    first and last words, and the bytes between past 16): names of every length from 2 to
+    40 that differ in one byte only, at its start, its middle or its end, each stay their
+    own, read natively and by the twin."""
+    names = []
+    for n in range(2, 41):
+        for at in sorted({0, n // 2, n - 1}):
+            for c in "xyz":
+                base = ["%"] + ["a"] * (n - 1)
+                if at:
+                    base[at] = c
+                names.append("".join(base))
+    names = list(dict.fromkeys(names))
+    parts = [
+        f'{name}: tensor<{8 + i}xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}]>}}'
+        for i, name in enumerate(names)
+    ]
+    line = "  func.func @main(" + ", ".join(parts) + ") -> f32 {"
+    spans = split_group(line, line.index("("))[1]
+    protos = {'#sdy.sharding<@mesh, [{"x"}]>': _proto('#sdy.sharding<@mesh, [{"x"}]>')}
+    for _ in range(2):  # the second time, every name is in the table already
+        items_out: list = []
+        assert _fastscan.entry_values(line, spans, 0, 7, protos, [], items_out) == len(names)
+        assert [v.name for v in items_out] == names
+
+
 def test_native_readers_refuse_bad_arguments():
     with pytest.raises(TypeError):
         _fastscan.entry_values("x", [0], 0, 1, {"x": _proto("x")}, [], [])
