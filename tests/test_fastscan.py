@@ -296,6 +296,24 @@ def test_read_blocks_hands_over_each_read_without_copying_it():
     assert all(end - start <= 100 for buf, start, end, _ in blocks if buf not in big)
 
 
+def test_all_ascii_finds_a_byte_past_ascii_anywhere():
+    """`all_ascii` (what `read_blocks` asks of each block before it checks its UTF-8): one
+    byte past ASCII at any place of a 200-byte buffer, inside the range asked or out of it,
+    answered as the twin answers; refusals of ranges outside the buffer."""
+    for bad in range(200):
+        buf = bytes(b"x" * bad + b"\xc3" + b"y" * (199 - bad))
+        for start in (0, 1, 15, 16, 63, 64, 65, bad, bad + 1):
+            for end in (start, start + 1, 64, 128, 130, bad, bad + 1, 199, 200):
+                if not 0 <= start <= end <= 200:
+                    continue
+                want = lines.all_ascii_py(buf, start, end)
+                assert want == (not start <= bad < end)
+                assert _fastscan.all_ascii(buf, start, end) is want, (bad, start, end)
+    for args in ((b"x", 0, 2), (b"x", -1, 1), (b"xy", 2, 1), ("x", 0, 1), (b"x", 0)):
+        with pytest.raises((TypeError, ValueError)):
+            _fastscan.all_ascii(*args)
+
+
 def test_seeded_large_blocks():
     """Longer blocks than hypothesis builds: the unrolled sampling loop and its tail."""
     rng = random.Random(20240611)

@@ -147,8 +147,8 @@ def test_native_rows_are_the_twins_on_generated_entries(picks):
 
 @needs_native
 def test_native_rows_of_thousands_of_distinct_entries_are_the_twins():
-    """Thousands of distinct entries (the table of their places grows many times), some
-    held several times: the twin's rows."""
+    """Thousands of distinct entries (the table of their places made for them at once,
+    `fs_ptrmap_reserve`), some held several times: the twin's rows."""
     shared = [LineValues((_value(f"%s{k}", 0, k % 5, k % 3, False),)) for k in range(1500)]
     items = [_value(f"%v{k}", k, k % 5, k % 3, k % 2 == 0) for k in range(1500)]
     items += [shared[k * 7 % 1500] for k in range(3000)]
@@ -156,6 +156,16 @@ def test_native_rows_of_thousands_of_distinct_entries_are_the_twins():
     for part in (False, True):
         (want, a), (got, b) = _both(items, lines, part)
         assert list(got.items()) == list(want.items()) and b.keys == a.keys
+
+
+@needs_native
+def test_native_rows_past_the_tables_reservation_are_the_twins():
+    """More distinct entries than a table is made for at once (2**16: past that it grows
+    as they come, several times here): the twin's rows."""
+    items = [_value(f"%v{k}", k, k % 5, k % 3, k % 2 == 0) for k in range(140_000)]
+    lines = list(range(len(items)))
+    (want, a), (got, b) = _both(items, lines, False)
+    assert list(got.items()) == list(want.items()) and b.keys == a.keys
 
 
 @needs_native

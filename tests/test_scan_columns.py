@@ -185,3 +185,27 @@ def test_a_module_knows_whether_it_holds_values_of_its_own():
     m.lines.append(4)
     m.items.append(v)
     assert m.has_own_values()
+
+
+def test_the_entries_of_one_class_natively_and_by_the_twin():
+    """`of_class` (what `shared_entries` asks): the items whose class is exactly the one
+    asked, in order, natively as by its twin; a subclass's items are not among them."""
+    from meshdiag.ir.fast import native
+    from meshdiag.ir.model import of_class_py
+
+    class Sub(LineValues):
+        pass
+
+    v = Value("%0", 3, 1, "{replicated}", "gspmd")
+    items = [LineValues((v,)), v, Sub((v,)), LineValues(()), v, 3, None]
+    want = [items[0], items[3]]
+    assert of_class_py(items, LineValues) == want
+    native_of_class = native("of_class")
+    if native_of_class is not None:
+        got = native_of_class(items, LineValues)
+        assert got == want and all(a is b for a, b in zip(got, want, strict=True))
+        assert native_of_class([], LineValues) == []
+        with pytest.raises(TypeError):
+            native_of_class(tuple(items), LineValues)
+        with pytest.raises(TypeError):
+            native_of_class(items, "LineValues")

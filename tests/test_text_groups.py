@@ -91,7 +91,7 @@ def test_native_groups_are_the_twins_on_generated_entries(picks, keep):
 @needs_native
 def test_native_groups_of_thousands_of_distinct_values_are_the_twins():
     """Thousands of distinct values, each shared line's given again and again (the table
-    of the values seen grows many times): the twin's groups."""
+    of the values seen made for them at once, `fs_ptrmap_reserve`): the twin's groups."""
     memos = RunMemos()
     own = [
         Value(f"%v{k}", k, 1, t, n, "op", None, (8,), None, "f32", "mesh", None, None)
@@ -100,6 +100,29 @@ def test_native_groups_of_thousands_of_distinct_values_are_the_twins():
     ]
     shared = [LineValues((v,)) for v in own[:700]]
     items = own + [shared[k * 7 % 700] for k in range(2000)]
+    for part in (False, True):
+        assert _plain(_native(items, part, memos)) == _plain(text_groups_py(items, part, memos))
+
+
+@needs_native
+def test_native_groups_of_lines_of_hundreds_of_values_are_the_twins():
+    """Shared lines of 300 values each, a few entries holding thousands of values (the
+    table of the values seen, made for about one value an entry, grows many times): the
+    twin's groups."""
+    memos = RunMemos()
+    shared = [
+        LineValues(
+            tuple(
+                Value(
+                    f"%l{j}_{k}", j, k + 1, t, n, "op", None, (8,), None, "f32", "mesh", None, None
+                )
+                for k in range(300)
+                for n, t in [SHARDINGS[(j + k) % len(SHARDINGS)]]
+            )
+        )
+        for j in range(20)
+    ]
+    items = [shared[k * 3 % 20] for k in range(40)]
     for part in (False, True):
         assert _plain(_native(items, part, memos)) == _plain(text_groups_py(items, part, memos))
 

@@ -1182,6 +1182,46 @@ static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *arg) {
     return PyLong_FromSsize_t(n);
 }
 
+/* Whether p[0:n] is all ASCII: 64 bytes a step with SSE2 (every x86-64 has it), where
+ * bytes.isascii goes a word at a time (2% of the instructions of a big file's scan) */
+static int block_ascii(const unsigned char *p, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+#ifdef __SSE2__
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(p + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(p + i + 48));
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
+            return 0;
+    }
+#endif
+    return fs_all_ascii((const char *)p + i, n - i);
+}
+
+static const char all_ascii_doc[] =
+    "all_ascii(buf, start, end) -> bool: whether buf[start:end] (bytes) is all ASCII, as\n"
+    "buf[start:end].isascii() says, without the copy.";
+
+static PyObject *all_ascii(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t start, end;
+    if (nargs != 3 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "all_ascii(buf: bytes, start, end)");
+        return NULL;
+    }
+    if (as_index(args[1], "all_ascii", "start", &start) < 0 ||
+        as_index(args[2], "all_ascii", "end", &end) < 0)
+        return NULL;
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    if (start < 0 || end > n || start > end) {
+        PyErr_Format(PyExc_ValueError, "all_ascii: [%zd:%zd] outside the buffer (length %zd)",
+                     start, end, n);
+        return NULL;
+    }
+    return PyBool_FromLong(
+        block_ascii((const unsigned char *)PyBytes_AS_STRING(args[0]) + start, end - start));
+}
+
 static const char parent_death_signal_doc[] =
     "parent_death_signal(sig) -> bool: ask the kernel to send this process `sig` when its "
     "parent dies (Linux prctl PR_SET_PDEATHSIG); False where there is no such request. See "
@@ -1211,6 +1251,7 @@ static PyMethodDef methods[] = {
     {"word_lines", (PyCFunction)(void (*)(void))word_lines, METH_FASTCALL, word_lines_doc},
     {"find_any", (PyCFunction)(void (*)(void))find_any, METH_FASTCALL, find_any_doc},
     {"count_lines", (PyCFunction)count_lines, METH_O, count_lines_doc},
+    {"all_ascii", (PyCFunction)(void (*)(void))all_ascii, METH_FASTCALL, all_ascii_doc},
     {"line_print", (PyCFunction)line_print, METH_O, line_print_doc},
     {"parent_death_signal", (PyCFunction)parent_death_signal, METH_O, parent_death_signal_doc},
     {"constraint_fields", (PyCFunction)(void (*)(void))fs_constraint_fields, METH_FASTCALL,
@@ -1230,6 +1271,7 @@ static PyMethodDef methods[] = {
     {"new_keys", (PyCFunction)(void (*)(void))fs_new_keys, METH_FASTCALL, fs_new_keys_doc},
     {"fresh_entries", (PyCFunction)(void (*)(void))fs_fresh_entries, METH_FASTCALL,
      fs_fresh_entries_doc},
+    {"of_class", (PyCFunction)(void (*)(void))fs_of_class, METH_FASTCALL, fs_of_class_doc},
     {"module_rows", (PyCFunction)(void (*)(void))fs_module_rows, METH_FASTCALL,
      fs_module_rows_doc},
     {"adopt_dataclass", (PyCFunction)fs_value_adopt, METH_O, fs_value_adopt_doc},

@@ -45,6 +45,10 @@ typedef struct {
     size_t mask, used;
 } FsPtrMap;
 int fs_ptrmap_put(FsPtrMap *m, void *p, Py_ssize_t val, Py_ssize_t *found);
+/* Room for `n` entries made at once (a walk knows how many it puts, at least: growing by
+ * doubling zeroed and rehashed a big module's tables several times): 0, or -1 with a
+ * MemoryError set */
+int fs_ptrmap_reserve(FsPtrMap *m, Py_ssize_t n);
 void fs_ptrmap_free(FsPtrMap *m);
 
 /* _values.c: s[a:b] (ASCII) as a str, and an int, each kept by content when made (a value's
@@ -156,6 +160,8 @@ extern const char fs_new_keys_doc[];
 /* and the column entries a rule has not judged yet (checks.values.fresh_entries_py) */
 PyObject *fs_fresh_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_fresh_entries_doc[];
+PyObject *fs_of_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_of_class_doc[];
 /* _value.c: the class Value (ir.model.Value's twin), ready: a new reference, NULL with an
  * error set */
 PyObject *fs_value_type(void);

@@ -184,7 +184,8 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     PyObject *own_text = args[2], *rows_of = args[3];
     FsPtrMap seen = {0};
     Groups g = {PyDict_New(), NULL, NULL, 0, 0, NULL, 0};
-    if (g.dict == NULL)
+    /* (about a value an entry: the map still grows past that) */
+    if (g.dict == NULL || fs_ptrmap_reserve(&seen, PySequence_Fast_GET_SIZE(items)) < 0)
         goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(items, i);

@@ -443,3 +443,29 @@ done:
     Py_DECREF(shared);
     return result;
 }
+
+/* -- the entries of one class ----------------------------------------------------------
+ * The checks ask for a module's shared entries (`ModuleReport.shared_entries`: its
+ * `LineValues`) and whether it has values of its own; a big file's modules hold a million
+ * values of their own and no shared entry, and picking the shared ones out in Python was
+ * 20 ms of its 1.3 s (one-core `inspect`). */
+
+const char fs_of_class_doc[] = "of_class(items, cls) -> list\n\n"
+                               "The items of the list `items` whose class is exactly `cls`, in "
+                               "order (`[it for it in\nitems if it.__class__ is cls]`).";
+
+PyObject *fs_of_class(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "of_class(items: list, cls: type)");
+        return NULL;
+    }
+    PyObject *items = args[0], *out = PyList_New(0);
+    PyTypeObject *cls = (PyTypeObject *)args[1];
+    /* (the list may not change meanwhile: appending runs no Python code of the items') */
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(items); i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        if (Py_IS_TYPE(it, cls) && PyList_Append(out, it) < 0)
+            Py_CLEAR(out);
+    }
+    return out;
+}

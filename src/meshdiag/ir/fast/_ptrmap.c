@@ -13,8 +13,9 @@ static void place(void **key, Py_ssize_t *val, size_t cap, void *p, Py_ssize_t v
     val[h] = v;
 }
 
-static int grow(FsPtrMap *m) {
-    size_t cap = m->mask ? 2 * (m->mask + 1) : 64;
+/* The map at `cap` slots (a power of 2, room for what it holds): 0, or -1 with a
+ * MemoryError set */
+static int resize(FsPtrMap *m, size_t cap) {
     void **key = PyMem_Calloc(cap, sizeof(void *));
     Py_ssize_t *val = PyMem_Calloc(cap, sizeof(Py_ssize_t));
     if (key == NULL || val == NULL) {
@@ -34,8 +35,19 @@ static int grow(FsPtrMap *m) {
     return 0;
 }
 
+/* (what a reservation makes at most: a module of a million entries of one repeated line
+ * holds one distinct object) */
+#define MAX_RESERVED (1 << 17)
+
+int fs_ptrmap_reserve(FsPtrMap *m, Py_ssize_t n) {
+    size_t cap = 64;
+    while (n > 0 && cap < MAX_RESERVED && cap < 2 * (size_t)n + 2)
+        cap *= 2;
+    return cap > m->mask + 1 ? resize(m, cap) : 0;
+}
+
 int fs_ptrmap_put(FsPtrMap *m, void *p, Py_ssize_t val, Py_ssize_t *found) {
-    if (2 * (m->used + 1) > m->mask + 1 && grow(m) < 0)
+    if (2 * (m->used + 1) > m->mask + 1 && resize(m, m->mask ? 2 * (m->mask + 1) : 64) < 0)
         return -1;
     size_t h = fs_ptr_hash(p) & m->mask;
     while (m->key[h] != NULL) {

@@ -222,6 +222,8 @@ PyObject *fs_module_rows(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
      * by index with their lengths checked each time) */
     Py_INCREF(items);
     Py_INCREF(lines);
+    if (fs_ptrmap_reserve(&firsts.at, PyList_GET_SIZE(items)) < 0)
+        goto release;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++)
         if (firsts_add(&firsts, PyList_GET_ITEM(items, i), i) < 0)
             goto release;
