@@ -467,6 +467,27 @@ def test_native_fields_read_plain_lines_like_their_twins(dims, dtype, op, pad):
             assert text.startswith("{devices" if gspmd else "#sdy.sharding<@")
 
 
+@needs_native
+def test_an_entry_whose_sharding_names_sharding_again_is_not_plain():
+    """An entry whose sharding holds another `sharding` word (an axis named so, quoted or
+    not, anywhere in its text) is left to the general reader, natively as by the twin: a
+    plain entry's sharding holds its own token and no other."""
+    for gspmd in (False, True):
+        entry = plain_entry([8, 4], "f32", gspmd)
+        a = entry.index("{devices" if gspmd else "#sdy.sharding<@")
+        e = entry.rindex('"' if gspmd else ">")
+        for at in range(a + (0 if gspmd else 13), e + 1):
+            for word in ("sharding", '"sharding"'):
+                line = entry[:at] + word + entry[at:]
+                got = native_entry(line, 0, len(line))
+                assert got == fields.entry_fields_py(line, 0, len(line)), (line,)
+                assert got is None, (line,)
+    for axis in ('{"sharding"}', '{"x_sharding"}'):
+        line = f"%a: tensor<8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{axis}]>}}"
+        assert native_entry(line, 0, len(line)) is None
+        assert fields.entry_fields_py(line, 0, len(line)) is None
+
+
 def test_non_ascii_lines_are_read_by_the_twins():
     line = '    %café = sdy.sharding_constraint %4 <@mesh, [{"x"}, {}]> : tensor<16xf32>'
     assert fields.constraint_fields(line) == fields.constraint_fields_py(line) is not None

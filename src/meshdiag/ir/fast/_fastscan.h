@@ -94,11 +94,9 @@ extern const char fs_entry_fields_doc[];
 /* _fastscan.c: where in `w` (m >= 1 bytes) its rarest byte is, by how often bytes occur
  * in dumps */
 Py_ssize_t fs_anchor_of(const char *w, Py_ssize_t m);
-/* where `needle` first is in s[a:b] (-1: nowhere), and how many times, not overlapping
- * (str.find, str.count); `needle` is a string constant (its length and rarest byte are
- * kept by its address) */
+/* where `needle` first is in s[a:b] (-1: nowhere: str.find); `needle` is a string
+ * constant (its length and rarest byte are kept by its address) */
 Py_ssize_t fs_find(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
-Py_ssize_t fs_count(const char *s, Py_ssize_t a, Py_ssize_t b, const char *needle);
 
 /* _values.c: a Value's fields in its class's order (model.Value: the native class of
  * _value.c, or its twin model.PyValue, a dataclass with slots) */
