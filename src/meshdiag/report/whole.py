@@ -299,7 +299,17 @@ def direct_grids(whole: _WholeGrid, width: int) -> _Direct | object | None:
     `_box_lines` must draw them (where this draws or gives up, they draw the same or give
     up: tested). Planned in general, such a picture was two thirds of drawing it, and boxed
     in general a fifth of the rest."""
-    row_ranges, col_ranges, grids, plan = whole
+    return _drawn_grids(*whole, width)
+
+
+def _drawn_grids(
+    row_ranges: list[str] | None,
+    col_ranges: list[str],
+    grids: list[tuple[str | None, _GridCells]],
+    plan: GridPlan | None,
+    width: int,
+) -> _Direct | object | None:
+    """`direct_grids` of a `_WholeGrid`'s four fields."""
     text = grid_text(row_ranges, col_ranges, grids, width)
     if text is None:
         return None
@@ -529,20 +539,19 @@ def whole_picture(
     header lines `head(plan)`, where it is a direct grid (compact pictures) or a table of
     every tile: None where rich must draw it, NOT_WHOLE where the planner must (a grid
     with a projection or elided device lists, a table of some tiles)."""
-    drawn_as = None  # the grids' text, _TABLE (no grid fits) or None (the planner's)
+    direct = None
     if compact:
-        # `direct_grids(whole_grid(...))`, without the named tuples between them (a big
+        # `direct_grids(whole_grid(...))`, without a `_WholeGrid` between them (a big
         # file's summaries draw ten thousand such pictures)
         facts = _whole_facts(tiles, shared, order, max_facets, max_cells)
         if facts is not None:
-            text = grid_text(*_grid_parts(facts, tiles, ranges), width)
-            if text.__class__ is str:
-                top = checked_text(head(facts.plan))
-                # (the grids' lines hold ranges, device lists and box lines alone: no check)
-                return None if top is None else top + text + "\n"  # type: ignore[operator]
-            drawn_as = None if text is None else _TABLE
+            direct = _drawn_grids(*_grid_parts(facts, tiles, ranges), facts.plan, width)
+    if direct.__class__ is _Direct:
+        top = checked_text(head(direct.plan))  # type: ignore[union-attr]
+        # (the grids' lines hold ranges, device lists and box lines alone: no check)
+        return None if top is None else top + direct.text + "\n"  # type: ignore[union-attr]
     too_many = tiles_cells(tiles, shared("grid.cells"), max_facets) > max_cells
-    if (drawn_as is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
+    if (direct is not _TABLE and not too_many) or math.prod(tiles) > max_cells:
         return NOT_WHOLE  # planned (a grid or a table), or a table of some tiles only
     tile_rows = table_tiles(tiles, shared("grid.table_tiles"), shared("grid.devices"), order)
     drawn = whole_table(tiles, shape, ranges, _table_facts(tile_rows, shared), width)
