@@ -59,14 +59,17 @@ def test_nested_blocks_raise_once_at_the_outer_end(sigterm_raises):
 
 
 def _rmtree_signalled(monkeypatch):
-    """`shutil.rmtree` in the spool module gets SIGTERM just before it starts."""
-    real = spool.shutil.rmtree
+    """`shutil.rmtree` (what the spool module removes its directory with) gets SIGTERM
+    just before it starts."""
+    import shutil
+
+    real = shutil.rmtree
 
     def rmtree(path, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)
         real(path, *args, **kwargs)
 
-    monkeypatch.setattr(spool.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
 
 
 def test_spool_removed_when_signal_comes_during_close(tmp_path, monkeypatch, sigterm_raises):
@@ -81,15 +84,51 @@ def test_spool_removed_when_signal_comes_during_close(tmp_path, monkeypatch, sig
 
 
 def test_inspect_terminated_while_cleaning_up_leaves_nothing(tmp_path, monkeypatch, capsys):
-    """The run ends as SIGTERM says (one line, status 143), with nothing left in TMPDIR."""
+    """The run (two workers, spooling) ends as SIGTERM says (one line, status 143), with
+    nothing left in TMPDIR."""
+    from meshdiag.ir import batches
+
+    monkeypatch.setattr(batches, "PARALLEL_BYTES", 1)  # (workers even for a few bytes)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     _rmtree_signalled(monkeypatch)
     with pytest.raises(SystemExit) as stop:
-        main(["inspect", "-j", "1", "-f", "json", str(SEED)])
+        main(["inspect", "-j", "2", "-f", "json", str(SEED), str(SEED)])
     assert stop.value.code == 128 + signal.SIGTERM
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["meshdiag: terminated"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "-j", "1", str(SEED)],
+        ["inspect", "-j", "1", "-f", "json", str(SEED)],
+        ["inspect", "-j", "1", str(SEED.parent)],
+        ["inspect", str(SEED)],  # (too few bytes for workers: one process)
+    ],
+)
+def test_a_run_in_one_process_makes_no_spool_directory(args, tmp_path, monkeypatch, capsys):
+    """A run in one process writes its outputs straight out (text or JSON, a file or a
+    directory): no temporary directory is made (it was, with its imports, 9 ms of every
+    such run), and the output is the one spooled (`SpoolDir.serial`: each output in a
+    spool file, then copied)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with monkeypatch.context() as m:
+        m.setattr(SpoolDir, "direct", lambda self, out, sep: self.serial())
+        with pytest.raises(SystemExit) as spooled:
+            main(args)
+    want = capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []  # (the spooled run's directory, removed)
+
+    def refused(*a, **k):
+        raise AssertionError("a spool directory was made")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    with pytest.raises(SystemExit) as direct:
+        main(args)
+    assert direct.value.code == spooled.value.code
+    assert capsys.readouterr().out == want
 
 
 def test_a_second_signal_is_obeyed_at_once(sigterm_raises):

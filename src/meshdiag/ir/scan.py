@@ -19,7 +19,6 @@ per run and passes to every call (`cache=`); without one each call makes its own
 
 from __future__ import annotations
 
-import gzip
 import os
 import stat
 import sys
@@ -126,6 +125,8 @@ def scan_steps(
         return (yield from _file_steps("<stdin>", sys.stdin.buffer, on_module, cache, on_block))
     try:
         if path.endswith(".gz"):
+            import gzip  # (here: a millisecond of every run's start-up, for .gz input only)
+
             stream: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
         else:
             data, stream = _open(path)  # type: ignore[assignment]

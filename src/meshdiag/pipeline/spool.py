@@ -22,8 +22,7 @@ files are rotated every `ROTATE` bytes and disk use stays bounded by the work in
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+from collections.abc import Callable
 from typing import BinaryIO, NamedTuple
 
 from meshdiag.cleanup import signals_deferred
@@ -41,9 +40,10 @@ class Spooled(NamedTuple):
 
 
 class _Writer:
-    """The worker side: appends to its own spool file in `directory`, rotating."""
+    """The worker side: appends to its own spool file in `directory` (or the directory
+    `directory()` makes when first asked: a serial run's, `SpoolDir.serial`), rotating."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str | Callable[[], str]) -> None:
         self.directory = directory
         self.serial = 0
         self.fd = -1
@@ -59,7 +59,8 @@ class _Writer:
         if self.fd >= 0:
             os.close(self.fd)
         self.serial += 1
-        self.path = os.path.join(self.directory, f"{os.getpid()}.{self.serial}")
+        d = self.directory if isinstance(self.directory, str) else self.directory()
+        self.path = os.path.join(d, f"{os.getpid()}.{self.serial}")
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         self.size = 0
 
@@ -192,8 +193,8 @@ def spool_write(data: bytes) -> Spooled:
 
 
 def _init_writer(directory: str | None) -> None:
-    """This worker's spool in `directory`; None: a serial run writing directly, whose
-    writer `SpoolDir.direct` set."""
+    """This worker's spool in `directory`; None: a serial run's, whose writer
+    `SpoolDir.direct` or `SpoolDir.serial` set."""
     global _WRITER
     if directory is not None:
         _WRITER = _Writer(directory)
@@ -211,15 +212,28 @@ def _copy_through(fd: int, offset: int, length: int, out: BinaryIO) -> None:
 
 
 class SpoolDir:
-    """The parent side: a private temporary directory for the workers' spool files, and
-    the in-order copy out of them."""
+    """The parent side: a private temporary directory for the workers' spool files, made
+    when first asked (`directory`), and the in-order copy out of them."""
 
     def __init__(self) -> None:
-        self.directory = tempfile.mkdtemp(prefix="meshdiag-spool-")
+        self._directory: str | None = None
         self.is_direct = False  # outputs written straight to the run's output (`direct`)
+        self._writes = False  # this process's writer is this spool's (`direct`, `serial`)
         self._fds: dict[str, int] = {}
         #: the spool file each worker (by pid in the file name) was last read from
         self._current: dict[str, str] = {}
+
+    @property
+    def directory(self) -> str:
+        """The directory, made now if it was not: a serial run that spools nothing (its
+        outputs written directly, or small enough to come back whole) makes none. Making
+        it, with `tempfile` and `shutil` imported for it, was 9 ms of every run."""
+        if self._directory is None:
+            import tempfile
+
+            with signals_deferred():  # (made and named here, or not made)
+                self._directory = tempfile.mkdtemp(prefix="meshdiag-spool-")
+        return self._directory
 
     @property
     def init_args(self) -> tuple[str]:
@@ -233,7 +247,15 @@ class SpoolDir:
         do."""
         global _WRITER
         _WRITER = _Direct(out, sep)
-        self.is_direct = True
+        self.is_direct = self._writes = True
+
+    def serial(self) -> None:
+        """Make this serial run's outputs (its worker is this process) spool into
+        `directory`, made when the first of them is spooled: its worker state then names
+        no directory."""
+        global _WRITER
+        _WRITER = _Writer(lambda: self.directory)
+        self._writes = True
 
     def copy(self, s: Spooled, out: BinaryIO) -> None:
         """Write the spooled bytes to `out` (sendfile when `out` is a real file); nothing
@@ -280,13 +302,18 @@ class SpoolDir:
 
     def close(self) -> None:
         global _WRITER
-        if self.is_direct:
+        if self._writes:
+            if isinstance(_WRITER, _Writer) and _WRITER.fd >= 0:
+                os.close(_WRITER.fd)  # (a serial run's: its last spool file)
             _WRITER = None
         with signals_deferred():  # nothing left behind in TMPDIR, whatever comes now
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
-            shutil.rmtree(self.directory, ignore_errors=True)
+            if self._directory is not None:
+                import shutil
+
+                shutil.rmtree(self._directory, ignore_errors=True)
 
     def __enter__(self) -> SpoolDir:
         return self

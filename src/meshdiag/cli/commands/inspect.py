@@ -97,10 +97,11 @@ def inspect(
     results = None
     try:
         if fmt == "json":
-            spool_dir: str | None = spool.directory
+            spool_dir: str | None = None
             if not parallel:  # one process: each batch's JSON straight out, joined by ", "
                 spool.direct(sys.stdout.buffer, b", ")
-                spool_dir = None
+            else:
+                spool_dir = spool.directory
             state = (global_mesh, target, split_rule, layouts, None, spool_dir, bool(html))
             results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
             summary = _write_json(results, progress, spool, skipped)
@@ -125,7 +126,14 @@ def inspect(
                 "soft_wrap": console.soft_wrap,
                 "encoding": console.encoding,
             }
-            state = (global_mesh, target, split_rule, False, look, spool.directory, bool(html))
+            spool_dir = None
+            if parallel:
+                spool_dir = spool.directory
+            elif _binary_out(console) is not None:  # one process: the text straight out
+                spool.direct(_binary_out(console), b"")  # type: ignore[arg-type]
+            else:  # (a text-only stream: spooled, then decoded)
+                spool.serial()
+            state = (global_mesh, target, split_rule, False, look, spool_dir, bool(html))
             if dirs:
                 # a dump directory reads as one report
                 fn = worker.summary_batch
@@ -228,9 +236,7 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
     summary = None  # made by the first batch that brings one (--html)
     n_files = n_findings = 0
     console.file.flush()
-    # the spooled text is UTF-8 bytes: copied as they are when the output is UTF-8
-    utf8 = console.encoding.replace("_", "-").startswith("utf")
-    out = getattr(console.file, "buffer", None) if utf8 else None
+    out = _binary_out(console)
 
     def write(data: bytes) -> None:
         if out is not None:
@@ -268,6 +274,13 @@ def _write_text(results, console, progress, spool, skipped: list[str], look: dic
         summary.skipped += len(skipped)  # the walk is over: every batch is out
     console.print(f"{n_files} file(s), {n_findings} finding(s)")
     return summary
+
+
+def _binary_out(console):
+    """Where the rendered text (UTF-8 bytes) goes as it is: the console's binary stream
+    when its encoding is UTF-8; None for any other (the text is decoded and written)."""
+    utf8 = console.encoding.replace("_", "-").startswith("utf")
+    return getattr(console.file, "buffer", None) if utf8 else None
 
 
 def _whole_files(results):
