@@ -698,3 +698,24 @@ def test_a_values_devices_json_is_kept_per_layout_and_only_when_short():
     assert len(text) > inspect.DEVICES_JSON_MAX_CHARS
     assert json.loads(text) == inspect.value_json(a, m, None, layouts=True)["devices"]
     assert len(kept.data) == 3
+
+
+def test_recent_files_an_input_under_its_own_bucket_whatever_was_asked_before():
+    """`Recent` keeps the bucket of the input last asked for (a miss is put right after):
+    an input put after another was asked, or asked again after others were put, is found
+    under its own."""
+    from meshdiag.memo import Recent, _bucket
+
+    r = Recent()
+    a, b, c = b"a" * 500, b"b" * 500, bytes(b"c" + b"a" * 499)
+    assert r.get(a, ("a",)) is None
+    r.put(b, ("b",), 2)  # asked: a; put: b
+    r.put(a, ("a",), 1)
+    assert r.get(b, ("b",)) == 2 and r.get(a, ("a",)) == 1
+    assert r.get(c, ("c",)) is None
+    r.put(c, ("c",), 3)
+    assert [r.get(x, (k,)) for x, k in ((a, "a"), (b, "b"), (c, "c"))] == [1, 2, 3]
+    assert all(_bucket(e[3]) == k for k, es in r.buckets.items() for e in es)
+    assert len(r.buckets) == 3
+    r.clear()
+    assert r.get(a, ("a",)) is None and r.asked[0] is a

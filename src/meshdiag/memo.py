@@ -199,7 +199,7 @@ class Recent:
     line each compared its bytes with those of the hundreds before it, 0.25 ms a 12 KB
     file. (A few are compared as they are: comparing bytes is faster than hashing them.)"""
 
-    __slots__ = ("order", "buckets", "n", "max_bytes", "held")
+    __slots__ = ("order", "buckets", "n", "max_bytes", "held", "asked")
 
     def __init__(self, n: int = 256, max_bytes: int = 32 << 20) -> None:
         self.order: deque[tuple[int, list]] = deque()  # (hash, entry), oldest first
@@ -208,10 +208,20 @@ class Recent:
         self.n = n
         self.max_bytes = max_bytes
         self.held = 0
+        #: the input last asked for and its bucket: a miss is mostly put right after
+        #: (sampling it again was half of a put)
+        self.asked: tuple[bytes | None, int] = (None, 0)
+
+    def _bucket_of(self, data: bytes) -> int:
+        asked, bucket = self.asked
+        if asked is not data:
+            bucket = _bucket(data)
+            self.asked = (data, bucket)
+        return bucket
 
     def get(self, data: bytes, key: Any, default: Any = None) -> Any:
         """The value put under `key` for input `data` (which `key` holds)."""
-        entries = self.buckets.get(_bucket(data), ())
+        entries = self.buckets.get(self._bucket_of(data), ())
         whole = hash(data) if len(entries) > FEW else None
         for entry in entries:
             if (whole is None or hash(entry[3]) == whole) and entry[0] == key:
@@ -223,7 +233,7 @@ class Recent:
         nbytes = len(data)
         if nbytes > self.max_bytes:
             return value
-        bucket = _bucket(data)
+        bucket = self._bucket_of(data)
         entry = [key, value, nbytes, data]
         self.buckets.setdefault(bucket, []).append(entry)
         self.order.append((bucket, entry))
@@ -241,6 +251,7 @@ class Recent:
         self.order.clear()
         self.buckets.clear()
         self.held = 0
+        self.asked = (None, 0)
 
 
 #: every how many bytes `Recent` samples its inputs
