@@ -187,3 +187,33 @@ def test_ranges_kept_by_dim_are_the_ranges_worked_out(shapes):
             assert len(known) <= whole.KEPT_RANGES
     finally:
         whole.KEPT_RANGES = old
+
+
+def test_a_summarys_pictures_drawn_plain_are_its_layout_pictures(monkeypatch):
+    """What a summary prints of each picture to a pipe (`file_text._summary_plain`: from
+    the tiling where it can, no `LayoutPicture` made) is what its `LayoutPicture` draws,
+    at widths from narrow to wide, for every picture of every fixture module; those of
+    whole tiles in grids or tables without a `LayoutPicture`."""
+    from meshdiag.pipeline.module_summary import summarise_module
+    from meshdiag.report import file_text
+
+    made = []
+    real = file_text._summary_picture
+    monkeypatch.setattr(file_text, "_summary_picture", lambda pic: made.append(1) or real(pic))
+    memos = RunMemos()
+    files = sorted(p for p in ROOT.rglob("*") if p.suffix in (".txt", ".mlir"))
+    cache = ScanCache()
+    seen = direct = 0
+    for p in files:
+        for m in scan_file(str(p), io.BytesIO(p.read_bytes()), cache=cache).modules:
+            for row in summarise_module(m, mesh=None, split="xla", memos=memos).shardings:
+                pic = row.picture
+                if pic is None:
+                    continue
+                for width in (30, 60, 80, 132, 200):
+                    seen += 1
+                    before = len(made)
+                    got = file_text._summary_plain(pic, width)
+                    direct += len(made) == before
+                    assert got == real(pic).plain(width)
+    assert seen > 500 and direct > 50, (direct, seen)

@@ -19,6 +19,7 @@ from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND
 from meshdiag.report.picture import LayoutPicture
 from meshdiag.report.plain_console import printable_lines
+from meshdiag.report.whole import NOT_WHOLE, whole_text
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -198,13 +199,41 @@ def module_lines(s: ModuleSummary) -> Iterator:
         pic = row.picture
         if pic is not None:
             # the layout is asked for only when the picture was not drawn before
-            yield Cached(("picture", *pic.key), _summary_picture, pic)
+            yield Cached(("picture", *pic.key), _summary_picture, pic, plain=_summary_plain)
+
+
+#: a summary's picture is a grid of at most this many cells (compact, no legend), else a
+#: table
+SUMMARY_CELLS = 32
 
 
 def _summary_picture(pic: Picture) -> LayoutPicture:
     # (a picture with a `whole` is drawn from it: its layout is made only if need be)
     lay = (lambda: pic.layout) if pic.whole is not None else pic.layout
-    return LayoutPicture(lay, pic.title, max_cells=32, compact=True, legend=False, whole=pic.whole)
+    return LayoutPicture(
+        lay, pic.title, max_cells=SUMMARY_CELLS, compact=True, legend=False, whole=pic.whole
+    )
+
+
+def _summary_plain(pic: Picture, width: int) -> str | None:
+    """`_summary_picture(pic).plain(width)`, drawn from the picture's tiling without a
+    `LayoutPicture` where it can be (a big file's summaries draw ten thousand)."""
+    w = pic.whole
+    if w is not None:
+        title = pic.title or "tiled"
+        got = whole_text(
+            w.tiling,
+            w.shape,
+            w.split,
+            title,
+            width,
+            max_cells=SUMMARY_CELLS,
+            compact=True,
+            legend=False,
+        )
+        if got is not NOT_WHOLE:
+            return got  # type: ignore[return-value]
+    return _summary_picture(pic).plain(width)
 
 
 class Line:
@@ -241,14 +270,24 @@ class Cached:
     text, so `render_file` makes and renders it once per console and memos (pass dumps
     repeat the same meshes and layouts in every file)."""
 
-    def __init__(self, key: tuple, make, *args, **kw) -> None:
+    def __init__(self, key: tuple, make, *args, plain=None, **kw) -> None:
         self.key = key
         self._make = (make, args, kw)
+        #: `plain(*args, width)`: what `plain_text` draws, without making the renderable
+        self._plain = plain
 
     @property
     def renderable(self):
         make, args, kw = self._make
         return make(*args, **kw)
+
+    def plain_text(self, width: int) -> str | None:
+        """What a colourless console `width` wide prints for the renderable, drawn without
+        rich where it can be (`plain`, or the renderable's own `plain`); None where only
+        rich draws it."""
+        if self._plain is not None:
+            return self._plain(*self._make[1], width)
+        return _plain_drawing(self.renderable, width)
 
     def __rich_console__(self, console, options):
         yield self.renderable
@@ -346,6 +385,8 @@ def render_part(part, console, memos: RunMemos | None) -> str:
             text = _plain_line(part)  # type: ignore[arg-type]
             if text is not None:
                 return text
+        elif part.__class__ is Cached:
+            return _plain_cached(part, console, memos)  # type: ignore[arg-type]
         elif _is_text(part) and part.end == "\n":
             text = part.plain
             if printable_lines(text):
@@ -366,14 +407,40 @@ def render_part(part, console, memos: RunMemos | None) -> str:
             return hit
     if isinstance(part, Cached):  # made only now: it was not rendered before
         part = part.renderable
-    text = None
-    if plain and part.__class__ in (LayoutPicture, MeshGrid):
-        text = part.plain(console.width)  # the same text, drawn without rich's tables
-    elif plain and part.__class__ is Line:  # (a mesh too big for a grid: its title)
-        text = _plain_line(part)  # type: ignore[arg-type]
+    text = _plain_drawing(part, console.width) if plain else None
     if text is None:
         with console.capture() as cap:
             console.print(part)
+        text = cap.get()
+    if table is not None:
+        table.put(key, text)
+    return text
+
+
+def _plain_drawing(part, width: int) -> str | None:
+    """The plain text of a drawing with one (`LayoutPicture.plain`, `MeshGrid.plain`), or
+    of a line (a mesh too big for a grid: its title); None for anything else."""
+    if part.__class__ in (LayoutPicture, MeshGrid):
+        return part.plain(width)  # the same text, drawn without rich's tables
+    if part.__class__ is Line:
+        return _plain_line(part)
+    return None
+
+
+def _plain_cached(part: Cached, console, memos: RunMemos | None) -> str:
+    """`render_part` of a `Cached` part to a colourless pipe: its plain text
+    (`Cached.plain_text`), kept in `memos` by console and key as rich's would be; rich's
+    where there is none."""
+    table = memos.table("file_text.rendered", 4096) if memos is not None else None
+    key = (console, part.key)
+    if table is not None:
+        hit = table.get(key)
+        if hit is not None:
+            return hit
+    text = part.plain_text(console.width)
+    if text is None:
+        with console.capture() as cap:
+            console.print(part.renderable)
         text = cap.get()
     if table is not None:
         table.put(key, text)
