@@ -225,9 +225,9 @@ class SpoolDir:
 
     @property
     def directory(self) -> str:
-        """The directory, made now if it was not: a serial run that spools nothing (its
-        outputs written directly, or small enough to come back whole) makes none. Making
-        it, with `tempfile` and `shutil` imported for it, was 9 ms of every run."""
+        """The directory, made now if it was not: a serial run that writes its outputs
+        directly (`direct`) makes none. Making it, with `tempfile` and `shutil` imported
+        for it, was 9 ms of every run."""
         if self._directory is None:
             import tempfile
 
