@@ -183,3 +183,34 @@ def test_the_runs_json_pieces_stay_within_their_bound(writer, monkeypatch):
         assert inspect.values_json_text(m, memos) == _by_json(m, memos)
         heads, tails = memos.slot("inspect.json_pieces", lambda: ({}, {}))
         assert len(heads) + len(tails) <= 3 + 2 * len(m.values)
+
+
+def test_a_modules_whole_json_in_bytes_is_its_head_values_and_end(writer):
+    """`module_values_json` (what a module's JSON is written as: the bytes of a prefix,
+    the values' JSON and a suffix, made at once in C): for every fixture module, with the
+    prefix and suffix a module's JSON puts around its values and with none, the bytes of
+    the values' text between them; the native writer refuses a prefix that is not bytes,
+    and leaks nothing."""
+    import tracemalloc
+
+    memos = RunMemos()
+    for m in _modules():
+        want = _by_json(m, memos).encode()
+        for before, after in ((b'{"name": "m", "values": ', b"}"), (b"", b"")):
+            got = inspect.module_values_json(m, memos, before, after)
+            assert got.__class__ is bytes and got == before + want + after
+    if writer == "native":
+        m = max(_MODULES, key=lambda m: len(m.values))
+        with pytest.raises(TypeError):
+            inspect._values_json_native(m, memos, "[", b"]")
+        for _ in range(3):
+            inspect.module_values_json(m, memos, b"(", b")")
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            for _ in range(300):
+                inspect.module_values_json(m, memos, b"(", b")")
+            grown = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        assert grown < 20_000, grown

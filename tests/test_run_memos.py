@@ -454,11 +454,11 @@ def test_a_replayed_module_writes_its_json_once_per_setting(monkeypatch):
         {"mesh": None, "split": "xla", "layouts": False},
         {"mesh": mesh, "split": "chunk", "layouts": True},
     ):
-        first = [inspect.module_json_text(m, memos=memos, **setting) for m in modules]
+        first = [inspect.module_json_bytes(m, memos=memos, **setting) for m in modules]
         before = len(made)
-        again = [inspect.module_json_text(m, memos=memos, **setting) for m in modules]
+        again = [inspect.module_json_bytes(m, memos=memos, **setting) for m in modules]
         assert again == first and len(made) == before  # nothing written again
-        fresh = [json.dumps(original(m, memos=RunMemos(), **setting)) for m in modules]
+        fresh = [json.dumps(original(m, memos=RunMemos(), **setting)).encode() for m in modules]
         assert first == fresh
 
 

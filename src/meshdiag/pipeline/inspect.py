@@ -746,15 +746,16 @@ MODULE_HEADS_KEPT = 4096
 MODULE_HEAD_BYTES = 4 << 10
 
 
-def module_json_text(
+def module_json_bytes(
     m: ModuleReport,
     *,
     mesh: Mesh | None,
     split: str,
     layouts: bool,
     memos: RunMemos,
-) -> str:
-    """`json.dumps(module_json(...))`, remembered per module content in the run's memos:
+) -> bytes:
+    """`json.dumps(module_json(...))` (ASCII) as bytes, remembered per module content in
+    the run's memos:
     copies and pass dumps print the same module at the same lines again and again, and its
     JSON is then written once (the key holds the module's column entries, so their
     identities stay theirs; a module with one-off values is written afresh). A replayed
@@ -811,8 +812,9 @@ def _head_json_text(m: ModuleReport, memos: RunMemos) -> str:
 
 def _with_values(
     head: str, m: ModuleReport, mesh: Mesh | None, split: str, layouts: bool, memos: RunMemos
-) -> str:
-    """The module's JSON text: `head` (its JSON without values) with its "values" last."""
+) -> bytes:
+    """The module's JSON: `head` (its JSON without values) with its "values" last."""
+    before = f'{head[:-1]}, "values": '
     if layouts:  # each value's dict encoded, then its devices' JSON formatted from its layout
         import json
 
@@ -820,10 +822,8 @@ def _with_values(
         for v, text in _with_gspmd(m, memos):
             own = json.dumps(value_json(v, m, text, mesh=mesh, split=split))[:-1]
             parts.append(f'{own}, "devices": {devices_json_text(v, m, mesh, split, memos)}}}')
-        values = f"[{', '.join(parts)}]"
-    else:
-        values = values_json_text(m, memos)
-    return f'{head[:-1]}, "values": {values}}}'
+        return f"{before}[{', '.join(parts)}]}}".encode("ascii")
+    return module_values_json(m, memos, before.encode("ascii"), b"}")
 
 
 def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
@@ -833,25 +833,40 @@ def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
     GSPMD text) of the run (`_json_pieces`). In C when built (`ir/fast/_json.c`: 0.55 us a
     value), else `values_json_text_py` (1.3 us; building each value's dict and encoding it
     took 2.7 us, and a big file of new lines has a million values)."""
-    if _native_values_json is not None:
-        import json
+    got = _values_json_native(m, memos) if _native_values_json is not None else None
+    return values_json_text_py(m, memos) if got is None else got
 
-        encode_basestring_ascii = json.encoder.encode_basestring_ascii
-        heads, tails = _json_pieces(memos)
-        got = _native_values_json(
-            # the columns themselves: `m.values` made a list (and a copy of each shared
-            # line's values) only for this
-            (m.lines, m.items, m.partitioned, Value),
-            lambda v: gspmd_text(v, memos),
-            _json_head,
-            _json_tail,
-            encode_basestring_ascii,
-            heads,
-            tails,
-        )
-        if got is not None:
-            return got
-    return values_json_text_py(m, memos)
+
+def module_values_json(
+    m: ModuleReport, memos: RunMemos | None, prefix: bytes, suffix: bytes
+) -> bytes:
+    """`prefix` + `values_json_text(m)` + `suffix` as bytes (a module's whole JSON), made
+    at once in C when built: the values' text made a str, joined to the module's head
+    into another and encoded into bytes, three copies of what is most of the output."""
+    got = _values_json_native(m, memos, prefix, suffix) if _native_values_json is not None else None
+    if got is None:
+        return prefix + values_json_text_py(m, memos).encode("ascii") + suffix
+    return got
+
+
+def _values_json_native(m: ModuleReport, memos: RunMemos | None, *around: bytes):
+    """The native `values_json` of the module's columns (with the bytes `around` it, when
+    given); None where the twin must write them."""
+    import json
+
+    heads, tails = _json_pieces(memos)
+    return _native_values_json(  # type: ignore[misc]
+        # the columns themselves: `m.values` made a list (and a copy of each shared line's
+        # values) only for this
+        (m.lines, m.items, m.partitioned, Value),
+        lambda v: gspmd_text(v, memos),
+        _json_head,
+        _json_tail,
+        json.encoder.encode_basestring_ascii,
+        heads,
+        tails,
+        *around,
+    )
 
 
 #: distinct pieces of values' JSON a run keeps (a few hundred bytes each)

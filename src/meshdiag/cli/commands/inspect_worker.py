@@ -28,7 +28,7 @@ from meshdiag.pipeline.inspect import (
     Inspected,
     file_json_parts,
     joined_findings,
-    module_json_text,
+    module_json_bytes,
     scan_checked,
     scan_checked_part,
 )
@@ -160,14 +160,14 @@ class _JsonModules:
     def __call__(self, m: ModuleReport) -> None:
         st = _STATE
         try:
-            text = module_json_text(
+            text = module_json_bytes(
                 m, mesh=st["mesh"], split=st["split"], layouts=st["layouts"], memos=st["memos"]
             )
         except LimitError as e:  # name the file: the value's location is line:column only
             raise LimitError(f"{self.shown}: {e}") from None
         if self.wrote:
             self.write(b", ")
-        self.write(text.encode("ascii"))
+        self.write(text)
         self.wrote = True
 
 

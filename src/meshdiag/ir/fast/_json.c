@@ -245,7 +245,8 @@ done:
 }
 
 const char fs_values_json_doc[] =
-    "values_json(values, gspmd_of, head_of, tail_of, quote, heads, tails) -> str or None\n\n"
+    "values_json(values, gspmd_of, head_of, tail_of, quote, heads, tails[, prefix, suffix])\n"
+    "    -> str, bytes or None\n\n"
     "The JSON list of `values` as pipeline.inspect.values_json_text_py writes it: each\n"
     "value's name (quoted by `quote` when it must be escaped), line, column and shapes, and\n"
     "head_of(kind, op) and tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), kept\n"
@@ -253,13 +254,25 @@ const char fs_values_json_doc[] =
     "`values`: a list of them, or a module's columns (lines, items, partitioned, Value): an\n"
     "item of another class than Value holds its line's values in `protos` (`partitioned`\n"
     "in a partitioned module), written at the item's line, as ModuleReport.values gives\n"
-    "them. None when a value is not as the twin expects it.";
+    "them. None when a value is not as the twin expects it. With `prefix` and `suffix`\n"
+    "(bytes), the bytes prefix + the list + suffix (a module's whole JSON: no str made,\n"
+    "joined and encoded again).";
 
 /* The `protos` of a shared line's entry and their name in a partitioned module */
 static PyObject *S_PROTOS, *S_PARTITIONED;
 
+/* Bytes a value's JSON takes, about (the buffer is made that big at once: grown by
+ * doubling, a big module's was copied several times over) */
+#define VALUE_BYTES 256
+
 PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *values = nargs == 7 ? args[0] : NULL, *lines = NULL, *value_cls = NULL;
+    PyObject *values = nargs == 7 || nargs == 9 ? args[0] : NULL, *lines = NULL;
+    PyObject *value_cls = NULL, *prefix = nargs == 9 ? args[7] : NULL;
+    PyObject *suffix = nargs == 9 ? args[8] : NULL;
+    if (prefix != NULL && (!PyBytes_Check(prefix) || !PyBytes_Check(suffix))) {
+        PyErr_SetString(PyExc_TypeError, "values_json: prefix and suffix must be bytes");
+        return NULL;
+    }
     int partitioned = 0;
     if (values != NULL && PyTuple_Check(values) && PyTuple_GET_SIZE(values) == 4) {
         lines = PyTuple_GET_ITEM(values, 0);
@@ -290,7 +303,22 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     Buf b = {NULL, 0, 0};
     PyObject *out = NULL;
     Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
-    int r = gspmds == NULL ? -1 : PUT(&b, "[");
+    int r = gspmds == NULL ? -1 : 0;
+    Py_ssize_t items = PyList_GET_SIZE(values);
+    if (r == 0 && items < PY_SSIZE_T_MAX / VALUE_BYTES / 2) { /* (else grown as it goes) */
+        Py_ssize_t want = items * VALUE_BYTES + 2;
+        if (prefix != NULL)
+            want += PyBytes_GET_SIZE(prefix) + PyBytes_GET_SIZE(suffix);
+        if ((b.data = PyMem_Malloc((size_t)want)) == NULL) {
+            PyErr_NoMemory();
+            r = -1;
+        }
+        b.cap = want;
+    }
+    if (r == 0 && prefix != NULL)
+        r = put(&b, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix));
+    if (r == 0)
+        r = PUT(&b, "[");
     int first = 1;
     /* (the lists are read again at each step: the callbacks could change them) */
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(values); i++) {
@@ -334,7 +362,11 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         last_drop(&last[k]);
     if (r == 0)
         r = PUT(&b, "]");
-    if (r == 0) {
+    if (r == 0 && suffix != NULL)
+        r = put(&b, PyBytes_AS_STRING(suffix), PyBytes_GET_SIZE(suffix));
+    if (r == 0 && prefix != NULL) {
+        out = PyBytes_FromStringAndSize(b.data, b.len);
+    } else if (r == 0) {
         out = PyUnicode_New(b.len, 127);
         if (out != NULL)
             memcpy(PyUnicode_DATA(out), b.data, (size_t)b.len);
