@@ -214,3 +214,15 @@ def test_a_modules_whole_json_in_bytes_is_its_head_values_and_end(writer):
         finally:
             tracemalloc.stop()
         assert grown < 20_000, grown
+
+
+def test_values_longer_than_the_writers_first_guess(writer):
+    """Names far longer than the room the native writer makes at first for a value (it
+    grows its buffer, or the bytes it writes in, as it goes): the same text and bytes."""
+    m = next(m for m in _MODULES if len(m.values) >= 2 and not m.partitioned)
+    memos = RunMemos()
+    for v, n in zip(m.values, (3000, 70000), strict=False):
+        v.name = "%" + "x" * n
+    want = _by_json(m, memos)
+    assert inspect.values_json_text(m, memos) == want
+    assert inspect.module_values_json(m, memos, b"<", b">") == b"<" + want.encode() + b">"

@@ -14,30 +14,56 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The text written so far: in memory of its own, or in a bytes object (`in_bytes`:
+ * `bytes`, the call's result, written in place and cut to its length at the end; NULL
+ * once a resize of it failed, which freed it) */
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
+    int in_bytes;
+    PyObject *bytes;
 } Buf;
 
-static int put(Buf *b, const char *s, Py_ssize_t n) {
-    if (b->len + n > b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) {
-            if (cap > PY_SSIZE_T_MAX / 2) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            cap *= 2;
+/* Room for `n` more bytes: 0, or -1 with an error set */
+static __attribute__((noinline)) int grow(Buf *b, Py_ssize_t n) {
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
         }
+        cap *= 2;
+    }
+    if (b->in_bytes) {
+        if (_PyBytes_Resize(&b->bytes, cap) < 0) {
+            b->data = NULL;
+            return -1;
+        }
+        b->data = PyBytes_AS_STRING(b->bytes);
+    } else {
         char *grown = PyMem_Realloc(b->data, (size_t)cap);
         if (grown == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         b->data = grown;
-        b->cap = cap;
     }
-    memcpy(b->data + b->len, s, (size_t)n);
+    b->cap = cap;
+    return 0;
+}
+
+/* s[0:n] written: a few bytes at a time (a value's ints, names and commas) without a
+ * call to memcpy each */
+static inline int put(Buf *b, const char *s, Py_ssize_t n) {
+    if (b->len + n > b->cap && grow(b, n) < 0)
+        return -1;
+    char *d = b->data + b->len;
+    if (n <= 16) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            d[i] = s[i];
+    } else {
+        memcpy(d, s, (size_t)n);
+    }
     b->len += n;
     return 0;
 }
@@ -300,16 +326,22 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     }
     PyObject *heads = args[5], *tails = args[6];
     PyObject *gspmds = PyDict_New();
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, 0, NULL};
     PyObject *out = NULL;
     Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
     int r = gspmds == NULL ? -1 : 0;
     Py_ssize_t items = PyList_GET_SIZE(values);
     if (r == 0 && items < PY_SSIZE_T_MAX / VALUE_BYTES / 2) { /* (else grown as it goes) */
         Py_ssize_t want = items * VALUE_BYTES + 2;
-        if (prefix != NULL)
+        if (prefix != NULL) { /* the result itself, written in place */
             want += PyBytes_GET_SIZE(prefix) + PyBytes_GET_SIZE(suffix);
-        if ((b.data = PyMem_Malloc((size_t)want)) == NULL) {
+            if ((b.bytes = PyBytes_FromStringAndSize(NULL, want)) == NULL) {
+                r = -1;
+            } else {
+                b.in_bytes = 1;
+                b.data = PyBytes_AS_STRING(b.bytes);
+            }
+        } else if ((b.data = PyMem_Malloc((size_t)want)) == NULL) {
             PyErr_NoMemory();
             r = -1;
         }
@@ -364,7 +396,10 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         r = PUT(&b, "]");
     if (r == 0 && suffix != NULL)
         r = put(&b, PyBytes_AS_STRING(suffix), PyBytes_GET_SIZE(suffix));
-    if (r == 0 && prefix != NULL) {
+    if (r == 0 && b.in_bytes) {
+        if (_PyBytes_Resize(&b.bytes, b.len) == 0) /* (on failure it freed them) */
+            out = Py_NewRef(b.bytes);
+    } else if (r == 0 && prefix != NULL) { /* (too many items to size the result at once) */
         out = PyBytes_FromStringAndSize(b.data, b.len);
     } else if (r == 0) {
         out = PyUnicode_New(b.len, 127);
@@ -373,7 +408,10 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     } else if (r > 0) {
         out = Py_NewRef(Py_None);
     }
-    PyMem_Free(b.data);
+    if (b.in_bytes)
+        Py_XDECREF(b.bytes);
+    else
+        PyMem_Free(b.data);
     Py_XDECREF(gspmds);
     return out;
 }
