@@ -254,3 +254,54 @@ def test_empty_file_is_reported_as_skipped() -> None:
     report = scan_file("empty.mlir", io.BytesIO(b""))
     assert [(f.code, f.severity) for f in report.findings] == [("MD001", "info")]
     assert "empty" in report.findings[0].message
+
+
+def _op_module(result: str) -> bytes:
+    return (
+        b"module @m {\n  func.func @main(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+        b"    " + result.encode() + b' = stablehlo.add %a, %a {mhlo.sharding = "{replicated}"}'
+        b" : tensor<8xf32>\n    return %a : tensor<8xf32>\n  }\n}\n"
+    )
+
+
+def test_a_result_group_of_no_values_is_a_problem_not_a_crash() -> None:
+    """`%x:0 = ...` (found by a mutation run over the fixtures: an IndexError, an internal
+    error of `inspect`): reported where it is, its annotation read as `%x`'s."""
+    from meshdiag.ir.scan import scan_file
+
+    data = _op_module("%x:0")
+    targets.check_scan(data)
+    r = scan_file("m.mlir", io.BytesIO(data))
+    assert [(f.line, f.column, "no values" in f.message) for f in r.findings] == [(3, 5, True)]
+    assert [v.name for m in r.modules for v in m.values] == ["%x"]
+
+
+def test_a_result_group_of_a_trillion_values_is_named_at_once() -> None:
+    """`%x:999999999999 = ...` made a list of a trillion names (the run never ended): the
+    names an op line can use are at most one a character of it."""
+    from meshdiag.ir.scan import scan_file
+
+    for count in ("99999999999", "999999999999", "9" * 40):
+        start = time.perf_counter()
+        data = _op_module(f"%x:{count}")
+        targets.check_scan(data)
+        r = scan_file("m.mlir", io.BytesIO(data))
+        assert [v.name for m in r.modules for v in m.values] == ["%x#0"]
+        assert time.perf_counter() - start < 5
+
+
+def test_more_out_shardings_than_results_are_named_past_them() -> None:
+    """A manual computation of 2 results with 3 out shardings (an IndexError): the third
+    is named as a plain op's extra values are (`%0#2`)."""
+    from meshdiag.ir.scan import scan_file
+
+    text = (ROOT / "fixtures" / "jax" / "shard_map_shardy.mlir").read_text()
+    old = 'out_shardings=[<@mesh, [{"batch"}, {"model"}]>]'
+    assert "%0 = sdy.manual_computation" in text and old in text
+    text = text.replace("%0 = sdy.manual_computation", "%0:2 = sdy.manual_computation", 1)
+    text = text.replace(old, old[:-1] + ', <@mesh, [{}, {}]>, <@mesh, [{"model"}, {}]>]', 1)
+    data = text.encode()
+    targets.check_scan(data)
+    r = scan_file("m.mlir", io.BytesIO(data))
+    outs = [v.name for m in r.modules for v in m.values if v.kind == "manual_out"]
+    assert outs[:3] == ["%0#0", "%0#1", "%0#2"]

@@ -267,9 +267,7 @@ def _op(b: Builder, line: str, lineno: int) -> None:
         return
     rm = RESULT.match(line)
     if rm:
-        base = rm.group(1)
-        count = int(rm.group(2)) if rm.group(2) else 1
-        names = [base] if count == 1 else [f"{base}#{k}" for k in range(count)]
+        names = _result_names(b, rm, line, lineno)
         body = rm.end()
     else:
         names = ["_"]  # an op without results that still carries an annotation
@@ -319,6 +317,18 @@ def _op(b: Builder, line: str, lineno: int) -> None:
         _annotations(b, line, lineno, end, len(line), names, kind, opname, body=body)
         return
     _annotations(b, line, lineno, body, len(line), names, kind, opname, body=body)
+
+
+def _result_names(b: Builder, rm: re.Match, line: str, lineno: int) -> list[str]:
+    """The names of an op's results (`%x`, or `%x#0`, `%x#1`, ... for `%x:N`): at most one a
+    character of the line (no line names more values; `%x:999999999999` asked for a list of
+    a trillion names), and a problem for `%x:0` (a group of no results, read as `%x`)."""
+    base, count = rm.group(1), rm.group(2)
+    n = 1 if count is None else int(count) if len(count) < 12 else len(line)
+    if n == 0:
+        b.problem(f"result group {base}:0 holds no values", lineno, rm.start(1) + 1)
+        n = 1
+    return [base] if n == 1 else [f"{base}#{k}" for k in range(min(n, len(line)))]
 
 
 def _annotations(
@@ -485,8 +495,10 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
             p = b.named(text)
             if kind.endswith("_in"):
                 vname = operands[k] if k < len(operands) else f"{names[0]}.in#{k}"
+            elif len(names) > 1:  # (more shardings than results: named as `_emit` names them)
+                vname = names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
             else:
-                vname = names[k] if len(names) > 1 else (names[0] if k == 0 else f"{names[0]}#{k}")
+                vname = names[0] if k == 0 else f"{names[0]}#{k}"
             v = b.value(vname, lineno, a + 1, text, "sdy", p, kind=kind, op=opname)
             if kind.endswith("_in"):
                 if manual and k < len(local):
