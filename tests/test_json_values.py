@@ -1,4 +1,4 @@
-"""`inspect.values_json_text` writes a module's values' JSON a value at a time from
+"""`inspect.module_values_json` writes a module's values' JSON a value at a time from
 pieces encoded once per module: it must be the text `json.dumps` gives of each value's
 `value_json`, for every fixture module (HLO, GSPMD and Shardy MLIR, partitioned dumps,
 tuple shardings, manual regions) and for names and shardings that need escaping; in C
@@ -31,6 +31,11 @@ def _by_json(m, memos) -> str:
     return json.dumps([inspect.value_json(v, m, inspect.gspmd_text(v, memos)) for v in m.values])
 
 
+def _written(m, memos) -> str:
+    """The module's values' JSON as `module_values_json` writes it (bytes), as text."""
+    return inspect.module_values_json(m, memos).decode("ascii")
+
+
 @pytest.fixture(params=["native", "twin"])
 def writer(request, monkeypatch):
     """Each test runs with the native writer, then with its twin."""
@@ -54,7 +59,7 @@ def test_every_fixture_module_as_json_dumps_writes_it(writer):
     shared = [m for m in modules if any(it.__class__ is LineValues for it in m.items)]
     assert len(shared) > 10 and any(m.partitioned for m in shared)
     for m in modules:
-        assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+        assert _written(m, memos) == _by_json(m, memos)
 
 
 _NAME = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
@@ -74,7 +79,7 @@ def test_names_and_texts_that_need_escaping(writer, names, texts):
         v.name = name
     for v, text in zip(m.values, texts, strict=False):
         v.text = text
-    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+    assert _written(m, memos) == _by_json(m, memos)
 
 
 def _own(m):
@@ -118,7 +123,7 @@ def test_names_json_escapes(writer, name):
     m = _MODULES[0]
     memos = RunMemos()
     m.values[0].name = name
-    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+    assert _written(m, memos) == _by_json(m, memos)
 
 
 def test_shapes_beyond_a_long_long_and_values_the_writer_does_not_know(writer):
@@ -128,10 +133,10 @@ def test_shapes_beyond_a_long_long_and_values_the_writer_does_not_know(writer):
     memos = RunMemos()
     vs = m.values
     vs[0].shape = (10**30, 2**63, 2**63 - 1, 0)
-    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+    assert _written(m, memos) == _by_json(m, memos)
     vs[1].shape = [4, 8]  # type: ignore[assignment]
     want = inspect.values_json_text_py(m, memos)
-    assert inspect.values_json_text(m, memos) == want
+    assert _written(m, memos) == want
     assert json.loads(want)[1]["shape"] == [4, 8]
 
 
@@ -153,7 +158,7 @@ def test_every_int_as_python_writes_it(writer, dims, line, column):
     memos = RunMemos()
     v = m.values[0]
     v.shape, v.line, v.column = tuple(dims), line, column
-    assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+    assert _written(m, memos) == _by_json(m, memos)
 
 
 def test_the_native_writer_leaks_nothing():
@@ -162,12 +167,12 @@ def test_the_native_writer_leaks_nothing():
     m = max(_MODULES, key=lambda m: len(m.values))
     memos = RunMemos()
     for _ in range(3):  # what stays (the run's memos) is made by the first calls
-        inspect.values_json_text(m, memos)
+        _written(m, memos)
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
         for _ in range(300):
-            inspect.values_json_text(m, memos)
+            _written(m, memos)
         grown = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
@@ -180,7 +185,7 @@ def test_the_runs_json_pieces_stay_within_their_bound(writer, monkeypatch):
     monkeypatch.setattr(inspect, "MAX_JSON_PIECES", 3)
     memos = RunMemos()
     for m in _modules()[:40]:
-        assert inspect.values_json_text(m, memos) == _by_json(m, memos)
+        assert _written(m, memos) == _by_json(m, memos)
         heads, tails = memos.slot("inspect.json_pieces", lambda: ({}, {}))
         assert len(heads) + len(tails) <= 3 + 2 * len(m.values)
 
@@ -202,7 +207,7 @@ def test_a_modules_whole_json_in_bytes_is_its_head_values_and_end(writer):
     if writer == "native":
         m = max(_MODULES, key=lambda m: len(m.values))
         with pytest.raises(TypeError):
-            inspect._values_json_native(m, memos, "[", b"]")
+            inspect.module_values_json(m, memos, "[", b"]")  # type: ignore[arg-type]
         for _ in range(3):
             inspect.module_values_json(m, memos, b"(", b")")
         tracemalloc.start()
@@ -224,5 +229,5 @@ def test_values_longer_than_the_writers_first_guess(writer):
     for v, n in zip(m.values, (3000, 70000), strict=False):
         v.name = "%" + "x" * n
     want = _by_json(m, memos)
-    assert inspect.values_json_text(m, memos) == want
+    assert _written(m, memos) == want
     assert inspect.module_values_json(m, memos, b"<", b">") == b"<" + want.encode() + b">"

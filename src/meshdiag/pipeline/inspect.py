@@ -826,47 +826,38 @@ def _with_values(
     return module_values_json(m, memos, before.encode("ascii"), b"}")
 
 
-def values_json_text(m: ModuleReport, memos: RunMemos | None = None) -> str:
-    """`json.dumps` of the module's values' JSON (`value_json` of each, no layouts), written
-    a value at a time: only a value's name, place and shapes are its own; the rest of its
-    text is encoded once per distinct (kind, op) and (dtype, notation, sharding, mesh,
-    GSPMD text) of the run (`_json_pieces`). In C when built (`ir/fast/_json.c`: 0.55 us a
-    value), else `values_json_text_py` (1.3 us; building each value's dict and encoding it
-    took 2.7 us, and a big file of new lines has a million values)."""
-    got = _values_json_native(m, memos) if _native_values_json is not None else None
-    return values_json_text_py(m, memos) if got is None else got
-
-
 def module_values_json(
-    m: ModuleReport, memos: RunMemos | None, prefix: bytes, suffix: bytes
+    m: ModuleReport, memos: RunMemos | None = None, prefix: bytes = b"", suffix: bytes = b""
 ) -> bytes:
-    """`prefix` + `values_json_text(m)` + `suffix` as bytes (a module's whole JSON), made
-    at once in C when built: the values' text made a str, joined to the module's head
-    into another and encoded into bytes, three copies of what is most of the output."""
-    got = _values_json_native(m, memos, prefix, suffix) if _native_values_json is not None else None
-    if got is None:
-        return prefix + values_json_text_py(m, memos).encode("ascii") + suffix
-    return got
+    """`json.dumps` of the module's values' JSON (`value_json` of each, no layouts) as bytes,
+    between `prefix` and `suffix` (a module's whole JSON is its head, these and its end,
+    made at once: the values' text made a str, joined to the head's and encoded was three
+    copies of most of the output), written a value at a time: only a value's name, place
+    and shapes are its own; the rest of its text is encoded once per distinct (kind, op)
+    and (dtype, notation, sharding, mesh, GSPMD text) of the run (`_json_pieces`). In C
+    when built (`ir/fast/_json.c`: 0.55 us a value), else `values_json_text_py` (1.3 us;
+    building each value's dict and encoding it took 2.7 us, and a big file of new lines
+    has a million values)."""
+    if _native_values_json is not None:
+        import json
 
-
-def _values_json_native(m: ModuleReport, memos: RunMemos | None, *around: bytes):
-    """The native `values_json` of the module's columns (with the bytes `around` it, when
-    given); None where the twin must write them."""
-    import json
-
-    heads, tails = _json_pieces(memos)
-    return _native_values_json(  # type: ignore[misc]
-        # the columns themselves: `m.values` made a list (and a copy of each shared line's
-        # values) only for this
-        (m.lines, m.items, m.partitioned, Value),
-        lambda v: gspmd_text(v, memos),
-        _json_head,
-        _json_tail,
-        json.encoder.encode_basestring_ascii,
-        heads,
-        tails,
-        *around,
-    )
+        heads, tails = _json_pieces(memos)
+        got = _native_values_json(
+            # the columns themselves: `m.values` made a list (and a copy of each shared
+            # line's values) only for this
+            (m.lines, m.items, m.partitioned, Value),
+            lambda v: gspmd_text(v, memos),
+            _json_head,
+            _json_tail,
+            json.encoder.encode_basestring_ascii,
+            heads,
+            tails,
+            prefix,
+            suffix,
+        )
+        if got is not None:
+            return got
+    return prefix + values_json_text_py(m, memos).encode("ascii") + suffix
 
 
 #: distinct pieces of values' JSON a run keeps (a few hundred bytes each)
@@ -891,7 +882,7 @@ _native_values_json = native("values_json")
 
 
 def values_json_text_py(m: ModuleReport, memos: RunMemos | None = None) -> str:
-    """`values_json_text` in Python: the reference for the native one."""
+    """`module_values_json`'s values in Python (a str): the reference for the native one."""
     from json.encoder import encode_basestring_ascii as quoted  # what json.dumps uses
 
     heads, tails = _json_pieces(memos)

@@ -14,19 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The text written so far: in memory of its own, or in a bytes object (`in_bytes`:
- * `bytes`, the call's result, written in place and cut to its length at the end; NULL
- * once a resize of it failed, which freed it) */
+/* The text written so far, in the bytes object the call returns (written in place, cut
+ * to its length at the end; NULL once a resize of it failed, which freed it) */
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
-    int in_bytes;
     PyObject *bytes;
 } Buf;
 
 /* Room for `n` more bytes: 0, or -1 with an error set */
 static __attribute__((noinline)) int grow(Buf *b, Py_ssize_t n) {
-    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    Py_ssize_t cap = b->cap;
     while (cap < b->len + n) {
         if (cap > PY_SSIZE_T_MAX / 2) {
             PyErr_NoMemory();
@@ -34,20 +32,11 @@ static __attribute__((noinline)) int grow(Buf *b, Py_ssize_t n) {
         }
         cap *= 2;
     }
-    if (b->in_bytes) {
-        if (_PyBytes_Resize(&b->bytes, cap) < 0) {
-            b->data = NULL;
-            return -1;
-        }
-        b->data = PyBytes_AS_STRING(b->bytes);
-    } else {
-        char *grown = PyMem_Realloc(b->data, (size_t)cap);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->data = grown;
+    if (_PyBytes_Resize(&b->bytes, cap) < 0) {
+        b->data = NULL;
+        return -1;
     }
+    b->data = PyBytes_AS_STRING(b->bytes);
     b->cap = cap;
     return 0;
 }
@@ -272,17 +261,17 @@ done:
 
 const char fs_values_json_doc[] =
     "values_json(values, gspmd_of, head_of, tail_of, quote, heads, tails[, prefix, suffix])\n"
-    "    -> str, bytes or None\n\n"
-    "The JSON list of `values` as pipeline.inspect.values_json_text_py writes it: each\n"
-    "value's name (quoted by `quote` when it must be escaped), line, column and shapes, and\n"
-    "head_of(kind, op) and tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), kept\n"
-    "in the dicts `heads` and `tails` (gspmd_of once per distinct tiled form of the call).\n"
-    "`values`: a list of them, or a module's columns (lines, items, partitioned, Value): an\n"
-    "item of another class than Value holds its line's values in `protos` (`partitioned`\n"
-    "in a partitioned module), written at the item's line, as ModuleReport.values gives\n"
-    "them. None when a value is not as the twin expects it. With `prefix` and `suffix`\n"
-    "(bytes), the bytes prefix + the list + suffix (a module's whole JSON: no str made,\n"
-    "joined and encoded again).";
+    "    -> bytes or None\n\n"
+    "The JSON list of `values` as pipeline.inspect.values_json_text_py writes it, as bytes,\n"
+    "between the bytes `prefix` and `suffix` (none by default: a module's whole JSON is\n"
+    "its head, this list and its end, made at once): each value's name (quoted by `quote`\n"
+    "when it must be escaped), line, column and shapes, and head_of(kind, op) and\n"
+    "tail_of(dtype, notation, text, mesh_name, gspmd_of(value)), kept in the dicts `heads`\n"
+    "and `tails` (gspmd_of once per distinct tiled form of the call). `values`: a list of\n"
+    "them, or a module's columns (lines, items, partitioned, Value): an item of another\n"
+    "class than Value holds its line's values in `protos` (`partitioned` in a partitioned\n"
+    "module), written at the item's line, as ModuleReport.values gives them. None when a\n"
+    "value is not as the twin expects it.";
 
 /* The `protos` of a shared line's entry and their name in a partitioned module */
 static PyObject *S_PROTOS, *S_PARTITIONED;
@@ -290,12 +279,21 @@ static PyObject *S_PROTOS, *S_PARTITIONED;
 /* Bytes a value's JSON takes, about (the buffer is made that big at once: grown by
  * doubling, a big module's was copied several times over) */
 #define VALUE_BYTES 256
+#define FIRST_BYTES (1 << 20)
 
 PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     PyObject *values = nargs == 7 || nargs == 9 ? args[0] : NULL, *lines = NULL;
     PyObject *value_cls = NULL, *prefix = nargs == 9 ? args[7] : NULL;
     PyObject *suffix = nargs == 9 ? args[8] : NULL;
-    if (prefix != NULL && (!PyBytes_Check(prefix) || !PyBytes_Check(suffix))) {
+    static const char NOTHING[] = "";
+    const char *pre = NOTHING, *post = NOTHING;
+    Py_ssize_t pre_n = 0, post_n = 0;
+    if (prefix != NULL && PyBytes_Check(prefix) && PyBytes_Check(suffix)) {
+        pre = PyBytes_AS_STRING(prefix);
+        pre_n = PyBytes_GET_SIZE(prefix);
+        post = PyBytes_AS_STRING(suffix);
+        post_n = PyBytes_GET_SIZE(suffix);
+    } else if (prefix != NULL) {
         PyErr_SetString(PyExc_TypeError, "values_json: prefix and suffix must be bytes");
         return NULL;
     }
@@ -326,29 +324,18 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     }
     PyObject *heads = args[5], *tails = args[6];
     PyObject *gspmds = PyDict_New();
-    Buf b = {NULL, 0, 0, 0, NULL};
+    Buf b = {NULL, 0, 0, NULL};
     PyObject *out = NULL;
     Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
-    int r = gspmds == NULL ? -1 : 0;
+    /* made for the values at once, up to FIRST_BYTES (grown as it goes past that: a
+     * million shared lines of no values write little) */
     Py_ssize_t items = PyList_GET_SIZE(values);
-    if (r == 0 && items < PY_SSIZE_T_MAX / VALUE_BYTES / 2) { /* (else grown as it goes) */
-        Py_ssize_t want = items * VALUE_BYTES + 2;
-        if (prefix != NULL) { /* the result itself, written in place */
-            want += PyBytes_GET_SIZE(prefix) + PyBytes_GET_SIZE(suffix);
-            if ((b.bytes = PyBytes_FromStringAndSize(NULL, want)) == NULL) {
-                r = -1;
-            } else {
-                b.in_bytes = 1;
-                b.data = PyBytes_AS_STRING(b.bytes);
-            }
-        } else if ((b.data = PyMem_Malloc((size_t)want)) == NULL) {
-            PyErr_NoMemory();
-            r = -1;
-        }
-        b.cap = want;
-    }
-    if (r == 0 && prefix != NULL)
-        r = put(&b, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix));
+    b.cap = items < FIRST_BYTES / VALUE_BYTES ? items * VALUE_BYTES + 2 : FIRST_BYTES;
+    if (pre_n + post_n < FIRST_BYTES)
+        b.cap += pre_n + post_n;
+    b.bytes = gspmds == NULL ? NULL : PyBytes_FromStringAndSize(NULL, b.cap);
+    b.data = b.bytes == NULL ? NULL : PyBytes_AS_STRING(b.bytes);
+    int r = b.bytes == NULL ? -1 : put(&b, pre, pre_n);
     if (r == 0)
         r = PUT(&b, "[");
     int first = 1;
@@ -394,24 +381,15 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         last_drop(&last[k]);
     if (r == 0)
         r = PUT(&b, "]");
-    if (r == 0 && suffix != NULL)
-        r = put(&b, PyBytes_AS_STRING(suffix), PyBytes_GET_SIZE(suffix));
-    if (r == 0 && b.in_bytes) {
+    if (r == 0)
+        r = put(&b, post, post_n);
+    if (r == 0) {
         if (_PyBytes_Resize(&b.bytes, b.len) == 0) /* (on failure it freed them) */
             out = Py_NewRef(b.bytes);
-    } else if (r == 0 && prefix != NULL) { /* (too many items to size the result at once) */
-        out = PyBytes_FromStringAndSize(b.data, b.len);
-    } else if (r == 0) {
-        out = PyUnicode_New(b.len, 127);
-        if (out != NULL)
-            memcpy(PyUnicode_DATA(out), b.data, (size_t)b.len);
     } else if (r > 0) {
         out = Py_NewRef(Py_None);
     }
-    if (b.in_bytes)
-        Py_XDECREF(b.bytes);
-    else
-        PyMem_Free(b.data);
+    Py_XDECREF(b.bytes);
     Py_XDECREF(gspmds);
     return out;
 }
