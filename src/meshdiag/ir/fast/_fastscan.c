@@ -1182,23 +1182,6 @@ static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *arg) {
     return PyLong_FromSsize_t(n);
 }
 
-/* Whether p[0:n] is all ASCII: 64 bytes a step with SSE2 (every x86-64 has it), where
- * bytes.isascii goes a word at a time (2% of the instructions of a big file's scan) */
-static int block_ascii(const unsigned char *p, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-#ifdef __SSE2__
-    for (; i + 64 <= n; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(p + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(p + i + 48));
-        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
-            return 0;
-    }
-#endif
-    return fs_all_ascii((const char *)p + i, n - i);
-}
-
 static const char all_ascii_doc[] =
     "all_ascii(buf, start, end) -> bool: whether buf[start:end] (bytes) is all ASCII, as\n"
     "buf[start:end].isascii() says, without the copy.";
@@ -1219,7 +1202,7 @@ static PyObject *all_ascii(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
         return NULL;
     }
     return PyBool_FromLong(
-        block_ascii((const unsigned char *)PyBytes_AS_STRING(args[0]) + start, end - start));
+        fs_all_ascii(PyBytes_AS_STRING(args[0]) + start, end - start));
 }
 
 static const char parent_death_signal_doc[] =

@@ -5,6 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* s[a:b], ASCII text, as a str (copied in: no decoding) */
 static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b) {
@@ -14,10 +17,21 @@ static inline PyObject *fs_ascii_part(const char *s, Py_ssize_t a, Py_ssize_t b)
     return o;
 }
 
-/* Whether s[0:n] is all ASCII, 8 bytes a step (a byte at a time was 2% of reading a big
- * file's plain lines) */
+/* Whether s[0:n] is all ASCII: 64 bytes a step with SSE2 (every x86-64 has it; bytes.isascii
+ * goes a word at a time, 2% of the instructions of a big file's scan), then 8 (a byte at a
+ * time was 2% of reading a big file's plain lines) */
 static inline int fs_all_ascii(const char *s, Py_ssize_t n) {
     Py_ssize_t i = 0;
+#ifdef __SSE2__
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(s + i + 48));
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
+            return 0;
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, s + i, 8);

@@ -19,9 +19,6 @@ int fs_groups_init(void) {
     return SDY == NULL || PER_VALUE == NULL ? -1 : 0;
 }
 
-/* The values seen so far in a call (`FsPtrMap`, by address): a value is its group's once
- * (an entry shared by several lines gives the same values again). */
-
 /* The groups of a call: each group's entry [index, firsts, values] (its index until the
  * call ends, its count then) and how many values it has counted, kept in C (a new int a
  * value was a fifth of grouping); and the group the last text found (consecutive values
@@ -182,6 +179,8 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         return NULL;
     PyTypeObject *type = (PyTypeObject *)args[1];
     PyObject *own_text = args[2], *rows_of = args[3];
+    /* the values grouped so far, by address: a value is its group's once (an entry
+     * shared by several lines gives the same values again) */
     FsPtrMap seen = {0};
     Groups g = {PyDict_New(), NULL, NULL, 0, 0, NULL, 0};
     /* (about a value an entry: the map still grows past that) */
