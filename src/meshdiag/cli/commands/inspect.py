@@ -126,11 +126,11 @@ def inspect(
                 "soft_wrap": console.soft_wrap,
                 "encoding": console.encoding,
             }
-            spool_dir = None
+            spool_dir, out = None, _binary_out(console)
             if parallel:
                 spool_dir = spool.directory
-            elif _binary_out(console) is not None:  # one process: the text straight out
-                spool.direct(_binary_out(console), b"")  # type: ignore[arg-type]
+            elif out is not None:  # one process: the text straight out
+                spool.direct(out, b"")
             else:  # (a text-only stream: spooled, then decoded)
                 spool.serial()
             state = (global_mesh, target, split_rule, False, look, spool_dir, bool(html))
