@@ -15,9 +15,11 @@ PACKAGE = ROOT / "src" / "meshdiag"
 
 #: module-level state that is not a memo, and why (anything else module-level and mutable is)
 ALLOWED_STATE = {
-    # a worker process's settings and function, set once by the pool's initializer
+    # a worker process's settings, function and named paths, set once by the pool's
+    # initializer
     ("meshdiag.lint.runner", "_SETTINGS"),
     ("meshdiag.lint.runner", "_LINT_FILE"),
+    ("meshdiag.lint.runner", "_NAMED"),
     ("meshdiag.cli.commands.inspect_worker", "_STATE"),
     # the one spool writer of a worker process (ordered output across processes)
     ("meshdiag.pipeline.spool", "_WRITER"),

@@ -3,6 +3,7 @@ twin `ir.scan.read_small_file_py`, on every kind of path a dump walk or a user c
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -25,9 +26,11 @@ def both(path: str) -> tuple:
 def test_the_scan_reads_through_the_native_one(monkeypatch):
     assert scan._native_read_small is native
     called = []
-    monkeypatch.setattr(scan, "_native_read_small", lambda p, n: called.append((p, n)) or b"x")
+    monkeypatch.setattr(scan, "_native_read_small", lambda *a: called.append(a) or b"x")
     assert scan.read_small_file("a.txt") == b"x"
-    assert called == [("a.txt", min(scan.BLOCK, scan.max_line_bytes()))]
+    assert scan.read_small_file("b.txt", walked=True) == b"x"
+    limit = min(scan.BLOCK, scan.max_line_bytes())
+    assert called == [("a.txt", limit, False), ("b.txt", limit, True)]
     # stdin and gzip are never read here, natively or not
     assert scan.read_small_file("-") is None and scan.read_small_file("a.mlir.gz") is None
 
@@ -102,3 +105,87 @@ def test_bad_paths_raise_as_os_calls_do(tmp_path):
     p = tmp_path / "f"
     p.write_bytes(b"abc")
     assert native(Path(p), 10) == native(os.fsencode(p), 10) == b"abc"
+
+
+def test_a_walked_file_is_read_alike_without_its_path_stat(tmp_path, monkeypatch):
+    # a directory walk found it a regular file (its entry's type said so): only the open
+    # file is stat'ed, with the same answers
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_bytes(b"HloModule m\n")
+    big.write_bytes(b"x" * 300)
+    monkeypatch.setattr(scan, "BLOCK", 100)
+    limit = min(scan.BLOCK, scan.max_line_bytes())
+    for path, expected in ((small, b"HloModule m\n"), (big, None), (tmp_path / "gone", None)):
+        assert native(str(path), limit, True) == native(str(path), limit) == expected
+        assert scan.read_small_file(str(path), walked=True) == expected
+
+    def no_stat(*a, **k):
+        raise AssertionError("a walked file's path is not stat'ed")
+
+    monkeypatch.setattr(os, "stat", no_stat)
+    assert scan.read_small_file_py(str(small), walked=True) == b"HloModule m\n"
+    assert scan.read_small_file_py(str(big), walked=True) is None
+    assert scan.read_small_file_py(str(tmp_path / "gone"), walked=True) is None
+    with pytest.raises(AssertionError):
+        scan.read_small_file_py(str(small))
+
+
+def test_read_ahead_stats_first_what_the_user_named(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(scan, "_native_read_small", lambda p, n, w=False: asked.append((p, w)))
+    paths = ["d/a.txt", "named.txt", "d/b.txt", "-"]
+    assert [p for p, _ in scan.read_ahead(paths, frozenset(["d", "named.txt", "-"]))] == paths
+    assert asked == [("d/a.txt", True), ("named.txt", False), ("d/b.txt", True)]
+    asked.clear()
+    list(scan.read_ahead(paths))  # nothing said of the paths: every one is stat'ed first
+    assert asked == [("d/a.txt", False), ("named.txt", False), ("d/b.txt", False)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inspect", "-j", "1", "-f", "json"],
+        ["inspect", "-j", "2", "-f", "json"],
+        ["lint", "--isolated", "--mesh", "batch=2,model=4", "-j", "1", "-f", "json"],
+        ["lint", "--isolated", "--mesh", "batch=2,model=4", "-j", "2", "-f", "json"],
+    ],
+)
+def test_a_named_pipe_beside_a_walked_directory_is_read_once(tmp_path, command):
+    """`inspect DIR PIPE`, `lint DIR PIPE`: the directory's files are read without a stat
+    first, the pipe (named) is stat'ed, so only its scan opens it. (Its writer writes as
+    soon as it is opened, unbuffered: opened and closed before the scan, what it sent
+    would be lost and the scan would wait for a writer that never comes.)"""
+    import subprocess
+    import sys
+
+    d = tmp_path / "d"
+    d.mkdir()
+    text = (Path(__file__).parent.parent / "fixtures/seed/distorted_mesh_gspmd.mlir").read_bytes()
+    (d / "one.mlir").write_bytes(text)
+    fifo = tmp_path / "pipe.mlir"
+    os.mkfifo(fifo)
+
+    def write():
+        fd = os.open(fifo, os.O_WRONLY)  # blocks until the scan opens it
+        try:
+            os.write(fd, text)
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    cmd = [sys.executable, "-m", "meshdiag", *command, str(d), str(fifo)]
+    r = subprocess.run(cmd, capture_output=True, timeout=60)
+    writer.join(5)
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    if command[0] == "inspect":
+        files = doc["files"]
+        assert [f["path"] for f in files] == [str(d / "one.mlir"), str(fifo)]
+        assert files[0]["modules"] == files[1]["modules"] != []
+    else:  # the same findings in both
+        where = [(f["path"], f["code"], f["line"]) for f in doc["findings"]]
+        one = [(c, ln) for p, c, ln in where if p == str(d / "one.mlir")]
+        assert one and one == [(c, ln) for p, c, ln in where if p == str(fifo)]

@@ -23,7 +23,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Container, Generator, Iterable, Iterator
 from typing import BinaryIO
 
 from meshdiag.ir import hlo, linememo, mlir
@@ -63,7 +63,8 @@ def expand_paths(paths: Iterable[str], skipped: list[str] | None = None) -> Iter
     directories are not entered; FIFOs, sockets and devices are left out: reading one could
     block forever; `WALK_SKIPS` go to `skipped` when given), `-` for stdin. Missing paths
     are passed through (scan_path reports them); a file named on its own is always read.
-    Iterative: a tree thousands of levels deep needs no recursion."""
+    A path not among `paths` is one the walk found a regular file (`read_ahead` reads it
+    without a stat first). Iterative: a tree thousands of levels deep needs no recursion."""
     for p in paths:
         if p != "-" and os.path.isdir(p):
             for path in _walk(p):
@@ -151,28 +152,31 @@ def _drained(steps: Generator[None, None, FileReport]) -> FileReport:
             return done.value
 
 
-def read_small_file(path: str) -> bytes | None:
+def read_small_file(path: str, walked: bool = False) -> bytes | None:
     """The bytes of a small regular file, which `scan_path` would scan in one piece
     (`scan_bytes`); None for anything else (stdin, gzip, big files, pipes) and for a file
     that cannot be opened (its scan says why). Only a regular file is opened: a named pipe
-    opened here and closed would lose what its writer sent before the scan opens it. Read in
+    opened here and closed would lose what its writer sent before the scan opens it. So the
+    path is stat'ed first, unless `walked`: a directory walk (`expand_paths`) found it a
+    regular file already (the open file is still stat'ed, and anything else let go). Read in
     C when built (`ir/fast/_files.c`: the same system calls without a Python call each),
     else by `read_small_file_py`, its twin."""
     if path == "-" or path.endswith(".gz"):
         return None
     if _native_read_small is not None:
-        return _native_read_small(path, min(BLOCK, max_line_bytes()))
-    return read_small_file_py(path)
+        return _native_read_small(path, min(BLOCK, max_line_bytes()), walked)
+    return read_small_file_py(path, walked)
 
 
-def read_small_file_py(path: str) -> bytes | None:
+def read_small_file_py(path: str, walked: bool = False) -> bytes | None:
     """`read_small_file` in Python: the reference for the native one."""
     if path == "-" or path.endswith(".gz"):
         return None
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
-            return None
+        if not walked:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > min(BLOCK, max_line_bytes()):
+                return None
         data, stream = _open(path)
     except OSError:
         return None
@@ -186,19 +190,25 @@ AHEAD_FILES = 256
 AHEAD_BYTES = 8 << 20
 
 
-def read_ahead(paths: Iterable[str]) -> Iterator[tuple[str, bytes | None]]:
+def read_ahead(
+    paths: Iterable[str], named: Container[str] | None = None
+) -> Iterator[tuple[str, bytes | None]]:
     """Each path with its bytes when it is a small regular file (`read_small_file`), else
     None (the scan opens it itself), read a group of files at a time: up to `AHEAD_FILES`
     files or `AHEAD_BYTES`. Each file read just before its scan, the cold bench's 39,519
     files took 0.5-0.8 s to open and read in a run; read in groups, 0.3 s (why was not
     measured: most likely the kernel's path and page-cache work staying in the CPU's
-    caches across a group)."""
+    caches across a group).
+
+    `named`: the paths the user named, when `paths` are what `expand_paths` made of them:
+    any other came from a directory walk, which found it a regular file, and is read
+    without a stat first. None: every path is stat'ed first."""
     it = iter(paths)
     while True:
         group: list[tuple[str, bytes | None]] = []
         held = 0
         for p in it:
-            data = read_small_file(p)
+            data = read_small_file(p, named is not None and p not in named)
             group.append((p, data))
             held += len(data) if data is not None else 0
             if len(group) >= AHEAD_FILES or held >= AHEAD_BYTES:

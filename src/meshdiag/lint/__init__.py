@@ -39,7 +39,7 @@ def lint_paths(
     if "-" in paths:
         jobs = 1  # stdin is this process's
     if first is not None:
-        findings = lint_files(_kept(chain([first], walk), files), settings, jobs)
+        findings = lint_files(_kept(chain([first], walk), files), settings, jobs, frozenset(paths))
     else:  # every file excluded
         findings = []
     matched = 0

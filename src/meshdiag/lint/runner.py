@@ -495,12 +495,14 @@ def _reported(findings: list[Finding], enabled, shown: str, path: str) -> list[F
 
 _SETTINGS: LintSettings | None = None
 _LINT_FILE = None  # the parent's `lint_file`, as it was when the pool started
+_NAMED: frozenset[str] | None = None  # the paths the user named (`lint_files`)
 
 
-def _init_worker(settings: LintSettings, fn=None) -> None:
-    global _SETTINGS, _LINT_FILE
+def _init_worker(settings: LintSettings, fn=None, named: frozenset[str] | None = None) -> None:
+    global _SETTINGS, _LINT_FILE, _NAMED
     _SETTINGS = settings
     _LINT_FILE = fn
+    _NAMED = named
 
 
 def _work(paths: list[str]) -> list[tuple]:
@@ -511,7 +513,7 @@ def _work(paths: list[str]) -> list[tuple]:
         part = paths[0]
         return [_outcome(part.path, "part", _part_of, part)]
     out: list[tuple] = []
-    for path, data in read_ahead(paths):
+    for path, data in read_ahead(paths, _NAMED):
         out.append(_outcome(path, "ok", _LINT_FILE or lint_file, path, _SETTINGS, data))
         if out[-1][0] != "ok":
             break
@@ -541,13 +543,19 @@ def _raise(path: str, kind: str, message: str) -> None:
     )
 
 
-def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = None):
+def lint_files(
+    files: Iterable[str],
+    settings: LintSettings,
+    jobs: int | None = None,
+    named: frozenset[str] | None = None,
+):
     """Findings for all files (sorted by path, line, column, code), serial or parallel.
 
     `files` may be a walk going on: they go to the workers in batches of about equal bytes
     as they come (`ir.batches.stream`, as `inspect` hands them out), so the workers start
     while the walk and the sizing go on; a run with too few bytes to pay for the workers
-    is linted in this process."""
+    is linted in this process. `named`: the paths the user named, when `files` is their
+    walk (`walk_files`): the others are read without a stat first (`ir.scan.read_ahead`)."""
     from meshdiag.ir.batches import stream
     from meshdiag.pipeline.inspect import default_jobs
 
@@ -557,10 +565,10 @@ def lint_files(files: Iterable[str], settings: LintSettings, jobs: int | None = 
     batches, parallel = stream(files, jobs, _split)
     findings: list[Finding] = []
     if parallel:
-        findings = _parallel(batches, settings, jobs)
+        findings = _parallel(batches, settings, jobs, named)
     else:
         for batch in batches:  # in-process: errors propagate with their own message
-            for path, data in read_ahead(batch):
+            for path, data in read_ahead(batch, named):
                 findings.extend(lint_file(path, settings, data))
     findings.sort(key=Finding.sort_key)
     return findings
@@ -572,7 +580,12 @@ def _split(path: str, size: int, jobs: int) -> Parts | None:
     return None if path.endswith(MESH_SUFFIXES) else file_parts(path, size, jobs)
 
 
-def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -> list[Finding]:
+def _parallel(
+    batches: Iterator[list[str]],
+    settings: LintSettings,
+    jobs: int,
+    named: frozenset[str] | None = None,
+) -> list[Finding]:
     import multiprocessing
 
     from meshdiag.cleanup import signals_deferred
@@ -590,7 +603,7 @@ def _parallel(batches: Iterator[list[str]], settings: LintSettings, jobs: int) -
         batches,
         jobs,
         _init_worker,
-        (settings, fn),
+        (settings, fn, named),
         context=mp,
         died="a lint worker process died (out of memory or killed); rerun with --jobs 1",
         parallel=True,

@@ -74,6 +74,7 @@ def inspect(
 
     skipped: list[str] = []  # filled as the walk goes on: counted once the output is out
     walk = expand_paths(paths, skipped)
+    named = frozenset(paths)  # the rest were walked: read without a stat first
     first = next(walk, None)
     if first is None:  # an empty or unreadable tree: say so rather than report nothing
         raise MeshdiagError(f"no files to inspect in {', '.join(paths)}")
@@ -103,7 +104,9 @@ def inspect(
             else:
                 spool_dir = spool.directory
             state = (global_mesh, target, split_rule, layouts, None, spool_dir, bool(html))
-            results = map_files(worker.json_batch, batches, jobs, worker.init, (state,), **par)
+            results = map_files(
+                worker.json_batch, batches, jobs, worker.init, (state, named), **par
+            )
             summary = _write_json(results, progress, spool, skipped)
         else:
             from meshdiag.report.plain_console import plain_console
@@ -137,11 +140,11 @@ def inspect(
             if dirs:
                 # a dump directory reads as one report
                 fn = worker.summary_batch
-                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                results = map_files(fn, batches, jobs, worker.init, (state, named), **par)
                 summary = _write_summary(results, console, progress, paths, skipped, split_rule)
             else:
                 fn = worker.text_batch
-                results = map_files(fn, batches, jobs, worker.init, (state,), **par)
+                results = map_files(fn, batches, jobs, worker.init, (state, named), **par)
                 summary = _write_text(results, console, progress, spool, skipped, look)
     finally:
         # the pool first (it stops the workers writing to the spool), whatever stopped the

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 #: what every file of the run shares: global mesh, target, split, layouts, text look,
 #: the console the text is rendered with, the checks, whether batches also fold their files
-#: into a `DumpSummary` (for `--html`), and the run's memos (one `RunMemos` per process)
+#: into a `DumpSummary` (for `--html`), the run's memos (one `RunMemos` per process) and
+#: the paths the user named (`ir.scan.read_ahead`)
 _STATE: dict = {}
 
 #: rendered module text kept in memory before it goes to a temporary file instead (the
@@ -50,12 +51,20 @@ _STATE: dict = {}
 SPILL = 1 << 20
 
 
-def init(state: tuple) -> None:
+def init(state: tuple, named: frozenset[str] | None = None) -> None:
+    """`named`: the paths the user named (the batches' other paths were walked:
+    `ir.scan.read_ahead` reads them without a stat first); None: every one is stat'ed."""
     from meshdiag.pipeline.spool import SpoolDir
 
     mesh, target, split, layouts, look, spool_dir, summarise = state
     _STATE.update(
-        mesh=mesh, target=target, split=split, layouts=layouts, look=look, summarise=summarise
+        mesh=mesh,
+        target=target,
+        split=split,
+        layouts=layouts,
+        look=look,
+        summarise=summarise,
+        named=named,
     )
     SpoolDir.worker_init(spool_dir)
     _STATE["console"] = None  # made by the first file rendered as text
@@ -363,7 +372,7 @@ def json_batch(paths: list):
     findings: list[str] = []
     summary = _summary()
     batch = FileBatch()
-    for i, (path, data) in enumerate(read_ahead(paths)):
+    for i, (path, data) in enumerate(read_ahead(paths, _STATE["named"])):
         shown = _shown(path)
         each = batch.start(
             partial(_JsonFile, shown, out.write, i > 0, findings, _fold(summary, shown))
@@ -383,7 +392,7 @@ def text_batch(paths: list):
     found = [0]
     summary = _summary()
     batch = FileBatch()
-    for path, data in read_ahead(paths):
+    for path, data in read_ahead(paths, _STATE["named"]):
         each = batch.start(partial(_TextFile, out.write, found, _fold(summary, _shown(path))))
         batch.end(_scan(path, each, data))
     batch.flush()
@@ -396,7 +405,7 @@ def summary_batch(paths: list[str]):
 
     s = DumpSummary()
     batch = FileBatch()
-    for path, data in read_ahead(paths):
+    for path, data in read_ahead(paths, _STATE["named"]):
         each = batch.start(partial(_fold, s, _shown(path)))
         report, _, findings = _scan(path, each, data)
         batch.end(Inspected(report, findings))

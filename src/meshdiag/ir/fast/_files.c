@@ -5,8 +5,10 @@
  * of which the system calls are about 3.5 us: the rest was the Python calls and the stat
  * results they build. The calls here are the twin's, in its order, with its answers: the
  * path is stat'ed before it is opened (a named pipe is never opened: its writer would lose
- * what it sent), the open file is stat'ed again (it may have been replaced meanwhile), one
- * byte more than its size is asked for (a file that grew is streamed instead), and any
+ * what it sent) unless the caller says a directory walk found it a regular file already
+ * (`walked`: its entry's type said so; that stat was a tenth of the system time of a cold
+ * dump's `inspect`), the open file is stat'ed again (it may have been replaced meanwhile),
+ * one byte more than its size is asked for (a file that grew is streamed instead), and any
  * error reading it is None (its scan opens it again and says why).
  */
 #include "_fastscan.h"
@@ -21,7 +23,8 @@
 #endif
 
 const char fs_read_small_doc[] =
-    "read_small(path, limit) -> bytes | None: see meshdiag.ir.scan.read_small_file_py";
+    "read_small(path, limit, walked=False) -> bytes | None: see\n"
+    "meshdiag.ir.scan.read_small_file_py";
 
 /* read(2) into buf[got:want] until `size` bytes are in, the file ends or it fails; the
  * GIL is released meanwhile and taken back on EINTR to run signal handlers (-2 with their
@@ -52,12 +55,15 @@ static Py_ssize_t read_in(int fd, char *buf, Py_ssize_t size, Py_ssize_t want) {
 }
 
 PyObject *fs_read_small(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "read_small(path, limit)");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "read_small(path, limit, walked=False)");
         return NULL;
     }
     long long limit = PyLong_AsLongLong(args[1]);
     if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    int walked = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+    if (walked < 0)
         return NULL;
     PyObject *enc = NULL;
     if (!PyUnicode_FSConverter(args[0], &enc)) /* embedded NUL: ValueError, as os.stat */
@@ -66,7 +72,8 @@ PyObject *fs_read_small(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
     struct stat st;
     int fd = -1, ok;
     Py_BEGIN_ALLOW_THREADS
-    ok = stat(path, &st) == 0 && S_ISREG(st.st_mode) && (long long)st.st_size <= limit;
+    ok = walked ||
+         (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (long long)st.st_size <= limit);
     if (ok) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
