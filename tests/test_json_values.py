@@ -231,3 +231,27 @@ def test_values_longer_than_the_writers_first_guess(writer):
     want = _by_json(m, memos)
     assert _written(m, memos) == want
     assert inspect.module_values_json(m, memos, b"<", b">") == b"<" + want.encode() + b">"
+
+
+def test_values_that_cycle_through_more_pieces_than_the_writer_keeps_at_hand(writer):
+    """The native writer keeps its last few answers (`LAST_SLOTS`, 8) by the objects they
+    were asked with: values cycling through more shardings, kinds, types and texts than
+    that, in runs and interleaved, each with combinations that share all but one of those
+    objects, write what `json.dumps` writes."""
+    modules = _modules()
+    m = _own(max((m for m in modules if not m.partitioned), key=lambda m: len(m.values)))
+    assert len(m.values) >= 30
+    hlos = list({id(v.hlo): v.hlo for mm in modules for v in mm.values}.values())
+    assert len(hlos) > 10
+    texts = [f'<@mesh, [{{"x{i}"}}]>' for i in range(11)]
+    kinds = [("op", "stablehlo.add"), ("op", "stablehlo.dot"), ("arg", None), ("result", None)]
+    dtypes = ["f32", "bf16", "s32"]
+    for order in (lambda i: i, lambda i: i // 3, lambda i: (i * 7) % 13):
+        memos = RunMemos()
+        for i, v in enumerate(m.values):
+            k = order(i)
+            v.hlo = hlos[k % len(hlos)]
+            v.text = texts[k % len(texts)]
+            v.kind, v.op = kinds[k % len(kinds)]
+            v.dtype = dtypes[(k // 2) % len(dtypes)]
+        assert _written(m, memos) == _by_json(m, memos)

@@ -152,33 +152,50 @@ static PyObject *memo_call(PyObject *memo, PyObject *key, PyObject *fn) {
     return hit;
 }
 
-/* The last answer of a memo and the objects it was asked with (strong references): a
- * module's values mostly come in runs of the same sharding, kind and type, and the same
- * objects give the same answer without a key tuple or a lookup */
+/* The last answers of a memo and the objects each was asked with (strong references): a
+ * module's values come in runs of a few shardings, kinds and types, and the same objects
+ * give the same answer without a key tuple or a lookup. Kept for the last one alone, a
+ * big file's values (alternating between a few shardings) missed it for most of them, and
+ * the lookups they made instead (a tuple of five, hashed) were a third of writing them. */
 #define LAST_KEYS 5
+#define LAST_SLOTS 8
 typedef struct {
     PyObject *k[LAST_KEYS], *val;
+} Slot;
+typedef struct {
+    Slot s[LAST_SLOTS]; /* filled in order, then overwritten from the oldest */
+    int next;
 } Last;
 
 static PyObject *last_hit(const Last *m, PyObject *const *k, int n) {
-    if (m->val == NULL)
-        return NULL;
-    for (int i = 0; i < n; i++)
-        if (m->k[i] != k[i])
-            return NULL;
-    return Py_NewRef(m->val);
+    for (int j = 0; j < LAST_SLOTS; j++) {
+        const Slot *s = &m->s[j];
+        if (s->val == NULL)
+            return NULL; /* (none is kept after an empty slot) */
+        int i = 0;
+        while (i < n && s->k[i] == k[i])
+            i++;
+        if (i == n)
+            return Py_NewRef(s->val);
+    }
+    return NULL;
 }
 
 static void last_keep(Last *m, PyObject *const *k, int n, PyObject *val) {
+    Slot *s = &m->s[m->next];
+    m->next = (m->next + 1) % LAST_SLOTS;
     for (int i = 0; i < n; i++)
-        Py_XSETREF(m->k[i], Py_NewRef(k[i]));
-    Py_XSETREF(m->val, Py_NewRef(val));
+        Py_XSETREF(s->k[i], Py_NewRef(k[i]));
+    Py_XSETREF(s->val, Py_NewRef(val));
 }
 
 static void last_drop(Last *m) {
-    for (int i = 0; i < LAST_KEYS; i++)
-        Py_CLEAR(m->k[i]);
-    Py_CLEAR(m->val);
+    for (int j = 0; j < LAST_SLOTS; j++) {
+        for (int i = 0; i < LAST_KEYS; i++)
+            Py_CLEAR(m->s[j].k[i]);
+        Py_CLEAR(m->s[j].val);
+    }
+    m->next = 0;
 }
 
 /* One value's JSON object, at its own line or at `line` (not NULL: a prototype of a shared
@@ -326,7 +343,8 @@ PyObject *fs_values_json(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     PyObject *gspmds = PyDict_New();
     Buf b = {NULL, 0, 0, NULL};
     PyObject *out = NULL;
-    Last last[3] = {{{NULL}, NULL}, {{NULL}, NULL}, {{NULL}, NULL}};
+    Last last[3];
+    memset(last, 0, sizeof last);
     /* made for the values at once, up to FIRST_BYTES (grown as it goes past that: a
      * million shared lines of no values write little) */
     Py_ssize_t items = PyList_GET_SIZE(values);
