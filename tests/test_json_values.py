@@ -255,3 +255,19 @@ def test_values_that_cycle_through_more_pieces_than_the_writer_keeps_at_hand(wri
             v.kind, v.op = kinds[k % len(kinds)]
             v.dtype = dtypes[(k // 2) % len(dtypes)]
         assert _written(m, memos) == _by_json(m, memos)
+
+
+def test_every_count_of_digits_and_every_pair_of_last_digits(writer):
+    """The native writer prints two digits at a time: ints of every length up to a long
+    long's, around each power of ten, each ending in every pair of digits, either sign."""
+    m = _OWN_MODULE
+    memos = RunMemos()
+    v = m.values[0]
+    ints = {s * (10**k + d) for k in range(19) for d in (-1, 0, 1) for s in (1, -1)}
+    ints |= {s * (1234567 * 100 + d) for d in range(100) for s in (1, -1)}
+    ints |= set(range(-120, 121))
+    ints = sorted(i for i in ints if -(2**63) <= i < 2**63)
+    for at in range(0, len(ints), 3):
+        line, column, *dims = ints[at : at + 5]
+        v.shape, v.line, v.column = tuple(dims), line, column
+        assert _written(m, memos) == _by_json(m, memos)
