@@ -152,3 +152,57 @@ def test_native_groups_refuse_what_they_cannot_read_and_leak_nothing():
     grown = bytes_grown(call)
     assert sys.getrefcount(v) == before
     assert grown < 20_000
+
+
+def _fresh(text: str) -> str:
+    """An equal text that is another object (the native grouping keeps recent texts by
+    identity)."""
+    return "".join(list(text))
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["cycle", "runs", "scattered"])
+def test_native_groups_of_values_cycling_through_more_texts_than_it_keeps_at_hand(order):
+    """The native grouping keeps the groups of its last few text objects (8): values cycling
+    through more texts than that, each text as two equal objects, Shardy ones per value
+    among them, alone and on shared lines, are grouped as the twin groups them."""
+    memos = RunMemos()
+    texts = [("sdy", f'#sdy.sharding<@mesh, [{{"x{i}"}}, {{}}]>') for i in range(11)]
+    texts += [("sdy", f'#sdy.sharding_per_value<[<@mesh, [{{"y{i}"}}]>]>') for i in range(3)]
+    texts += [("gspmd", f"{{devices=[{i + 1},1]<=[{i + 1}]}}") for i in range(3)]
+    objects = [(n, t) for n, t in texts] + [(n, _fresh(t)) for n, t in texts]
+    pick = {
+        "cycle": lambda k: k % len(objects),
+        "runs": lambda k: (k // 5) % len(objects),
+        "scattered": lambda k: (k * 11) % len(objects),
+    }[order]
+    items = []
+    for k in range(300):
+        n, t = objects[pick(k)]
+        v = Value(f"%v{k}", k + 1, 3, t, n, "op", None, (8,), None, "f32", "mesh", None, None)
+        items.append(v if k % 4 else LineValues((v,)))
+    for part in (False, True):
+        want = text_groups_py(tuple(items), part, memos)
+        assert _plain(_native(items, part, memos)) == _plain(want)
+
+
+@needs_native
+def test_a_per_value_text_found_lately_under_itself_is_still_looked_at():
+    """A per-value Shardy text object that a value of another notation was grouped under
+    as it is (its own text the same object) lately: a Shardy value of that very object is
+    still grouped by `own_text`, not under the text (what is skipped for a text found
+    lately is only the per-value test of a text grouped as a plain Shardy one)."""
+    per_value = _fresh('#sdy.sharding_per_value<[<@mesh, [{"x"}]>, <@mesh, [{}]>]>')
+    items = []
+    for k in range(20):
+        n = "gspmd" if k % 2 else "sdy"
+        items.append(
+            Value(f"%v{k}", k, 1, per_value, n, "op", None, (8,), None, "f32", "m", None, None)
+        )
+
+    def own(v):  # the gspmd values' own text is the text object itself
+        return v.text if v.notation == "gspmd" else f"own {v.name}"
+
+    got = native(items, Value, own, lambda it: (), 3)
+    assert got[per_value][0] == 10  # the gspmd values alone
+    assert [k for k in got if k != per_value] == [f"own %v{k}" for k in range(0, 20, 2)]

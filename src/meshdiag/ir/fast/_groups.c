@@ -19,24 +19,51 @@ int fs_groups_init(void) {
     return SDY == NULL || PER_VALUE == NULL ? -1 : 0;
 }
 
+/* A text object a group was found for lately, and whether it is a Shardy value's own text
+ * (not per value: its group is its own, no `#sdy.sharding_per_value` test needed) */
+#define RECENT 8
+typedef struct {
+    PyObject *text; /* (a reference held: a text made for the call, equal to its group's
+                     * key but not it, could be freed and its address taken by another) */
+    Py_ssize_t k;
+    int plain_sdy;
+} Recent;
+
 /* The groups of a call: each group's entry [index, firsts, values] (its index until the
  * call ends, its count then) and how many values it has counted, kept in C (a new int a
- * value was a fifth of grouping); and the group the last text found (consecutive values
- * mostly share their sharding's text object: no look-up). */
+ * value was a fifth of grouping); and the groups the last few texts found (a module's
+ * values come in runs of a few sharding text objects: no look-up; kept for the last text
+ * alone, a big file's values, alternating between a few shardings, mostly missed it). */
 typedef struct {
     PyObject *dict; /* text -> entry */
     PyObject **entry;
     Py_ssize_t *n;
     Py_ssize_t len, cap;
-    PyObject *last_text; /* (a reference held) */
-    Py_ssize_t last;
+    Recent recent[RECENT]; /* filled in order, then overwritten from the oldest */
+    int next;
 } Groups;
 
+/* The recent entry of `text` (by identity), or NULL */
+static Recent *recent_of(Groups *g, PyObject *text) {
+    for (int j = 0; j < RECENT && g->recent[j].text != NULL; j++)
+        if (g->recent[j].text == text)
+            return &g->recent[j];
+    return NULL;
+}
+
+static void recent_drop(Groups *g) {
+    for (int j = 0; j < RECENT; j++)
+        Py_CLEAR(g->recent[j].text);
+}
+
 /* The index of `text`'s group, made when new (its entry [index, [], []]): >= 0, or -1
- * with an error set */
-static Py_ssize_t group_of(Groups *g, PyObject *text) {
-    if (text == g->last_text && g->last_text != NULL)
-        return g->last;
+ * with an error set. `plain_sdy`: `text` is a Shardy value's own text (kept with it). */
+static Py_ssize_t group_of(Groups *g, PyObject *text, int plain_sdy) {
+    Recent *r = recent_of(g, text);
+    if (r != NULL) {
+        r->plain_sdy |= plain_sdy;
+        return r->k;
+    }
     PyObject *e = PyDict_GetItemWithError(g->dict, text); /* borrowed */
     Py_ssize_t k;
     if (e != NULL) {
@@ -91,10 +118,11 @@ static Py_ssize_t group_of(Groups *g, PyObject *text) {
         g->n[k] = 0;
         g->len++;
     }
-    /* (held: a text made for the call, equal to its group's key but not it, could be
-     * freed and its address taken by another) */
-    Py_XSETREF(g->last_text, Py_NewRef(text));
-    g->last = k;
+    r = &g->recent[g->next];
+    g->next = (g->next + 1) % RECENT;
+    Py_XSETREF(r->text, Py_NewRef(text));
+    r->k = k;
+    r->plain_sdy = plain_sdy;
     return k;
 }
 
@@ -102,8 +130,8 @@ static Py_ssize_t group_of(Groups *g, PyObject *text) {
  * row, column), and always the first, and the value when not `seen` before: 0, or -1 with
  * an error set */
 static int count(Groups *g, PyObject *text, PyObject *name, Py_ssize_t i, PyObject *column,
-                 PyObject *v, Py_ssize_t keep, FsPtrMap *seen) {
-    Py_ssize_t k = group_of(g, text);
+                 PyObject *v, Py_ssize_t keep, FsPtrMap *seen, int plain_sdy) {
+    Py_ssize_t k = group_of(g, text, plain_sdy);
     if (k < 0)
         return -1;
     PyObject *e = g->entry[k];
@@ -137,21 +165,29 @@ static int counted(Groups *g) {
 }
 
 /* The text a value of its own is grouped under (a new reference): its text for a Shardy
- * sharding, else `own_text(v)`; NULL with an error set */
-static PyObject *text_of(PyObject *v, PyObject *const *f, PyObject *own_text) {
+ * sharding (`*plain_sdy` set), else `own_text(v)`; NULL with an error set. A Shardy text
+ * object grouped as such lately (`g`'s recent entries) is not looked at again. */
+static PyObject *text_of(Groups *g, PyObject *v, PyObject *const *f, PyObject *own_text,
+                         int *plain_sdy) {
     PyObject *text = f[FV_TEXT];
     int sdy = f[FV_NOTATION] == SDY;
+    *plain_sdy = 0;
     if (!sdy && PyUnicode_Check(f[FV_NOTATION])) {
         sdy = PyUnicode_Compare(f[FV_NOTATION], SDY) == 0;
         if (PyErr_Occurred())
             return NULL;
     }
     if (sdy && PyUnicode_Check(text)) {
-        int per_value = PyUnicode_Tailmatch(text, PER_VALUE, 0, PY_SSIZE_T_MAX, -1);
+        Recent *r = recent_of(g, text);
+        int per_value = r != NULL && r->plain_sdy
+                            ? 0
+                            : PyUnicode_Tailmatch(text, PER_VALUE, 0, PY_SSIZE_T_MAX, -1);
         if (per_value < 0)
             return NULL;
-        if (!per_value)
+        if (!per_value) {
+            *plain_sdy = 1;
             return Py_NewRef(text);
+        }
     }
     return PyObject_CallOneArg(own_text, v);
 }
@@ -182,7 +218,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     /* the values grouped so far, by address: a value is its group's once (an entry
      * shared by several lines gives the same values again) */
     FsPtrMap seen = {0};
-    Groups g = {PyDict_New(), NULL, NULL, 0, 0, NULL, 0};
+    Groups g = {.dict = PyDict_New()};
     /* (about a value an entry: the map still grows past that) */
     if (g.dict == NULL || fs_ptrmap_reserve(&seen, PySequence_Fast_GET_SIZE(items)) < 0)
         goto fail;
@@ -194,9 +230,10 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         if (got < 0) {
             failed = 1;
         } else if (got == 0) { /* a value of its own */
-            PyObject *text = text_of(item, f, own_text);
-            failed = text == NULL ||
-                     count(&g, text, f[FV_NAME], i, f[FV_COLUMN], item, keep, &seen) < 0;
+            int plain_sdy;
+            PyObject *text = text_of(&g, item, f, own_text, &plain_sdy);
+            failed = text == NULL || count(&g, text, f[FV_NAME], i, f[FV_COLUMN], item, keep,
+                                           &seen, plain_sdy) < 0;
             Py_XDECREF(text);
         } else if (Py_TYPE(item) == type) {
             PyErr_SetString(PyExc_TypeError, "text_groups: a value with an unset field");
@@ -213,7 +250,8 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
                     break;
                 }
                 failed = count(&g, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1), i,
-                               PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), keep, &seen) < 0;
+                               PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3), keep, &seen,
+                               0) < 0;
             }
             Py_XDECREF(fast);
             Py_XDECREF(rows);
@@ -227,7 +265,7 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     fs_ptrmap_free(&seen);
     PyMem_Free(g.entry);
     PyMem_Free(g.n);
-    Py_XDECREF(g.last_text);
+    recent_drop(&g);
     return g.dict;
 fail:
     Py_XDECREF(g.dict);
@@ -235,6 +273,6 @@ fail:
     fs_ptrmap_free(&seen);
     PyMem_Free(g.entry);
     PyMem_Free(g.n);
-    Py_XDECREF(g.last_text);
+    recent_drop(&g);
     return NULL;
 }
