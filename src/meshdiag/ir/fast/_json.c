@@ -181,10 +181,12 @@ typedef struct {
 } Last;
 
 static PyObject *last_hit(const Last *m, PyObject *const *k, int n) {
-    for (int j = 0; j < LAST_SLOTS; j++) {
-        const Slot *s = &m->s[j];
+    /* the newest first: a run of values asks the same again */
+    for (int j = 0, at = m->next; j < LAST_SLOTS; j++) {
+        at = at == 0 ? LAST_SLOTS - 1 : at - 1;
+        const Slot *s = &m->s[at];
         if (s->val == NULL)
-            return NULL; /* (none is kept after an empty slot) */
+            return NULL; /* (none is kept before an empty slot) */
         int i = 0;
         while (i < n && s->k[i] == k[i])
             i++;
