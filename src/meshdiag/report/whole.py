@@ -348,24 +348,28 @@ def _slices(
 ) -> list[str]:
     """Each tile's ranges as a table row prints them (`[0:8, 16:32]`, `slice_text`'s): from
     rank 3 on, a dim in one piece prints as `:`."""
-    ranges = [
-        [":"] if len(tiles) >= 3 and k == 1 else r for r, k in zip(ranges, tiles, strict=True)
-    ]
+    if len(tiles) >= 3:
+        ranges = [[":"] if k == 1 else r for r, k in zip(ranges, tiles, strict=True)]
+    if len(ranges) == 2:  # (most tables: a matrix's)
+        r0, r1 = ranges
+        return [f"[{r0[i]}, {r1[j]}]" for _, _, (i, j) in tile_rows]
     return [
         "[" + ", ".join([r[i] for r, i in zip(ranges, index, strict=True)]) + "]"
-        for *_, index in tile_rows
+        for _, _, index in tile_rows
     ]
 
 
 class _TableFacts(NamedTuple):
     """What `whole_table` draws of a tiling's tiles whatever the dims: each tile's label,
     devices and index (`table_tiles`), the widest label and device list (or the column
-    names), and whether rich prints every device list as it is (no markup)."""
+    names), whether rich prints every device list as it is (no markup), and each row's
+    first two cells as drawn (the same in every table of the tiling)."""
 
     rows: list[tuple[str, str, tuple[int, ...]]]
     w_tile: int
     w_devices: int
     as_is: bool
+    starts: list[str]
 
 
 def _table_facts(
@@ -375,11 +379,17 @@ def _table_facts(
     known = shared("grid.table_facts")
     facts = known.get("facts")
     if facts is None or facts.rows is not tile_rows:
+        w_tile = max(len("tile"), *(len(r[0]) for r in tile_rows))
+        w_devices = max(len("devices"), *(len(r[1]) for r in tile_rows))
         facts = known["facts"] = _TableFacts(
             tile_rows,
-            max(len("tile"), *(len(r[0]) for r in tile_rows)),
-            max(len("devices"), *(len(r[1]) for r in tile_rows)),
+            w_tile,
+            w_devices,
             all(not _MARKUP.search(r[1]) or _as_is(r[1]) for r in tile_rows),
+            [
+                f" {label.ljust(w_tile)}   {devices.ljust(w_devices)}   "
+                for label, devices, _ in tile_rows
+            ],
         )
     return facts
 
@@ -412,10 +422,14 @@ def whole_table(
     row = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "
     blank = " " * total
     lines = [blank, row.format(*head), " " + "─" * (total - 2) + " "]
-    lines += [
-        row.format(label, devices, sl, size, size, "")
-        for (label, devices, _), sl in zip(facts.rows, slices, strict=True)
-    ]
+    # each row its tiling's first two cells, its slices, then the shard (and the buffer,
+    # the same size, and an empty note): `row.format` a row, without the formatting
+    w = widths[2]
+    tail = "   " + size.ljust(widths[3])
+    if len(widths) > 4:
+        tail += "   " + size.ljust(widths[4]) + "   " + " " * widths[5]
+    tail += " "
+    lines += [start + sl.ljust(w) + tail for start, sl in zip(facts.starts, slices, strict=True)]
     lines.append(blank)
     return head, lines
 
