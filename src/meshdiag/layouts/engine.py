@@ -711,9 +711,10 @@ class _Tiling:
     def grid(self) -> _TilingGrid:
         return _tiling_grid(self.sharding, self.rank, self.n)
 
-    @property
+    @cached_property
     def tiles(self) -> tuple[int, ...]:
-        """Tiles along each tensor dim (`Layout.tiles` of every layout of the tiling)."""
+        """Tiles along each tensor dim (`Layout.tiles` of every layout of the tiling); kept
+        (a big file's pictures ask each time, on shapes that never repeat)."""
         tile = self.sharding.tile
         assert tile is not None
         return tuple(tile.dims[: self.rank])
