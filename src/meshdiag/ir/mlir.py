@@ -438,13 +438,20 @@ def _emit_sdy(b, names, types, lineno, col, text, kind, opname) -> None:
     _emit(b, names, items, types, lineno, col, text, "sdy", kind, opname)
 
 
+def _result_name(names: list[str], k: int) -> str:
+    """The name of an op's `k`th annotated result, of its several `names` (`%x#0`, ...):
+    an annotation past the last result (more shardings than results) is named as the next
+    one would be."""
+    return names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
+
+
 def _emit(b, names, parsed, types, lineno, col, text, notation, kind, opname) -> None:
     single = len(parsed) == 1 and len(names) <= 1
     for k, p in enumerate(parsed):
         if single:
             name = names[0]
         elif len(names) > 1:
-            name = names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
+            name = _result_name(names, k)
         else:
             name = f"{names[0]}#{k}"
         shape, dtype = b.cache.tensor_type(types[k]) if types and k < len(types) else (None, None)
@@ -495,8 +502,8 @@ def _region_op(b: Builder, line: str, lineno: int, names: list[str], opname: str
             p = b.named(text)
             if kind.endswith("_in"):
                 vname = operands[k] if k < len(operands) else f"{names[0]}.in#{k}"
-            elif len(names) > 1:  # (more shardings than results: named as `_emit` names them)
-                vname = names[k] if k < len(names) else f"{names[0].split('#')[0]}#{k}"
+            elif len(names) > 1:
+                vname = _result_name(names, k)
             else:
                 vname = names[0] if k == 0 else f"{names[0]}#{k}"
             v = b.value(vname, lineno, a + 1, text, "sdy", p, kind=kind, op=opname)
