@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from operator import getitem
 from typing import TYPE_CHECKING, NamedTuple
 
 from meshdiag.ir.fast import native
@@ -350,13 +351,8 @@ def _slices(
     rank 3 on, a dim in one piece prints as `:`."""
     if len(tiles) >= 3:
         ranges = [[":"] if k == 1 else r for r, k in zip(ranges, tiles, strict=True)]
-    if len(ranges) == 2:  # (most tables: a matrix's)
-        r0, r1 = ranges
-        return [f"[{r0[i]}, {r1[j]}]" for _, _, (i, j) in tile_rows]
-    return [
-        "[" + ", ".join([r[i] for r, i in zip(ranges, index, strict=True)]) + "]"
-        for _, _, index in tile_rows
-    ]
+    # (each dim's range at the tile's index along it)
+    return ["[" + ", ".join(map(getitem, ranges, index)) + "]" for _, _, index in tile_rows]
 
 
 class _TableFacts(NamedTuple):
@@ -387,11 +383,17 @@ def _table_facts(
             w_devices,
             all(not _MARKUP.search(r[1]) or _as_is(r[1]) for r in tile_rows),
             [
-                f" {label.ljust(w_tile)}   {devices.ljust(w_devices)}   "
+                " " + _cells_text((label, devices), (w_tile, w_devices)) + "   "
                 for label, devices, _ in tile_rows
             ],
         )
     return facts
+
+
+def _cells_text(cells: tuple[str, ...], widths: list[int] | tuple[int, ...]) -> str:
+    """Cells, each padded to its column's width, three spaces between them: a table line as
+    `table_lines` draws it, but for its edges."""
+    return "   ".join([c.ljust(w) for c, w in zip(cells, widths, strict=True)])
 
 
 def whole_table(
@@ -419,16 +421,12 @@ def whole_table(
         if _table_width(widths) > width:
             return NOT_WHOLE
     total = _table_width(widths)
-    row = " " + "   ".join(f"{{:<{w}}}" for w in widths) + " "
     blank = " " * total
-    lines = [blank, row.format(*head), " " + "─" * (total - 2) + " "]
-    # each row its tiling's first two cells, its slices, then the shard (and the buffer,
-    # the same size, and an empty note): `row.format` a row, without the formatting
+    lines = [blank, " " + _cells_text(head, widths) + " ", " " + "─" * (total - 2) + " "]
+    # each row: its tiling's first two cells (drawn once), its slices, then what is the
+    # same in every row (the shard, and the buffer of the same size and an empty note)
     w = widths[2]
-    tail = "   " + size.ljust(widths[3])
-    if len(widths) > 4:
-        tail += "   " + size.ljust(widths[4]) + "   " + " " * widths[5]
-    tail += " "
+    tail = "   " + _cells_text((size, size, "")[: len(widths) - 3], widths[3:]) + " "
     lines += [start + sl.ljust(w) + tail for start, sl in zip(facts.starts, slices, strict=True)]
     lines.append(blank)
     return head, lines
@@ -505,13 +503,13 @@ def whole_text(
     tile (`whole_picture`), drawn from the tiling and the shape alone: no `Layout` made (a
     big file's summaries draw ten thousand such, on shapes that never repeat, and making
     each one's layout was as long as drawing it). NOT_WHOLE for any other picture."""
-    drawn = t.derived.get("whole.drawn")  # (its tiles, the dims' ranges known)
-    if drawn is None:
-        tiles = t.tiles
-        if not tiles or t.partial or not t.every_member or t.listed_order() is None:
+    # the dims' ranges worked out (`even_ranges`), kept once the tiling is known to draw
+    known = t.derived.get("whole.ranges")
+    if known is None:
+        if not t.tiles or t.partial or not t.every_member or t.listed_order() is None:
             return NOT_WHOLE  # (no order listed: a big tiling's comes from a layout's arrays)
-        drawn = t.derived["whole.drawn"] = (tiles, {})
-    tiles, known = drawn
+        known = t.derived["whole.ranges"] = {}
+    tiles = t.tiles
     ranges = even_ranges(shape, tiles, known)
     if ranges is None:
         return NOT_WHOLE
