@@ -10,16 +10,16 @@ picture only rich lays out)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from meshdiag.memo import RunMemos
 from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
 from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND
-from meshdiag.report.picture import LayoutPicture
+from meshdiag.report.picture import LayoutPicture, whole_plain
 from meshdiag.report.plain_console import printable_lines
-from meshdiag.report.whole import NOT_WHOLE, whole_text
+from meshdiag.report.whole import NOT_WHOLE
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -218,18 +218,9 @@ def _summary_picture(pic: Picture) -> LayoutPicture:
 def _summary_plain(pic: Picture, width: int) -> str | None:
     """`_summary_picture(pic).plain(width)`, drawn from the picture's tiling without a
     `LayoutPicture` where it can be (a big file's summaries draw ten thousand)."""
-    w = pic.whole
-    if w is not None:
-        title = pic.title or "tiled"
-        got = whole_text(
-            w.tiling,
-            w.shape,
-            w.split,
-            title,
-            width,
-            max_cells=SUMMARY_CELLS,
-            compact=True,
-            legend=False,
+    if pic.whole is not None:
+        got = whole_plain(
+            pic.whole, pic.title, width, max_cells=SUMMARY_CELLS, compact=True, legend=False
         )
         if got is not NOT_WHOLE:
             return got  # type: ignore[return-value]
@@ -399,22 +390,32 @@ def render_part(part, console, memos: RunMemos | None) -> str:
         key = ("text", part.plain, str(part.style), tuple(part.spans), part.justify)
     else:
         key = None
-    table = memos.table("file_text.rendered", 4096) if memos is not None and key else None
-    if table is not None:
-        key = (console, key)
-        hit = table.get(key)
-        if hit is not None:
-            return hit
-    if isinstance(part, Cached):  # made only now: it was not rendered before
-        part = part.renderable
-    text = _plain_drawing(part, console.width) if plain else None
-    if text is None:
-        with console.capture() as cap:
-            console.print(part)
-        text = cap.get()
-    if table is not None:
-        table.put(key, text)
-    return text
+
+    def draw() -> str:
+        # (a `Cached` part's renderable made only now: it was not rendered before)
+        drawn = part.renderable if isinstance(part, Cached) else part
+        text = _plain_drawing(drawn, console.width) if plain else None
+        return _captured(drawn, console) if text is None else text
+
+    return _remembered(key, draw, console, memos)
+
+
+def _remembered(key, draw: Callable[[], str], console, memos: RunMemos | None) -> str:
+    """`draw()`, kept in `memos` by console and `key` (repeated parts are drawn once per
+    console; a `key` of None is not kept)."""
+    if memos is None or key is None:
+        return draw()
+    table = memos.table("file_text.rendered", 4096)
+    key = (console, key)
+    hit = table.get(key)
+    return table.put(key, draw()) if hit is None else hit
+
+
+def _captured(renderable, console) -> str:
+    """What rich prints of `renderable` on `console`."""
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
 
 
 def _plain_drawing(part, width: int) -> str | None:
@@ -431,20 +432,12 @@ def _plain_cached(part: Cached, console, memos: RunMemos | None) -> str:
     """`render_part` of a `Cached` part to a colourless pipe: its plain text
     (`Cached.plain_text`), kept in `memos` by console and key as rich's would be; rich's
     where there is none."""
-    table = memos.table("file_text.rendered", 4096) if memos is not None else None
-    key = (console, part.key)
-    if table is not None:
-        hit = table.get(key)
-        if hit is not None:
-            return hit
-    text = part.plain_text(console.width)
-    if text is None:
-        with console.capture() as cap:
-            console.print(part.renderable)
-        text = cap.get()
-    if table is not None:
-        table.put(key, text)
-    return text
+
+    def draw() -> str:
+        text = part.plain_text(console.width)
+        return _captured(part.renderable, console) if text is None else text
+
+    return _remembered(part.key, draw, console, memos)
 
 
 def _plain(console) -> bool:

@@ -199,13 +199,10 @@ class LayoutPicture:
         None where only rich draws it: a table wider than the console (rich wraps it), a
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
-        w = self.whole
-        if w is not None:
-            got = _whole.whole_text(
-                w.tiling,
-                w.shape,
-                w.split,
-                self.sharding_text or "tiled",
+        if self.whole is not None:
+            got = whole_plain(
+                self.whole,
+                self.sharding_text,
                 width,
                 max_cells=self.max_cells,
                 max_facets=self.max_facets,
@@ -339,3 +336,29 @@ def render_text(
     )
     console.print(LayoutPicture(lay, sharding_text, max_cells=max_cells, use_color=color))
     return buf.getvalue()
+
+
+def whole_plain(
+    whole: TiledSpec,
+    title: str | None,
+    width: int,
+    *,
+    max_cells: int,
+    max_facets: int = MAX_FACETS,
+    compact: bool = False,
+    legend: bool = True,
+) -> str | None | object:
+    """`LayoutPicture(lay, title, ..., whole=whole).plain(width)` drawn from the layout's
+    tiling and shape alone (`whole.whole_text`): without a `LayoutPicture` for a caller
+    that has none to make (a summary's pictures). NOT_WHOLE where the layout must draw it."""
+    return _whole.whole_text(
+        whole.tiling,
+        whole.shape,
+        whole.split,
+        title or "tiled",
+        width,
+        max_cells=max_cells,
+        max_facets=max_facets,
+        compact=compact,
+        legend=legend,
+    )
