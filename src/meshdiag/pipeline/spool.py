@@ -81,6 +81,12 @@ class _Writer:
         """`append` of the parts one after another, in one system call where it can."""
         self.size += write_all(self.fd, parts)
 
+    def close(self) -> None:
+        """Close the spool file being written (the next output opens a new one)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
 
 #: buffers one `os.writev` call takes at most (POSIX guarantees 16; Linux takes 1024)
 IOV_MAX = 1024
@@ -303,8 +309,8 @@ class SpoolDir:
     def close(self) -> None:
         global _WRITER
         if self._writes:
-            if isinstance(_WRITER, _Writer) and _WRITER.fd >= 0:
-                os.close(_WRITER.fd)  # (a serial run's: its last spool file)
+            if isinstance(_WRITER, _Writer):
+                _WRITER.close()  # (a serial run's: its last spool file)
             _WRITER = None
         with signals_deferred():  # nothing left behind in TMPDIR, whatever comes now
             for fd in self._fds.values():

@@ -145,7 +145,7 @@ def inspect(
             else:
                 fn = worker.text_batch
                 results = map_files(fn, batches, jobs, worker.init, (state, named), **par)
-                summary = _write_text(results, console, progress, spool, skipped, look)
+                summary = _write_text(results, console, out, progress, spool, skipped, look)
     finally:
         # the pool first (it stops the workers writing to the spool), whatever stopped the
         # output: a closed pipe, a signal; the process may end without collecting garbage.
@@ -231,15 +231,15 @@ def _write_summary(results, console, progress, roots, skipped: list[str], split:
     return summary
 
 
-def _write_text(results, console, progress, spool, skipped: list[str], look: dict):
-    """Copy the files' rendered text out in order; return their `DumpSummary` when the
-    batches made one (--html), else None."""
+def _write_text(results, console, out, progress, spool, skipped: list[str], look: dict):
+    """Copy the files' rendered text out in order, to `out` (`_binary_out(console)`) or,
+    where that is None, decoded to the console's text stream; return their `DumpSummary`
+    when the batches made one (--html), else None."""
     from meshdiag.cli.commands.inspect_worker import text_ends
 
     summary = None  # made by the first batch that brings one (--html)
     n_files = n_findings = 0
     console.file.flush()
-    out = _binary_out(console)
 
     def write(data: bytes) -> None:
         if out is not None:
