@@ -130,6 +130,36 @@ def test_a_walked_file_is_read_alike_without_its_path_stat(tmp_path, monkeypatch
         scan.read_small_file_py(str(small))
 
 
+@pytest.mark.parametrize("reader", ["native", "twin"])
+def test_only_a_walked_path_is_opened_without_its_stat(tmp_path, reader):
+    """What `walked` changes, seen: a pipe in a path's place (what a directory walk rules
+    out) is opened when the path is said to be walked (its stat skipped), and never when
+    it is not. Either way nothing is read from it (the open pipe is stat'ed, let go)."""
+    fifo = str(tmp_path / "pipe.txt")
+    os.mkfifo(fifo)
+
+    def read(walked: bool) -> bytes | None:
+        if reader == "native":
+            return native(fifo, 1000, walked)
+        return scan.read_small_file_py(fifo, walked)
+
+    def opened_by(walked: bool) -> bool:
+        fds: list[int] = []
+        writer = threading.Thread(target=lambda: fds.append(os.open(fifo, os.O_WRONLY)))
+        writer.start()  # blocked in its open until a reader opens the pipe
+        assert read(walked) is None
+        writer.join(0.5)
+        opened = bool(fds)
+        if not opened:  # release the writer
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            writer.join(5)
+        os.close(fds[0])
+        return opened
+
+    assert opened_by(True)
+    assert not opened_by(False)
+
+
 def test_read_ahead_stats_first_what_the_user_named(tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(scan, "_native_read_small", lambda p, n, w=False: asked.append((p, w)))
