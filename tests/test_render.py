@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshdiag.layouts.engine import layout
+from meshdiag.layouts.engine import TiledSpec, layout
 from meshdiag.model.sharding import HloSharding
 from meshdiag.model.tiles import TileAssignment
 from meshdiag.notation.devicelist import compress_devices, device_runs, expand_devices
@@ -806,7 +806,7 @@ def test_a_whole_tiling_is_drawn_from_its_tiling_as_rich_draws_its_layout(
         lay = layout(lay.sharding, lay.shape, num_devices=lay.num_devices + extra, split=lay.split)
     t = lay.tiling
     options = dict(max_cells=max_cells, compact=compact, legend=legend)
-    got = whole_text(t, lay.shape, lay.split, "s", width, **options)
+    got = whole_text(TiledSpec(t, lay.shape, lay.split), "s", width, **options)
     even = all(n > 0 and n % k == 0 for n, k in zip(lay.shape, lay.tiles, strict=True))
     pic = LayoutPicture(lay, "s", use_color=False, **options)
     if got is NOT_WHOLE:  # the general path draws it

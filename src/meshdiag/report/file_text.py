@@ -17,9 +17,9 @@ from meshdiag.memo import RunMemos
 from meshdiag.pipeline.module_summary import FIRST_LOCATIONS
 from meshdiag.report.finding_text import located_parts
 from meshdiag.report.grid import LEGEND
-from meshdiag.report.picture import LayoutPicture, whole_plain
+from meshdiag.report.picture import LayoutPicture
 from meshdiag.report.plain_console import printable_lines
-from meshdiag.report.whole import NOT_WHOLE
+from meshdiag.report.whole import NOT_WHOLE, whole_text
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -219,7 +219,7 @@ def _summary_plain(pic: Picture, width: int) -> str | None:
     """`_summary_picture(pic).plain(width)`, drawn from the picture's tiling without a
     `LayoutPicture` where it can be (a big file's summaries draw ten thousand)."""
     if pic.whole is not None:
-        got = whole_plain(
+        got = whole_text(
             pic.whole, pic.title, width, max_cells=SUMMARY_CELLS, compact=True, legend=False
         )
         if got is not NOT_WHOLE:

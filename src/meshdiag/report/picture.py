@@ -200,7 +200,7 @@ class LayoutPicture:
         cell rich would read as markup, text whose characters are not one column each or
         not printable."""
         if self.whole is not None:
-            got = whole_plain(
+            got = _whole.whole_text(
                 self.whole,
                 self.sharding_text,
                 width,
@@ -336,29 +336,3 @@ def render_text(
     )
     console.print(LayoutPicture(lay, sharding_text, max_cells=max_cells, use_color=color))
     return buf.getvalue()
-
-
-def whole_plain(
-    whole: TiledSpec,
-    title: str | None,
-    width: int,
-    *,
-    max_cells: int,
-    max_facets: int = MAX_FACETS,
-    compact: bool = False,
-    legend: bool = True,
-) -> str | None | object:
-    """`LayoutPicture(lay, title, ..., whole=whole).plain(width)` drawn from the layout's
-    tiling and shape alone (`whole.whole_text`): without a `LayoutPicture` for a caller
-    that has none to make (a summary's pictures). NOT_WHOLE where the layout must draw it."""
-    return _whole.whole_text(
-        whole.tiling,
-        whole.shape,
-        whole.split,
-        title or "tiled",
-        width,
-        max_cells=max_cells,
-        max_facets=max_facets,
-        compact=compact,
-        legend=legend,
-    )

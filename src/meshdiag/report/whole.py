@@ -41,7 +41,7 @@ from meshdiag.report.grid import (
 )
 
 if TYPE_CHECKING:
-    from meshdiag.layouts.engine import Layout, TileOrder, _Tiling
+    from meshdiag.layouts.engine import Layout, TiledSpec, TileOrder
     from meshdiag.model.splits import DimSplit
 
 
@@ -486,10 +486,8 @@ def even_ranges(
 
 
 def whole_text(
-    t: _Tiling,
-    shape: tuple[int, ...],
-    split: str,
-    title: str,
+    whole: TiledSpec,
+    title: str | None,
     width: int,
     *,
     max_cells: int,
@@ -497,12 +495,15 @@ def whole_text(
     compact: bool = False,
     legend: bool = True,
 ) -> str | None | object:
-    """`LayoutPicture(lay, title, ...).plain(width)` of the layout `lay` of `shape` under
-    the tiling `t` (split by `split`) when its tiles are all whole (every device holds
-    data, every dim splits evenly) and the picture is a direct grid or a table of every
-    tile (`whole_picture`), drawn from the tiling and the shape alone: no `Layout` made (a
-    big file's summaries draw ten thousand such, on shapes that never repeat, and making
-    each one's layout was as long as drawing it). NOT_WHOLE for any other picture."""
+    """`LayoutPicture(lay, title, ..., whole=whole).plain(width)` of the layout `lay` named
+    by `whole` (a tiling, a shape and a split) when its tiles are all whole (every device
+    holds data, every dim splits evenly) and the picture is a direct grid or a table of
+    every tile (`whole_picture`), drawn from the tiling and the shape alone: no `Layout`
+    made (a big file's summaries draw ten thousand such, on shapes that never repeat, and
+    making each one's layout was as long as drawing it; a summary draws them without a
+    `LayoutPicture` either). NOT_WHOLE for any other picture."""
+    t, shape, split = whole
+    title = title or "tiled"
     # the dims' ranges worked out (`even_ranges`), kept once the tiling is known to draw
     known = t.derived.get("whole.ranges")
     if known is None:
