@@ -288,3 +288,111 @@ def test_every_layout_says_its_id_space(capsys, extra, label):
     assert e.value.code in (0, None), err
     head = out.split("\n")[0] if label.endswith("\n") else " ".join(out.split("\n")[:3])
     assert " ".join(label.split()) in " ".join(head.split())  # rich may wrap the line
+
+
+def test_block_read_as_brace_by_brace_matching_read_it():
+    """`parse_compile_options` finds the end of the `device_assignment` block by counting
+    the opens before each close; the reference matches every brace. Nested blocks,
+    unclosed ones, fields after the block and before it must come out alike."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from meshdiag.ir.devices import _BLOCK, _fields
+
+    def reference(text):
+        m = _BLOCK.search(text)
+        if m is None:
+            return None
+        depth, i = 1, len(text)
+        for brace in re.finditer(r"[{}]", text[m.end() :]):
+            depth += 1 if brace.group() == "{" else -1
+            if not depth:
+                i = m.end() + brace.end()
+                break
+        replicas, count, ids = 1, None, []
+        for key, value in _fields(text[m.end() : i]):
+            if key == "replica_count":
+                replicas = value
+            elif key == "computation_count":
+                count = value
+            else:
+                ids.append(value)
+        if replicas < 1 or not ids or len(ids) % replicas:
+            return None
+        devices = tuple(ids[::replicas])
+        if (count is not None and len(devices) != count) or len(set(devices)) != len(devices):
+            return None
+        return devices
+
+    tokens = [
+        "device_assignment {",
+        "computation_devices {",
+        "other {",
+        "{",
+        "}",
+        "}}",
+        "{{",
+        *[f"replica_device_ids: {d}" for d in range(4)],
+        "replica_count: 1",
+        "replica_count: 2",
+        "computation_count: 2",
+        "x_replica_device_ids: 3",
+    ]
+
+    parts = st.tuples(st.sampled_from(tokens), st.sampled_from(["\n", " ", ""]))
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.lists(parts, max_size=24).map(lambda ps: "".join(t + sep for t, sep in ps)))
+    def same(text):
+        da = parse_compile_options(text)
+        assert (da.devices if da is not None else None) == reference(text)
+
+    same()
+    # a field after the block is not in it, one in a nested block is
+    text = "device_assignment { a { replica_device_ids: 1 } replica_device_ids: 0 }\n"
+    assert parse_compile_options(text + "replica_device_ids: 5").devices == (1, 0)
+    # braces next to each other, right after the block's own
+    assert parse_compile_options("device_assignment {{}replica_device_ids: 1}").devices == (1,)
+    assert parse_compile_options("device_assignment {}}{replica_device_ids: 1}") is None
+
+
+def test_textprotos_of_equal_bytes_are_parsed_once_and_keep_their_own_source(tmp_path):
+    """The programs of one job share their compile options: a textproto's devices are
+    parsed once per run by its bytes, but each module's assignment names its own file."""
+    from meshdiag.ir import devices
+    from meshdiag.memo import RunMemos
+
+    other = TEXTPROTO.replace("replica_device_ids: 2", "replica_device_ids: 9")
+    texts = {"module_0001.jit_a": TEXTPROTO, "module_0002.jit_b": TEXTPROTO}
+    texts["module_0003.jit_c"] = other
+    for name, text in texts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "compile_options.textproto").write_text(text)
+    memos = RunMemos()
+    parsed = []
+    real = devices._assigned_devices
+
+    def counted(text):
+        parsed.append(text)
+        return real(text)
+
+    devices._assigned_devices = counted
+    try:
+        got = {n: assignment_for(str(tmp_path / f"{n}.0001.pass.txt"), memos) for n in texts}
+    finally:
+        devices._assigned_devices = real
+    assert len(parsed) == 2  # two distinct texts
+    for name, da in got.items():
+        assert da.source == str(tmp_path / name / "compile_options.textproto")
+    assert got["module_0001.jit_a"].devices == got["module_0002.jit_b"].devices == (2, 3, 0, 1)
+    assert got["module_0003.jit_c"].devices == (9, 3, 0, 1)
+    # one too big to be kept by its bytes is parsed as it is
+    big = TEXTPROTO + "#" * devices.SHARED_TEXTPROTO_BYTES
+    (tmp_path / "module_0004.jit_d").mkdir()
+    (tmp_path / "module_0004.jit_d" / "compile_options.textproto").write_text(big)
+    fresh = RunMemos()
+    da = assignment_for(str(tmp_path / "module_0004.jit_d.0001.pass.txt"), fresh)
+    assert da.devices == (2, 3, 0, 1) and da.source.endswith("jit_d/compile_options.textproto")
+    assert not fresh.table("devices.by_bytes").data  # its bytes are not held

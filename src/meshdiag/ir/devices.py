@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 TEXTPROTO = "compile_options.textproto"
 _MODULE = re.compile(r"module_\d+\.")
 _BLOCK = re.compile(r"\bdevice_assignment\s*\{")
-_BRACE = re.compile(r"[{}]")
 #: (without a leading `\b`, which made the engine try the names at every character: 2.4x
 #: slower over a textproto's block; `_fields` checks the character before instead)
 _FIELD = re.compile(r"(replica_count|computation_count|replica_device_ids)\s*:\s*(-?\d+)")
@@ -86,6 +85,12 @@ def ids_label(da: DeviceAssignment | None) -> str:
 def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | None:
     """The device assignment in a compile_options.textproto, or None when it has none (or
     it is not one device per partition)."""
+    devices = _assigned_devices(text)
+    return None if devices is None else DeviceAssignment(devices, source)
+
+
+def _assigned_devices(text: str) -> tuple[int, ...] | None:
+    """`parse_compile_options`' devices."""
     m = None
     at = text.find("device_assignment")  # in C: the pattern alone scans char by char
     while m is None and at >= 0:
@@ -93,35 +98,45 @@ def parse_compile_options(text: str, source: str = "") -> DeviceAssignment | Non
         at = text.find("device_assignment", at + 1)
     if m is None:
         return None
-    depth, i = 1, len(text)
-    for brace in _BRACE.finditer(text, m.end()):
-        depth += 1 if brace.group() == "{" else -1
-        if not depth:
-            i = brace.end()
-            break
-    body = text[m.end() : i]
+    start = m.end()
     replicas, count, ids = 1, None, []
-    for key, value in _fields(body):
-        if key == "replica_count":
-            replicas = value
-        elif key == "computation_count":
-            count = value
-        else:
+    for key, value in _fields(text, start, _block_end(text, start)):
+        if key == "replica_device_ids":
             ids.append(value)
+        elif key == "replica_count":
+            replicas = value
+        else:
+            count = value
     if replicas < 1 or not ids or len(ids) % replicas:
         return None
     devices = tuple(ids[::replicas])  # each partition lists its device per replica
     if (count is not None and len(devices) != count) or len(set(devices)) != len(devices):
         return None
-    return DeviceAssignment(devices, source)
+    return devices
 
 
-def _fields(body: str) -> list[tuple[str, int]]:
-    """The (name, value) of each `_FIELD` in `body` whose name starts a word."""
+def _block_end(text: str, start: int) -> int:
+    """Where the block whose `{` is just before `start` ends (after its `}`; the text's
+    end when it is not closed). A close brace at a time, with the opens before it counted:
+    a regex match per brace cost twice as much over a dump's textprotos."""
+    depth = 1
+    while True:
+        close = text.find("}", start)
+        if close < 0:
+            return len(text)
+        depth += text.count("{", start, close) - 1
+        start = close + 1
+        if not depth:
+            return start
+
+
+def _fields(text: str, start: int = 0, end: int | None = None) -> list[tuple[str, int]]:
+    """The (name, value) of each `_FIELD` in `text[start:end]` whose name starts a word."""
+    end = len(text) if end is None else end
     out = []
-    for f in _FIELD.finditer(body):
+    for f in _FIELD.finditer(text, start, end):
         at = f.start()
-        if at and (body[at - 1].isalnum() or body[at - 1] == "_"):
+        if at and (text[at - 1].isalnum() or text[at - 1] == "_"):
             continue  # (`\b` is not there: part of a longer name)
         out.append((f.group(1), int(f.group(2))))
     return out
@@ -130,16 +145,35 @@ def _fields(body: str) -> list[tuple[str, int]]:
 def _read(path: str, memos: RunMemos) -> DeviceAssignment | None:
     """The textproto at `path`, parsed once per run (a dump's files share one per module;
     a file is read as it is when the run first asks)."""
-    return memos.table("devices.parsed", 1024).call(_read_textproto, path)
+    table = memos.table("devices.parsed", 1024)
+    read = table.get(path, _UNKNOWN)
+    if read is _UNKNOWN:
+        read = table.put(path, _read_textproto(path, memos))
+    return read
 
 
-def _read_textproto(path: str) -> DeviceAssignment | None:
+#: a textproto up to this size is parsed once per run by its bytes (below)
+SHARED_TEXTPROTO_BYTES = 1 << 16
+
+
+def _read_textproto(path: str, memos: RunMemos) -> DeviceAssignment | None:
     try:
-        with open(path, "rb") as f:  # (decoded here: a text stream cost 4x the read)
-            text = f.read().decode("utf-8", "replace")
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
-    return parse_compile_options(text, path)
+    if len(data) > SHARED_TEXTPROTO_BYTES:
+        return parse_compile_options(data.decode("utf-8", "replace"), path)
+    # the programs of one job mostly compile with the same options: the cold bench's
+    # 780 module directories hold 14 distinct textprotos, and reading and parsing each
+    # took 70 ms of a one-core run, 29 ms with each text parsed once (decoded here: a
+    # text stream cost 4x the read)
+    devices = memos.table("devices.by_bytes", 256).call(_devices_of_bytes, data)
+    return None if devices is None else DeviceAssignment(devices, path)
+
+
+def _devices_of_bytes(data: bytes) -> tuple[int, ...] | None:
+    return _assigned_devices(data.decode("utf-8", "replace"))
 
 
 def _module_dirs(root: str) -> list[str]:
