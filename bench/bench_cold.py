@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -93,9 +94,26 @@ def commands(path: str, diff: bool = False) -> list[tuple[str, list[str]]]:
     return out
 
 
+def machine() -> str:
+    """The cores and the CPU the figures were measured on: the ratios to grep move with the
+    machine (grep's pass over the page cache is mostly the kernel's and memchr's work,
+    meshdiag's mostly the interpreter's), so a figure without its machine compares with
+    nothing."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                model,
+            )
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({model}), Python {platform.python_version()}"
+
+
 def bench(path: Path, repeat: int, diff: bool = False) -> None:
     files = 1 if path.is_file() else sum(1 for p in path.rglob("*") if p.is_file())
-    print(f"{path}: {size_of(path) / 1e6:.1f} MB, {files} files, {os.cpu_count()} cores")
+    print(f"{path}: {size_of(path) / 1e6:.1f} MB, {files} files, {machine()}")
     print(f"  {'command':28} {'seconds':>8} {'x grep':>7} {'peak RSS':>9}")
     measure(commands(str(path))[0][1])  # page cache warm for all, grep included
     grep = None
@@ -128,7 +146,7 @@ def against(path: Path, rev: str, rounds: int, diff: bool = False) -> None:
         cmds = [(label, cmd[1:]) for label, cmd in commands(str(path), diff)[1:]]
         for src in sides.values():
             subprocess.run([sys.executable, "-m", "compileall", "-q", src], check=True)
-        print(f"{path}: {size_of(path) / 1e6:.1f} MB, {os.cpu_count()} cores, {rounds} rounds")
+        print(f"{path}: {size_of(path) / 1e6:.1f} MB, {machine()}, {rounds} rounds")
         grep_cmd = commands(str(path))[0][1]
         measure(grep_cmd)  # the page cache warm
         runs: dict[tuple[str, str], list[dict]] = {}
