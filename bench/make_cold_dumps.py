@@ -31,6 +31,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -94,20 +96,28 @@ def dir_size(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def compile_round(out: Path, cases: list[generate.PassCase]) -> None:
-    """Every-pass dumps of `cases` as out/<name>/, one subprocess per device count."""
+def compile_round(out: Path, cases: list[generate.PassCase], jobs: int = 1) -> None:
+    """Every-pass dumps of `cases` as out/<name>/, one subprocess per device count (`jobs`
+    of them at a time, each dumping to a directory of its own; moved in order after)."""
     by_count: dict[int, list[generate.PassCase]] = {}
     for c in cases:
         by_count.setdefault(c.devices, []).append(c)
-    for count, group in sorted(by_count.items()):
+
+    def compile_group(count: int, group: list[generate.PassCase]) -> Path:
         raw = out / f".raw{count}"
         env = generate.every_pass_env(count, raw)
         specs = json.dumps([dataclasses.asdict(c) for c in group])
         subprocess.run([sys.executable, "-c", COMPILE, str(FIXTURES), specs], env=env, check=True)
+        return raw
+
+    groups = sorted(by_count.items())
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        raws = list(pool.map(lambda cg: compile_group(*cg), groups))
+    for raw, (_, group) in zip(raws, groups, strict=True):
         generate.split_by_program(raw, out, [c.name for c in group])
 
 
-def make_dumps(out: Path, mb: float) -> None:
+def make_dumps(out: Path, mb: float, jobs: int = 1) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -116,7 +126,7 @@ def make_dumps(out: Path, mb: float) -> None:
     k = 0
     while total < mb * 1e6:
         k += 1
-        compile_round(out, [scaled(c, k) for c in bases])
+        compile_round(out, [scaled(c, k) for c in bases], jobs)
         total = dir_size(out)
         print(f"  k={k}: {total / 1e6:.1f} MB", file=sys.stderr, flush=True)
     files = sum(1 for p in out.rglob("*") if p.is_file())
@@ -125,26 +135,45 @@ def make_dumps(out: Path, mb: float) -> None:
 
 
 def make_single_mlir(
-    path: Path, mb: float, layers: int = 400, per_process: int = 24, debug_info: bool = False
+    path: Path,
+    mb: float,
+    layers: int = 400,
+    per_process: int = 24,
+    debug_info: bool = False,
+    jobs: int = 1,
 ) -> None:
     """One MLIR file of >= `mb` MB: `per_process` modules of `layers` layers per
-    subprocess, until the file is big enough (with `debug_info`, printed with locations)."""
+    subprocess, until the file is big enough (with `debug_info`, printed with locations).
+    `jobs` subprocesses lower at a time; their modules are written in order, so the file
+    is the same for any `jobs` (the batches still lowering when it is big enough are
+    dropped)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     path.parent.mkdir(parents=True, exist_ok=True)
-    j = 0
-    with open(path, "wb") as f:
+
+    def lower(first: int) -> bytes:
+        specs = json.dumps([[first + i, layers] for i in range(per_process)])
+        r = subprocess.run(
+            [sys.executable, "-c", LOWER, specs, "1" if debug_info else "0"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        return r.stdout
+
+    j = 0  # modules written
+    asked = 0  # modules handed to a subprocess
+    with open(path, "wb") as f, ThreadPoolExecutor(max(1, jobs)) as pool:
+        pending: deque = deque()
         while f.tell() < mb * 1e6:
-            specs = json.dumps([[j + i, layers] for i in range(per_process)])
-            r = subprocess.run(
-                [sys.executable, "-c", LOWER, specs, "1" if debug_info else "0"],
-                env=env,
-                check=True,
-                capture_output=True,
-            )
-            f.write(r.stdout)
+            while len(pending) < max(1, jobs):
+                pending.append(pool.submit(lower, asked))
+                asked += per_process
+            f.write(pending.popleft().result())
             j += per_process
             print(f"  {j} modules: {f.tell() / 1e6:.1f} MB", file=sys.stderr, flush=True)
+        for extra in pending:
+            extra.cancel()
     print(f"{path}: {path.stat().st_size / 1e6:.1f} MB, {j} modules", file=sys.stderr)
 
 
@@ -154,12 +183,19 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=300, help="size of the dumps (default 300)")
     ap.add_argument("--single-mlir", type=float, metavar="MB", help="one big MLIR file instead")
     ap.add_argument("--debug-info", action="store_true", help="print it with locations")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="compiling or lowering subprocesses at a time (default: the cores); the output "
+        "is the same for any number",
+    )
     a = ap.parse_args()
     if a.single_mlir is not None:
         path = Path(a.out or HERE / "out" / "cold.mlir")
-        make_single_mlir(path, a.single_mlir, debug_info=a.debug_info)
+        make_single_mlir(path, a.single_mlir, debug_info=a.debug_info, jobs=a.jobs)
     else:
-        make_dumps(Path(a.out or HERE / "out" / "cold"), a.mb)
+        make_dumps(Path(a.out or HERE / "out" / "cold"), a.mb, a.jobs)
 
 
 if __name__ == "__main__":
