@@ -103,7 +103,8 @@ def compile_round(out: Path, cases: list[generate.PassCase], jobs: int = 1) -> N
     for c in cases:
         by_count.setdefault(c.devices, []).append(c)
 
-    def compile_group(count: int, group: list[generate.PassCase]) -> Path:
+    def compile_group(count_group: tuple[int, list[generate.PassCase]]) -> Path:
+        count, group = count_group
         raw = out / f".raw{count}"
         env = generate.every_pass_env(count, raw)
         specs = json.dumps([dataclasses.asdict(c) for c in group])
@@ -112,7 +113,7 @@ def compile_round(out: Path, cases: list[generate.PassCase], jobs: int = 1) -> N
 
     groups = sorted(by_count.items())
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        raws = list(pool.map(lambda cg: compile_group(*cg), groups))
+        raws = list(pool.map(compile_group, groups))
     for raw, (_, group) in zip(raws, groups, strict=True):
         generate.split_by_program(raw, out, [c.name for c in group])
 
@@ -150,6 +151,7 @@ def make_single_mlir(
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     path.parent.mkdir(parents=True, exist_ok=True)
+    jobs = max(1, jobs)
 
     def lower(first: int) -> bytes:
         specs = json.dumps([[first + i, layers] for i in range(per_process)])
@@ -163,10 +165,10 @@ def make_single_mlir(
 
     j = 0  # modules written
     asked = 0  # modules handed to a subprocess
-    with open(path, "wb") as f, ThreadPoolExecutor(max(1, jobs)) as pool:
+    with open(path, "wb") as f, ThreadPoolExecutor(jobs) as pool:
         pending: deque = deque()
         while f.tell() < mb * 1e6:
-            while len(pending) < max(1, jobs):
+            while len(pending) < jobs:
                 pending.append(pool.submit(lower, asked))
                 asked += per_process
             f.write(pending.popleft().result())

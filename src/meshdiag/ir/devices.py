@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -130,9 +131,8 @@ def _block_end(text: str, start: int) -> int:
             return start
 
 
-def _fields(text: str, start: int = 0, end: int | None = None) -> list[tuple[str, int]]:
+def _fields(text: str, start: int = 0, end: int = sys.maxsize) -> list[tuple[str, int]]:
     """The (name, value) of each `_FIELD` in `text[start:end]` whose name starts a word."""
-    end = len(text) if end is None else end
     out = []
     for f in _FIELD.finditer(text, start, end):
         at = f.start()
