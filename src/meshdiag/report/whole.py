@@ -6,7 +6,9 @@ repeat; made through a `Layout` and the general planner (`grid.plan_grid`, `grid
 `grid.table_rows`) each took about 50 us. `whole_text` draws them with no layout made
 (`LayoutPicture.plain` draws every tiled layout through it first); the grid's lines are
 drawn in C (`grid_text`, twin `grid_text_py`), a table's from its columns' widths
-(`whole_table`). Where these draw, the general path draws the same (tested)."""
+(`whole_table`). A summary's usual picture (one grid of one or two dims, or its table) is
+drawn in C whole, header and all (`_drawn_natively`: the rest of `whole_text` is its
+twin). Where these draw, the general path draws the same (tested)."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from meshdiag.report.grid import (
 )
 
 if TYPE_CHECKING:
-    from meshdiag.layouts.engine import Layout, TiledSpec, TileOrder
+    from meshdiag.layouts.engine import Layout, TiledSpec, TileOrder, _Tiling
     from meshdiag.model.splits import DimSplit
 
 
@@ -456,6 +458,9 @@ def table_tiles(
 #: `whole_text`'s answer for a layout it does not draw
 NOT_WHOLE = object()
 
+_native_whole_grid_text = native("whole_grid_text")
+_native_whole_table_text = native("whole_table_text")
+
 
 #: how many dims' ranges a tiling keeps (`even_ranges`' `known`): its pictures' shapes
 #: never repeat in a big file, their dims do
@@ -511,6 +516,10 @@ def whole_text(
             return NOT_WHOLE  # (no order listed: a big tiling's comes from a layout's arrays)
         known = t.derived["whole.ranges"] = {}
     tiles = t.tiles
+    if compact and not legend and _native_whole_grid_text is not None:
+        got = _drawn_natively(t, title, shape, split, width, max_facets, max_cells)
+        if got is not NotImplemented:
+            return got
     ranges = even_ranges(shape, tiles, known)
     if ranges is None:
         return NOT_WHOLE
@@ -532,6 +541,48 @@ def whole_text(
         max_facets=max_facets,
         compact=compact,
     )
+
+
+def _drawn_natively(
+    t: _Tiling,
+    title: str,
+    shape: tuple[int, ...],
+    split: str,
+    width: int,
+    max_facets: int,
+    max_cells: int,
+) -> str | object:
+    """`whole_text` of a compact picture without a legend whose one grid shows one or two
+    dims (a summary's usual picture), drawn in C (`ir/fast/_grid.c`): its grid, or its
+    table of every tile where no grid fits. NotImplemented where the Python path must draw
+    it (that path is the twin: tests/test_whole_native.py). In Python, the header, the
+    ranges and the joins around the grid took three times as long as drawing the grid."""
+    tiles = t.tiles
+    facts = _whole_facts(tiles, t.shared, t.listed_order, max_facets, max_cells)
+    if facts is None or facts.plan is not None or facts.facet_d:
+        return NotImplemented
+    rows_d, cols_d = facts.rows_d, facts.cols_d
+    head = (title, shape, split, t.n, t.notes, tiles)
+    got = _native_whole_grid_text(
+        *head,
+        rows_d[0] if rows_d else -1,
+        cols_d[0],
+        facts.grids,
+        width,
+        MIN_LABEL_WIDTH,
+        MIN_CELL_WIDTH,
+    )
+    if got.__class__ is not int:
+        return got
+    # no grid fits: a table of every tile (`whole_picture`'s), each row's first two cells
+    # the tiling's
+    rows = table_tiles(
+        tiles, t.shared("grid.table_tiles"), t.shared("grid.devices"), t.listed_order
+    )
+    table = _table_facts(rows, t.shared)
+    if not table.as_is:  # (rich draws it)
+        return NotImplemented
+    return _native_whole_table_text(*head, table.starts, table.w_tile, table.w_devices, width)
 
 
 def whole_picture(

@@ -1259,6 +1259,10 @@ static PyMethodDef methods[] = {
      fs_module_rows_doc},
     {"adopt_dataclass", (PyCFunction)fs_value_adopt, METH_O, fs_value_adopt_doc},
     {"grid_text", (PyCFunction)(void (*)(void))fs_grid_text, METH_FASTCALL, fs_grid_text_doc},
+    {"whole_grid_text", (PyCFunction)(void (*)(void))fs_whole_grid_text, METH_FASTCALL,
+     fs_whole_grid_text_doc},
+    {"whole_table_text", (PyCFunction)(void (*)(void))fs_whole_table_text, METH_FASTCALL,
+     fs_whole_table_text_doc},
     {"read_small", (PyCFunction)(void (*)(void))fs_read_small, METH_FASTCALL, fs_read_small_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -187,6 +187,11 @@ extern const char fs_module_rows_doc[];
 /* _grid.c: a picture's grids of whole tiles drawn (report.whole.grid_text_py) */
 PyObject *fs_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_grid_text_doc[];
+/* _grid.c: a summary's compact picture of whole tiles (report.whole.whole_text) */
+PyObject *fs_whole_grid_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_whole_grid_text_doc[];
+PyObject *fs_whole_table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+extern const char fs_whole_table_text_doc[];
 
 /* _files.c: a small regular file read whole (`ir.scan.read_small_file_py`, the twin) */
 PyObject *fs_read_small(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

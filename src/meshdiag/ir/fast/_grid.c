@@ -132,49 +132,45 @@ static int ascii_list(PyObject *list, Py_ssize_t n) {
     return 1;
 }
 
-const char fs_grid_text_doc[] =
-    "grid_text(row_ranges, col_ranges, grids, width, min_label, min_cell) -> str, 0 or None\n\n"
-    "report.whole.grid_text_py with its two widths given; NotImplemented for inputs it does\n"
-    "not expect (the twin then decides).";
+/* The outcomes of `draw_grids` other than drawn (0) and failed (-1, an error set) */
+#define GRIDS_TABLE 1   /* no grid fits: a table instead (the twin's 0) */
+#define GRIDS_GENERAL 2 /* the general path must draw them (the twin's None) */
+#define GRIDS_UNEXPECTED 3 /* an input the twin must judge (NotImplemented) */
 
-PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6)
-        Py_RETURN_NOTIMPLEMENTED;
-    PyObject *rows = args[0], *cols_list = args[1], *grids = args[2];
-    Py_ssize_t width = PyLong_AsSsize_t(args[3]), min_label = PyLong_AsSsize_t(args[4]),
-               min_cell = PyLong_AsSsize_t(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
+/* `grid_text_py` of rows / cols_list / grids drawn into `b`, each line ended by a newline:
+ * 0, or one of the outcomes above (nothing drawn), or -1 with an error set */
+static int draw_grids(Buf *b, PyObject *rows, PyObject *cols_list, PyObject *grids,
+                      Py_ssize_t width, Py_ssize_t min_label, Py_ssize_t min_cell) {
     if (!ascii_list(cols_list, -1) || !PyList_Check(grids) || PyList_GET_SIZE(grids) == 0 ||
         (rows != Py_None && (!ascii_list(rows, -1) || PyList_GET_SIZE(rows) == 0)))
-        Py_RETURN_NOTIMPLEMENTED;
+        return GRIDS_UNEXPECTED;
     Py_ssize_t cols = PyList_GET_SIZE(cols_list), n_grids = PyList_GET_SIZE(grids);
     Py_ssize_t n_rows = rows == Py_None ? 1 : PyList_GET_SIZE(rows);
     if (cols == 0)
-        Py_RETURN_NOTIMPLEMENTED;
+        return GRIDS_UNEXPECTED;
     PyObject *const *col = &PyList_GET_ITEM(cols_list, 0);
     /* every grid: (title or None, cells) with cells[1] `n_rows` lists of `cols` texts and
      * cells[2] `cols` ints */
     for (Py_ssize_t g = 0; g < n_grids; g++) {
         PyObject *grid = PyList_GET_ITEM(grids, g), *cells, *texts, *widest;
         if (!PyTuple_Check(grid) || PyTuple_GET_SIZE(grid) != 2)
-            Py_RETURN_NOTIMPLEMENTED;
+            return GRIDS_UNEXPECTED;
         PyObject *title = PyTuple_GET_ITEM(grid, 0);
         cells = PyTuple_GET_ITEM(grid, 1);
         if ((title != Py_None && !is_ascii_str(title)) || !PyTuple_Check(cells) ||
             PyTuple_GET_SIZE(cells) < 3)
-            Py_RETURN_NOTIMPLEMENTED;
+            return GRIDS_UNEXPECTED;
         texts = PyTuple_GET_ITEM(cells, 1);
         widest = PyTuple_GET_ITEM(cells, 2);
         if (!PyList_Check(texts) || PyList_GET_SIZE(texts) != n_rows || !PyList_Check(widest) ||
             PyList_GET_SIZE(widest) != cols)
-            Py_RETURN_NOTIMPLEMENTED;
+            return GRIDS_UNEXPECTED;
         for (Py_ssize_t r = 0; r < n_rows; r++)
             if (!ascii_list(PyList_GET_ITEM(texts, r), cols))
-                Py_RETURN_NOTIMPLEMENTED;
+                return GRIDS_UNEXPECTED;
         for (Py_ssize_t c = 0; c < cols; c++)
             if (!PyLong_CheckExact(PyList_GET_ITEM(widest, c)))
-                Py_RETURN_NOTIMPLEMENTED;
+                return GRIDS_UNEXPECTED;
     }
     /* a column as wide as its widest line and 2 (`[a, b]` is 4 more than a and b, `[b]` 2
      * more than b) */
@@ -191,11 +187,12 @@ PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
         longest_col = n > longest_col ? n : longest_col;
     }
     Py_ssize_t room = width - (cols + 1); /* borders */
-    PyObject *result = NULL;
-    Buf b = {NULL, 0, 0};
+    int result = -1;
     Py_ssize_t *natural = PyMem_Malloc((size_t)(n_grids * cols + cols) * sizeof(Py_ssize_t));
-    if (natural == NULL)
-        return PyErr_NoMemory();
+    if (natural == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     Py_ssize_t *widths = natural + n_grids * cols;
     int fits = 1;
     for (Py_ssize_t g = 0; g < n_grids; g++) {
@@ -219,18 +216,17 @@ PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
         /* the general path elides device lists into cells of min_cell + 6, which cannot
          * help when those are too wide together or a range does not fit one */
         Py_ssize_t narrow = min_cell + 6, widest_range = longest_row + longest_col + brackets;
-        result = narrow * cols > room || widest_range + 2 > narrow ? PyLong_FromLong(0)
-                                                                   : Py_NewRef(Py_None);
+        result = narrow * cols > room || widest_range + 2 > narrow ? GRIDS_TABLE : GRIDS_GENERAL;
         goto done;
     }
     for (Py_ssize_t g = 0; g < n_grids; g++) {
         PyObject *grid = PyList_GET_ITEM(grids, g), *title = PyTuple_GET_ITEM(grid, 0);
         PyObject *texts = PyTuple_GET_ITEM(PyTuple_GET_ITEM(grid, 1), 1);
         if (title != Py_None && PyUnicode_GET_LENGTH(title) > 0) {
-            if (reserve(&b, PyUnicode_GET_LENGTH(title) + 1) < 0)
+            if (reserve(b, PyUnicode_GET_LENGTH(title) + 1) < 0)
                 goto done;
-            put_ascii(&b, title);
-            put(&b, '\n');
+            put_ascii(b, title);
+            put(b, '\n');
         }
         /* `distribute` by the columns' extents, which are equal: every tile is whole */
         const Py_ssize_t *nat = natural + g * cols;
@@ -245,24 +241,383 @@ PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
         }
         if (total > room)
             memcpy(widths, nat, (size_t)cols * sizeof(Py_ssize_t));
-        if (put_rule(&b, BOX_TL, BOX_TT, BOX_TR, widths, cols) < 0)
+        if (put_rule(b, BOX_TL, BOX_TT, BOX_TR, widths, cols) < 0)
             goto done;
         for (Py_ssize_t r = 0; r < n_rows; r++) {
-            if (r && put_rule(&b, BOX_LT, BOX_X, BOX_RT, widths, cols) < 0)
+            if (r && put_rule(b, BOX_LT, BOX_X, BOX_RT, widths, cols) < 0)
                 goto done;
             PyObject *row_texts = PyList_GET_ITEM(texts, r);
             PyObject *a = rows == Py_None ? NULL : PyList_GET_ITEM(rows, r);
-            if (put_row(&b, &PyList_GET_ITEM(row_texts, 0), NULL, col, widths, cols, 0) < 0 ||
-                put_row(&b, NULL, a, col, widths, cols, 1) < 0)
+            if (put_row(b, &PyList_GET_ITEM(row_texts, 0), NULL, col, widths, cols, 0) < 0 ||
+                put_row(b, NULL, a, col, widths, cols, 1) < 0)
                 goto done;
         }
-        if (put_rule(&b, BOX_BL, BOX_BT, BOX_BR, widths, cols) < 0)
+        if (put_rule(b, BOX_BL, BOX_BT, BOX_BR, widths, cols) < 0)
             goto done;
     }
-    /* the lines joined: no newline after the last */
-    result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n - 1);
+    result = 0;
 done:
     PyMem_Free(natural);
+    return result;
+}
+
+const char fs_grid_text_doc[] =
+    "grid_text(row_ranges, col_ranges, grids, width, min_label, min_cell) -> str, 0 or None\n\n"
+    "report.whole.grid_text_py with its two widths given; NotImplemented for inputs it does\n"
+    "not expect (the twin then decides).";
+
+PyObject *fs_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t width = PyLong_AsSsize_t(args[3]), min_label = PyLong_AsSsize_t(args[4]),
+               min_cell = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    Buf b = {NULL, 0, 0};
+    PyObject *result = NULL;
+    switch (draw_grids(&b, args[0], args[1], args[2], width, min_label, min_cell)) {
+    case 0: /* the lines joined: no newline after the last */
+        result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n - 1);
+        break;
+    case GRIDS_TABLE:
+        result = PyLong_FromLong(0);
+        break;
+    case GRIDS_GENERAL:
+        result = Py_NewRef(Py_None);
+        break;
+    case GRIDS_UNEXPECTED:
+        result = Py_NewRef(Py_NotImplemented);
+        break;
+    }
+    PyMem_Free(b.s);
+    return result;
+}
+
+/* -- a summary's whole picture -------------------------------------------------------------
+ * `report.whole.whole_text` of a compact picture without a legend whose one grid shows at
+ * most two dims (no facets, no plan in its header): what a big file's summaries draw ten
+ * thousand times, on shapes that never repeat. Drawn in Python around `grid_text`, the
+ * header, the dims' ranges and the joins took three times as long as the grid itself. */
+
+/* Whether `o` is a str of printable ASCII alone (what the header check passes as is) */
+static int printable_ascii(PyObject *o) {
+    if (!is_ascii_str(o))
+        return 0;
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(o);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(o); i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+static int put_text(Buf *b, PyObject *text) {
+    if (reserve(b, PyUnicode_GET_LENGTH(text)) < 0)
+        return -1;
+    put_ascii(b, text);
+    return 0;
+}
+
+static int put_chars(Buf *b, const char *s) {
+    Py_ssize_t n = (Py_ssize_t)strlen(s);
+    if (reserve(b, n) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        put(b, (Py_UCS1)s[i]);
+    return 0;
+}
+
+static int put_int(Buf *b, long long v) {
+    char digits[24];
+    snprintf(digits, sizeof digits, "%lld", v);
+    return put_chars(b, digits);
+}
+
+/* The `a:b` ranges of a dim of `n` elements in `k` even shards, as a list of str */
+static PyObject *even_range_list(long long n, long long k) {
+    PyObject *out = PyList_New((Py_ssize_t)k);
+    if (out == NULL)
+        return NULL;
+    long long c = n / k;
+    for (long long i = 0; i < k; i++) {
+        char text[48];
+        int len = snprintf(text, sizeof text, "%lld:%lld", i * c, i * c + c);
+        PyObject *r = PyUnicode_FromStringAndSize(text, len);
+        if (r == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, r);
+    }
+    return out;
+}
+
+/* The long long in `o`, an exact int: 0, or 1 when it is not one or does not fit */
+static int exact_ll(PyObject *o, long long *v) {
+    if (!PyLong_CheckExact(o))
+        return 1;
+    int overflow;
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (*v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* What a picture's header holds, read off a call's arguments (`Head.ok` 0: an argument
+ * the Python path must judge) */
+typedef struct {
+    PyObject *title, *split, *notes;
+    long long n;
+    Py_ssize_t rank;
+    long long dims[64], k_of[64];
+    int ok;
+} Head;
+
+/* The header's arguments title, shape, split, n, notes, tiles: each dim of `shape` split
+ * evenly into its `tiles` (`even_ranges`), every text printable ASCII */
+static Head read_head(PyObject *const *args) {
+    Head h;
+    h.ok = 0;
+    h.title = args[0];
+    h.split = args[2];
+    h.notes = args[4];
+    PyObject *shape = args[1], *tiles = args[5];
+    if (exact_ll(args[3], &h.n) || !printable_ascii(h.title) || !printable_ascii(h.split) ||
+        !PyTuple_Check(h.notes) || !PyTuple_Check(shape) || !PyTuple_Check(tiles) ||
+        PyTuple_GET_SIZE(shape) == 0 || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(tiles) ||
+        PyTuple_GET_SIZE(shape) > 64)
+        return h;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h.notes); i++)
+        if (!printable_ascii(PyTuple_GET_ITEM(h.notes, i)))
+            return h;
+    h.rank = PyTuple_GET_SIZE(shape);
+    for (Py_ssize_t d = 0; d < h.rank; d++) {
+        if (exact_ll(PyTuple_GET_ITEM(shape, d), &h.dims[d]) ||
+            exact_ll(PyTuple_GET_ITEM(tiles, d), &h.k_of[d]) || h.dims[d] <= 0 ||
+            h.k_of[d] <= 0 || h.dims[d] % h.k_of[d])
+            return h;
+    }
+    h.ok = 1;
+    return h;
+}
+
+/* `a×b×c`: the dims `dims` */
+static int put_dims(Buf *b, const long long *dims, Py_ssize_t rank) {
+    for (Py_ssize_t d = 0; d < rank; d++) {
+        if (d) {
+            if (reserve(b, 1) < 0)
+                return -1;
+            put(b, 0x00D7); /* × */
+        }
+        if (put_int(b, dims[d]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The header's lines (`_head_lines` without a legend): what is drawn, its shape, split and
+ * devices, then its notes */
+static int put_head(Buf *b, const Head *h) {
+    if (put_text(b, h->title) < 0 || put_chars(b, "  shape ") < 0 ||
+        put_dims(b, h->dims, h->rank) < 0 || put_chars(b, "  split ") < 0 ||
+        put_text(b, h->split) < 0 || put_chars(b, "  ") < 0 || put_int(b, h->n) < 0 ||
+        put_chars(b, h->n != 1 ? " devices\n" : " device\n") < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h->notes); i++)
+        if (put_text(b, PyTuple_GET_ITEM(h->notes, i)) < 0 || put_chars(b, "\n") < 0)
+            return -1;
+    return 0;
+}
+
+const char fs_whole_grid_text_doc[] =
+    "whole_grid_text(title, shape, split, n, notes, tiles, row_dim, col_dim, grids, width,\n"
+    "                min_label, min_cell) -> str, 0 or NotImplemented\n\n"
+    "report.whole.whole_text of a compact picture without a legend of the tiling `tiles`\n"
+    "over `n` devices (its notes `notes`) and `shape`, whose one grid (`grids`: the\n"
+    "tiling's cells, `_WholeFacts.grids`) shows dim `row_dim` (-1: none) on rows and\n"
+    "`col_dim` on columns; 0 when no grid fits `width` (a table instead: whole_table_text);\n"
+    "NotImplemented wherever the Python path must decide (a dim not split evenly, text not\n"
+    "printable ASCII, a grid the general path draws).";
+
+PyObject *fs_whole_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args,
+                             Py_ssize_t nargs) {
+    if (nargs != 12)
+        Py_RETURN_NOTIMPLEMENTED;
+    long long row_dim, col_dim, width, min_label, min_cell;
+    if (exact_ll(args[6], &row_dim) || exact_ll(args[7], &col_dim) ||
+        exact_ll(args[9], &width) || exact_ll(args[10], &min_label) ||
+        exact_ll(args[11], &min_cell))
+        Py_RETURN_NOTIMPLEMENTED;
+    Head h = read_head(args);
+    if (!h.ok || row_dim < -1 || row_dim >= h.rank || col_dim < 0 || col_dim >= h.rank ||
+        row_dim == col_dim)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *rows = row_dim < 0 ? Py_NewRef(Py_None)
+                                 : even_range_list(h.dims[row_dim], h.k_of[row_dim]);
+    PyObject *cols = rows == NULL ? NULL : even_range_list(h.dims[col_dim], h.k_of[col_dim]);
+    PyObject *result = NULL;
+    Buf b = {NULL, 0, 0};
+    if (cols == NULL || put_head(&b, &h) < 0)
+        goto done;
+    int drawn = draw_grids(&b, rows, cols, args[8], (Py_ssize_t)width, (Py_ssize_t)min_label,
+                           (Py_ssize_t)min_cell);
+    if (drawn == 0) /* (each of the grid's lines ends in a newline, its last too) */
+        result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n);
+    else if (drawn == GRIDS_TABLE)
+        result = PyLong_FromLong(0);
+    else if (drawn > 0)
+        result = Py_NewRef(Py_NotImplemented);
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(cols);
+    PyMem_Free(b.s);
+    return result;
+}
+
+static int put_padded_chars(Buf *b, const char *s, Py_ssize_t w) {
+    Py_ssize_t n = (Py_ssize_t)strlen(s);
+    if (put_chars(b, s) < 0 || reserve(b, w > n ? w - n : 0) < 0)
+        return -1;
+    put_run(b, ' ', w > n ? w - n : 0);
+    return 0;
+}
+
+/* Digits of v */
+static Py_ssize_t int_len(long long v) {
+    char digits[24];
+    return snprintf(digits, sizeof digits, "%lld", v);
+}
+
+/* The slices of the tile at `index` (`[a:b, c:d]`), the dims' shards `c` long */
+static int put_slices(Buf *b, const long long *index, const long long *c, Py_ssize_t rank) {
+    if (put_chars(b, "[") < 0)
+        return -1;
+    for (Py_ssize_t d = 0; d < rank; d++) {
+        if ((d && put_chars(b, ", ") < 0) || put_int(b, index[d] * c[d]) < 0 ||
+            put_chars(b, ":") < 0 || put_int(b, index[d] * c[d] + c[d]) < 0)
+            return -1;
+    }
+    return put_chars(b, "]");
+}
+
+static const char *const TABLE_HEAD[] = {"tile", "devices", "slices", "shard", "buffer", "note"};
+
+const char fs_whole_table_text_doc[] =
+    "whole_table_text(title, shape, split, n, notes, tiles, starts, w_tile, w_devices, width)\n"
+    "    -> str or NotImplemented\n\n"
+    "report.whole.whole_text of a compact picture without a legend, of at most two dims,\n"
+    "whose grid does not fit `width` (whole_grid_text's 0): the table of every tile, each\n"
+    "row's first two cells drawn (`_TableFacts.starts`, the widest `w_tile`, `w_devices`).\n"
+    "NotImplemented wherever the Python path must decide (cells to wrap, text not ASCII).";
+
+PyObject *fs_whole_table_text(PyObject *Py_UNUSED(self), PyObject *const *args,
+                              Py_ssize_t nargs) {
+    if (nargs != 10)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *starts = args[6];
+    long long w_tile, w_devices, width;
+    if (exact_ll(args[7], &w_tile) || exact_ll(args[8], &w_devices) ||
+        exact_ll(args[9], &width))
+        Py_RETURN_NOTIMPLEMENTED;
+    Head h = read_head(args);
+    if (!h.ok || h.rank > 2 || !ascii_list(starts, -1))
+        Py_RETURN_NOTIMPLEMENTED;
+    long long tiles = 1, c[2], size[2];
+    for (Py_ssize_t d = 0; d < h.rank; d++) {
+        tiles *= h.k_of[d];
+        c[d] = size[d] = h.dims[d] / h.k_of[d];
+    }
+    if (PyList_GET_SIZE(starts) != tiles)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* the columns' widths: the slices' longest (the last tile's ranges are the longest
+     * along each dim), the size's (every tile's shard and buffer) */
+    Py_ssize_t w_slices = 2, w_size = h.rank - 1; /* brackets; × between dims */
+    for (Py_ssize_t d = 0; d < h.rank; d++) {
+        w_slices += int_len(h.dims[d] - c[d]) + 1 + int_len(h.dims[d]) + (d ? 2 : 0);
+        w_size += int_len(size[d]);
+    }
+    Py_ssize_t widths[6] = {(Py_ssize_t)w_tile, (Py_ssize_t)w_devices,
+                            w_slices > 6 ? w_slices : 6, w_size > 5 ? w_size : 5,
+                            w_size > 6 ? w_size : 6, 4};
+    Py_ssize_t columns = 6, total = 0;
+    for (int k = 0; k < 6; k++)
+        total += widths[k];
+    total += 3 * 5 + 2;
+    if (total > width) { /* the buffer (the shard) and the note (none) left out */
+        columns = 4;
+        total -= widths[4] + widths[5] + 3 * 2;
+        if (total > width)
+            Py_RETURN_NOTIMPLEMENTED; /* (its cells wrapped: the Python path) */
+    }
+    PyObject *result = NULL;
+    Buf b = {NULL, 0, 0};
+    if (put_head(&b, &h) < 0 || put_int(&b, tiles) < 0 || put_chars(&b, " tiles (") < 0)
+        goto done;
+    for (Py_ssize_t d = 0; d < h.rank; d++) {
+        if (d) {
+            if (reserve(&b, 3) < 0)
+                goto done;
+            put(&b, ' ');
+            put(&b, 0x00D7); /* × */
+            put(&b, ' ');
+        }
+        if (put_int(&b, h.k_of[d]) < 0)
+            goto done;
+    }
+    if (put_chars(&b, "); table instead of a grid (a grid is wider than the console)") < 0 ||
+        (columns == 4 && put_chars(&b, "; every tile's buffer is its shard") < 0) ||
+        put_chars(&b, "\n") < 0 || reserve(&b, total + 1) < 0)
+        goto done;
+    /* a blank line, the columns' names, a rule */
+    put_run(&b, ' ', total);
+    put(&b, '\n');
+    if (put_chars(&b, " ") < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < columns; k++)
+        if ((k && put_chars(&b, "   ") < 0) || put_padded_chars(&b, TABLE_HEAD[k], widths[k]) < 0)
+            goto done;
+    if (put_chars(&b, " \n ") < 0 || reserve(&b, total) < 0)
+        goto done;
+    put_run(&b, BOX_H, total - 2);
+    put_chars(&b, " \n");
+    /* each tile's row, in row-major order: its first two cells, slices, shard and buffer */
+    long long index[2] = {0, 0};
+    for (Py_ssize_t t = 0; t < tiles; t++) {
+        if (put_text(&b, PyList_GET_ITEM(starts, t)) < 0)
+            goto done;
+        Py_ssize_t sliced = b.n;
+        if (put_slices(&b, index, c, h.rank) < 0 || reserve(&b, widths[2]) < 0)
+            goto done;
+        put_run(&b, ' ', widths[2] - (b.n - sliced));
+        for (Py_ssize_t k = 3; k < columns; k++) {
+            if (put_chars(&b, "   ") < 0)
+                goto done;
+            if (k == 5) {
+                if (reserve(&b, widths[5]) < 0)
+                    goto done;
+                put_run(&b, ' ', widths[5]);
+                continue;
+            }
+            Py_ssize_t a = b.n;
+            if (put_dims(&b, size, h.rank) < 0 || reserve(&b, widths[k]) < 0)
+                goto done;
+            put_run(&b, ' ', widths[k] - (b.n - a));
+        }
+        if (put_chars(&b, " \n") < 0)
+            goto done;
+        for (Py_ssize_t d = h.rank - 1; d >= 0; d--) { /* the next index */
+            if (++index[d] < h.k_of[d])
+                break;
+            index[d] = 0;
+        }
+    }
+    if (reserve(&b, total + 1) < 0)
+        goto done;
+    put_run(&b, ' ', total);
+    put(&b, '\n');
+    result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n);
+done:
     PyMem_Free(b.s);
     return result;
 }
