@@ -12,16 +12,13 @@
  * defaults, by position or by name), attributes read and set (an unset one, after `del`,
  * raises AttributeError), `==` field by field between two values (a value is not
  * hashable), the dataclass's repr, `__match_args__`, and pickling by its fields. Its
- * fields are member slots, so `fs_fields` reads them as it reads the dataclass's.
+ * fields are member slots as the dataclass's are; the code here reads and makes a value of
+ * this class through its struct (`FsValue`, _fastscan.h) without the slots' offsets.
  */
 #include "_fastscan.h"
 
 #include <stddef.h>
 #include <structmember.h>
-
-typedef struct {
-    PyObject_HEAD PyObject *f[FV_N];
-} ValueObject;
 
 #define REQUIRED 5 /* name, line, column, text, notation: the rest have defaults */
 
@@ -30,7 +27,7 @@ static PyObject *OP_KIND; /* "op", `kind`'s default */
 /* A value of `type` with the fields `a` (borrowed, every one set): a new reference, NULL
  * with an error set */
 static PyObject *made(PyTypeObject *type, PyObject *const *a) {
-    ValueObject *v = (ValueObject *)type->tp_alloc(type, 0);
+    FsValue *v = (FsValue *)type->tp_alloc(type, 0);
     if (v == NULL)
         return NULL;
     for (int i = 0; i < FV_N; i++)
@@ -94,14 +91,14 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     return PyVectorcall_Call((PyObject *)type, args, kwds);
 }
 
-static void value_dealloc(ValueObject *v) {
+static void value_dealloc(FsValue *v) {
     for (int i = 0; i < FV_N; i++)
         Py_XDECREF(v->f[i]);
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
 
 /* 0 when every field of `v` is set, else -1 with the dataclass's AttributeError */
-static int all_set(ValueObject *v) {
+static int all_set(FsValue *v) {
     for (int i = 0; i < FV_N; i++) {
         if (v->f[i] == NULL) {
             PyErr_Format(PyExc_AttributeError, "'Value' object has no attribute '%s'",
@@ -115,7 +112,7 @@ static int all_set(ValueObject *v) {
 static PyObject *value_richcompare(PyObject *a, PyObject *b, int op) {
     if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
         Py_RETURN_NOTIMPLEMENTED;
-    ValueObject *x = (ValueObject *)a, *y = (ValueObject *)b;
+    FsValue *x = (FsValue *)a, *y = (FsValue *)b;
     for (int i = 0; i < FV_N; i++) { /* as the tuples of their fields compare */
         /* (asked again each field, and held while compared: a field's __eq__ is Python
          * code, which may change the values) */
@@ -133,7 +130,7 @@ static PyObject *value_richcompare(PyObject *a, PyObject *b, int op) {
     return PyBool_FromLong(op == Py_EQ);
 }
 
-static PyObject *value_repr(ValueObject *v) {
+static PyObject *value_repr(FsValue *v) {
     if (all_set(v) < 0)
         return NULL;
     int busy = Py_ReprEnter((PyObject *)v); /* (as the dataclass's recursive_repr) */
@@ -171,7 +168,7 @@ static PyObject *value_repr(ValueObject *v) {
     return out;
 }
 
-static PyObject *value_reduce(ValueObject *v, PyObject *Py_UNUSED(ignored)) {
+static PyObject *value_reduce(FsValue *v, PyObject *Py_UNUSED(ignored)) {
     if (all_set(v) < 0)
         return NULL;
     PyObject *fields = PyTuple_New(FV_N);
@@ -187,15 +184,15 @@ static PyMethodDef value_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-#define MEMBER(i) {(char *)0, T_OBJECT_EX, offsetof(ValueObject, f) + (i) * sizeof(PyObject *), 0, NULL}
+#define MEMBER(i) {(char *)0, T_OBJECT_EX, offsetof(FsValue, f) + (i) * sizeof(PyObject *), 0, NULL}
 static PyMemberDef value_members[FV_N + 1] = {
     MEMBER(0), MEMBER(1), MEMBER(2),  MEMBER(3),  MEMBER(4),  MEMBER(5), MEMBER(6),
     MEMBER(7), MEMBER(8), MEMBER(9), MEMBER(10), MEMBER(11), MEMBER(12), {NULL},
 };
 
-static PyTypeObject ValueType = {
+PyTypeObject FsValueType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "meshdiag.ir.model.Value",
-    .tp_basicsize = sizeof(ValueObject),
+    .tp_basicsize = sizeof(FsValue),
     .tp_dealloc = (destructor)value_dealloc,
     .tp_repr = (reprfunc)value_repr,
     .tp_hash = PyObject_HashNotImplemented,
@@ -210,24 +207,24 @@ static PyTypeObject ValueType = {
 
 /* The class, ready: a new reference, or NULL with an error set */
 PyObject *fs_value_type(void) {
-    if (ValueType.tp_dict == NULL) {
+    if (FsValueType.tp_dict == NULL) {
         for (int i = 0; i < FV_N; i++)
             value_members[i].name = FS_FIELD_NAMES[i];
         OP_KIND = PyUnicode_InternFromString("op");
-        if (OP_KIND == NULL || PyType_Ready(&ValueType) < 0)
+        if (OP_KIND == NULL || PyType_Ready(&FsValueType) < 0)
             return NULL;
         PyObject *names = PyTuple_New(FV_N);
         if (names == NULL)
             return NULL;
         for (int i = 0; i < FV_N; i++)
             PyTuple_SET_ITEM(names, i, Py_NewRef(FS_FIELDS[i]));
-        int failed = PyDict_SetItemString(ValueType.tp_dict, "__match_args__", names) < 0;
+        int failed = PyDict_SetItemString(FsValueType.tp_dict, "__match_args__", names) < 0;
         Py_DECREF(names);
         if (failed)
             return NULL;
-        PyType_Modified(&ValueType);
+        PyType_Modified(&FsValueType);
     }
-    return Py_NewRef((PyObject *)&ValueType);
+    return Py_NewRef((PyObject *)&FsValueType);
 }
 
 const char fs_value_adopt_doc[] =
@@ -240,7 +237,7 @@ PyObject *fs_value_adopt(PyObject *Py_UNUSED(self), PyObject *twin) {
     PyObject *match = PyObject_GetAttrString(twin, "__match_args__");
     if (match == NULL)
         return NULL;
-    PyObject *ours = PyDict_GetItemString(ValueType.tp_dict, "__match_args__"); /* borrowed */
+    PyObject *ours = PyDict_GetItemString(FsValueType.tp_dict, "__match_args__"); /* borrowed */
     int same = ours == NULL ? 0 : PyObject_RichCompareBool(match, ours, Py_EQ);
     Py_DECREF(match);
     if (same <= 0) {
@@ -250,11 +247,11 @@ PyObject *fs_value_adopt(PyObject *Py_UNUSED(self), PyObject *twin) {
     }
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         PyObject *got = PyObject_GetAttrString(twin, keys[k]);
-        int failed = got == NULL || PyDict_SetItemString(ValueType.tp_dict, keys[k], got) < 0;
+        int failed = got == NULL || PyDict_SetItemString(FsValueType.tp_dict, keys[k], got) < 0;
         Py_XDECREF(got);
         if (failed)
             return NULL;
     }
-    PyType_Modified(&ValueType);
+    PyType_Modified(&FsValueType);
     Py_RETURN_NONE;
 }

@@ -137,6 +137,13 @@ static int learn_slots(PyTypeObject *t) {
 #define SLOT(v, i) (*(PyObject **)((char *)(v) + slot_at[i]))
 
 int fs_fields(PyObject *v, PyObject **out) {
+    if (Py_TYPE(v) == &FsValueType) { /* the native class: its fields at hand */
+        PyObject *const *f = ((FsValue *)v)->f;
+        int unset = 0;
+        for (int i = 0; i < FV_N; i++)
+            unset |= (out[i] = f[i]) == NULL;
+        return unset;
+    }
     if (Py_TYPE(v) != slots_of) {
         int got = learn_slots(Py_TYPE(v));
         if (got != 0)
@@ -152,6 +159,34 @@ int fs_fields(PyObject *v, PyObject **out) {
  * given (borrowed) ones set, as `model.from_proto` makes it; NULL with an error set. */
 static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyObject *column,
                             PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
+    if (Py_TYPE(proto) == &FsValueType) {
+        /* the native class: allocated without the generic zeroing (every field is set
+         * here), its fields copied at once */
+        PyObject *const *p = ((FsValue *)proto)->f;
+        int unset = 0;
+        for (int i = 0; i < FV_N; i++)
+            unset |= p[i] == NULL;
+        if (unset) {
+            PyErr_SetString(PyExc_TypeError, "a prototype must be a Value");
+            return NULL;
+        }
+        FsValue *v = PyObject_Malloc(sizeof(FsValue));
+        if (v == NULL)
+            return PyErr_NoMemory();
+        PyObject_Init((PyObject *)v, &FsValueType);
+        PyObject **f = v->f;
+        memcpy(f, p, sizeof v->f);
+        f[FV_NAME] = name;
+        f[FV_LINE] = line;
+        f[FV_COLUMN] = column;
+        f[FV_SHAPE] = shape;
+        f[FV_DTYPE] = dtype;
+        f[FV_KIND] = kind;
+        f[FV_OP] = op;
+        for (int i = 0; i < FV_N; i++)
+            Py_INCREF(f[i]);
+        return (PyObject *)v;
+    }
     PyObject *f[FV_N];
     int got = fs_fields(proto, f);
     if (got != 0) {
