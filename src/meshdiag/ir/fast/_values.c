@@ -155,13 +155,26 @@ int fs_fields(PyObject *v, PyObject **out) {
     return 0;
 }
 
+/* The seven fields a value made from a prototype has of its own, set in `f` */
+static inline void own_fields(PyObject **f, PyObject *name, PyObject *line, PyObject *column,
+                              PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
+    f[FV_NAME] = name;
+    f[FV_LINE] = line;
+    f[FV_COLUMN] = column;
+    f[FV_SHAPE] = shape;
+    f[FV_DTYPE] = dtype;
+    f[FV_KIND] = kind;
+    f[FV_OP] = op;
+}
+
 /* A new object of the prototype's class whose fields are the prototype's with the seven
  * given (borrowed) ones set, as `model.from_proto` makes it; NULL with an error set. */
 static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyObject *column,
                             PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
-    if (Py_TYPE(proto) == &FsValueType) {
-        /* the native class: allocated without the generic zeroing (every field is set
-         * here), its fields copied at once */
+    PyTypeObject *cls = Py_TYPE(proto);
+    if (cls == &FsValueType) {
+        /* the native class: its fields copied at once, and no generic zeroed allocation
+         * (every field is set here) */
         PyObject *const *p = ((FsValue *)proto)->f;
         int unset = 0;
         for (int i = 0; i < FV_N; i++)
@@ -174,17 +187,10 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
         if (v == NULL)
             return PyErr_NoMemory();
         PyObject_Init((PyObject *)v, &FsValueType);
-        PyObject **f = v->f;
-        memcpy(f, p, sizeof v->f);
-        f[FV_NAME] = name;
-        f[FV_LINE] = line;
-        f[FV_COLUMN] = column;
-        f[FV_SHAPE] = shape;
-        f[FV_DTYPE] = dtype;
-        f[FV_KIND] = kind;
-        f[FV_OP] = op;
+        memcpy(v->f, p, sizeof v->f);
+        own_fields(v->f, name, line, column, shape, dtype, kind, op);
         for (int i = 0; i < FV_N; i++)
-            Py_INCREF(f[i]);
+            Py_INCREF(v->f[i]);
         return (PyObject *)v;
     }
     PyObject *f[FV_N];
@@ -194,14 +200,7 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
             PyErr_SetString(PyExc_TypeError, "a prototype must be a Value");
         return NULL;
     }
-    f[FV_NAME] = name;
-    f[FV_LINE] = line;
-    f[FV_COLUMN] = column;
-    f[FV_SHAPE] = shape;
-    f[FV_DTYPE] = dtype;
-    f[FV_KIND] = kind;
-    f[FV_OP] = op;
-    PyTypeObject *cls = Py_TYPE(proto);
+    own_fields(f, name, line, column, shape, dtype, kind, op);
     PyObject *v = cls->tp_alloc(cls, 0);
     if (v == NULL)
         return NULL;
