@@ -364,6 +364,10 @@ static int exact_ll(PyObject *o, long long *v) {
     return 0;
 }
 
+/* Tiles along a dim, at most, of a picture drawn here (a summary's grid has at most 32
+ * cells): past it the Python path decides, and no list of ranges is made that long */
+#define MAX_DRAWN 4096
+
 /* What a picture's header holds, read off a call's arguments (`Head.ok` 0: an argument
  * the Python path must judge) */
 typedef struct {
@@ -451,7 +455,8 @@ PyObject *fs_whole_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args,
         Py_RETURN_NOTIMPLEMENTED;
     Head h = read_head(args);
     if (!h.ok || row_dim < -1 || row_dim >= h.rank || col_dim < 0 || col_dim >= h.rank ||
-        row_dim == col_dim)
+        row_dim == col_dim || h.k_of[col_dim] > MAX_DRAWN ||
+        (row_dim >= 0 && h.k_of[row_dim] > MAX_DRAWN))
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *rows = row_dim < 0 ? Py_NewRef(Py_None)
                                  : even_range_list(h.dims[row_dim], h.k_of[row_dim]);
@@ -525,6 +530,8 @@ PyObject *fs_whole_table_text(PyObject *Py_UNUSED(self), PyObject *const *args,
         Py_RETURN_NOTIMPLEMENTED;
     long long tiles = 1, c[2], size[2];
     for (Py_ssize_t d = 0; d < h.rank; d++) {
+        if (h.k_of[d] > MAX_DRAWN)
+            Py_RETURN_NOTIMPLEMENTED;
         tiles *= h.k_of[d];
         c[d] = size[d] = h.dims[d] / h.k_of[d];
     }
