@@ -142,7 +142,7 @@ def test_the_native_pictures_refuse_what_they_do_not_expect():
     table = whole._native_whole_table_text
     cells = whole._GridCells.of([[(0,), (1,)]])
     head = ("t", (8, 8), "xla", 2, (), (1, 2))
-    assert isinstance(grid(*head, -1, 1, [(None, cells)], 80, 4, 4), str)
+    assert isinstance(grid(*head, [(None, cells)], -1, 1, 80, 4, 4), str)
     odd = [
         ("t", (8, 10**12), "xla", 2, (), (1, 10**12)),  # a trillion tiles
         ("t", (8, 8), "xla", 2, (), (1, -2)),
@@ -152,11 +152,11 @@ def test_the_native_pictures_refuse_what_they_do_not_expect():
         ("t", (8, 8), "xla", 2, [], (1, 2)),
     ]
     for args in odd:
-        assert grid(*args, -1, 1, [(None, cells)], 80, 4, 4) is NotImplemented, args
+        assert grid(*args, [(None, cells)], -1, 1, 80, 4, 4) is NotImplemented, args
         assert table(*args, ["a", "b"], 1, 1, 80) is NotImplemented, args
-    assert grid(*head, 1, 1, [(None, cells)], 80, 4, 4) is NotImplemented  # the same dim
-    assert grid(*head, -1, 1, [(None, "cells")], 80, 4, 4) is NotImplemented
-    assert grid(*head, -1, 1, [(None, cells)], -5, 4, 4) == 0  # no room: a table
+    assert grid(*head, [(None, cells)], 1, 1, 80, 4, 4) is NotImplemented  # the same dim
+    assert grid(*head, [(None, "cells")], -1, 1, 80, 4, 4) is NotImplemented
+    assert grid(*head, [(None, cells)], -1, 1, -5, 4, 4) == 0  # no room: a table
     assert table(*head, ["a"], 1, 1, 80) is NotImplemented  # a start per tile, or none
     assert table(*head, ["a", "b"], 1, 1, -5) is NotImplemented
     assert grid(*head[:5]) is NotImplemented and table() is NotImplemented

@@ -565,9 +565,9 @@ def _drawn_natively(
     head = (title, shape, split, t.n, t.notes, tiles)
     got = _native_whole_grid_text(
         *head,
+        facts.grids,
         rows_d[0] if rows_d else -1,
         cols_d[0],
-        facts.grids,
         width,
         MIN_LABEL_WIDTH,
         MIN_CELL_WIDTH,

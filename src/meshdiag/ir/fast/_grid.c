@@ -332,6 +332,35 @@ static int put_int(Buf *b, long long v) {
     return put_chars(b, digits);
 }
 
+/* Spaces after what was put since `from`, to make it `w` wide (`str.ljust`) */
+static int pad_from(Buf *b, Py_ssize_t from, Py_ssize_t w) {
+    Py_ssize_t k = w - (b->n - from);
+    if (k <= 0)
+        return 0;
+    if (reserve(b, k) < 0)
+        return -1;
+    put_run(b, ' ', k);
+    return 0;
+}
+
+/* The ints `v` joined by `×`, with a space either side when `spaced` (`4×8`, `2 × 4`) */
+static int put_times(Buf *b, const long long *v, Py_ssize_t n, int spaced) {
+    for (Py_ssize_t d = 0; d < n; d++) {
+        if (d) {
+            if (reserve(b, 3) < 0)
+                return -1;
+            if (spaced)
+                put(b, ' ');
+            put(b, 0x00D7); /* × */
+            if (spaced)
+                put(b, ' ');
+        }
+        if (put_int(b, v[d]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The `a:b` ranges of a dim of `n` elements in `k` even shards, as a list of str */
 static PyObject *even_range_list(long long n, long long k) {
     PyObject *out = PyList_New((Py_ssize_t)k);
@@ -351,15 +380,18 @@ static PyObject *even_range_list(long long n, long long k) {
     return out;
 }
 
-/* The long long in `o`, an exact int: 0, or 1 when it is not one or does not fit */
-static int exact_ll(PyObject *o, long long *v) {
-    if (!PyLong_CheckExact(o))
-        return 1;
-    int overflow;
-    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (*v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 1;
+/* The `n` exact ints `args` as long longs in `out`: 0, or 1 when one is not such an int
+ * (or does not fit) */
+static int read_ints(PyObject *const *args, int n, long long *out) {
+    for (int i = 0; i < n; i++) {
+        int overflow = 0;
+        if (!PyLong_CheckExact(args[i]))
+            return 1;
+        out[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow || (out[i] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 1;
+        }
     }
     return 0;
 }
@@ -367,19 +399,21 @@ static int exact_ll(PyObject *o, long long *v) {
 /* Tiles along a dim, at most, of a picture drawn here (a summary's grid has at most 32
  * cells): past it the Python path decides, and no list of ranges is made that long */
 #define MAX_DRAWN 4096
+#define MAX_RANK 64
 
-/* What a picture's header holds, read off a call's arguments (`Head.ok` 0: an argument
- * the Python path must judge) */
+/* What a picture's header holds, read off a call's first six arguments (title, shape,
+ * split, n, notes, tiles), and each dim's shard (`ok` 0: an argument the Python path must
+ * judge) */
 typedef struct {
     PyObject *title, *split, *notes;
     long long n;
     Py_ssize_t rank;
-    long long dims[64], k_of[64];
+    long long dims[MAX_RANK], k_of[MAX_RANK], shard[MAX_RANK];
     int ok;
 } Head;
 
-/* The header's arguments title, shape, split, n, notes, tiles: each dim of `shape` split
- * evenly into its `tiles` (`even_ranges`), every text printable ASCII */
+/* The header: each dim of `shape` split evenly into its `tiles` (`even_ranges`), at most
+ * MAX_DRAWN of them, every text printable ASCII */
 static Head read_head(PyObject *const *args) {
     Head h;
     h.ok = 0;
@@ -387,44 +421,31 @@ static Head read_head(PyObject *const *args) {
     h.split = args[2];
     h.notes = args[4];
     PyObject *shape = args[1], *tiles = args[5];
-    if (exact_ll(args[3], &h.n) || !printable_ascii(h.title) || !printable_ascii(h.split) ||
-        !PyTuple_Check(h.notes) || !PyTuple_Check(shape) || !PyTuple_Check(tiles) ||
-        PyTuple_GET_SIZE(shape) == 0 || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(tiles) ||
-        PyTuple_GET_SIZE(shape) > 64)
+    if (read_ints(args + 3, 1, &h.n) || !printable_ascii(h.title) ||
+        !printable_ascii(h.split) || !PyTuple_Check(h.notes) || !PyTuple_Check(shape) ||
+        !PyTuple_Check(tiles) || PyTuple_GET_SIZE(shape) == 0 ||
+        PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(tiles) || PyTuple_GET_SIZE(shape) > MAX_RANK)
         return h;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h.notes); i++)
         if (!printable_ascii(PyTuple_GET_ITEM(h.notes, i)))
             return h;
     h.rank = PyTuple_GET_SIZE(shape);
     for (Py_ssize_t d = 0; d < h.rank; d++) {
-        if (exact_ll(PyTuple_GET_ITEM(shape, d), &h.dims[d]) ||
-            exact_ll(PyTuple_GET_ITEM(tiles, d), &h.k_of[d]) || h.dims[d] <= 0 ||
-            h.k_of[d] <= 0 || h.dims[d] % h.k_of[d])
+        if (read_ints(&PyTuple_GET_ITEM(shape, d), 1, &h.dims[d]) ||
+            read_ints(&PyTuple_GET_ITEM(tiles, d), 1, &h.k_of[d]) || h.dims[d] <= 0 ||
+            h.k_of[d] <= 0 || h.k_of[d] > MAX_DRAWN || h.dims[d] % h.k_of[d])
             return h;
+        h.shard[d] = h.dims[d] / h.k_of[d];
     }
     h.ok = 1;
     return h;
-}
-
-/* `a×b×c`: the dims `dims` */
-static int put_dims(Buf *b, const long long *dims, Py_ssize_t rank) {
-    for (Py_ssize_t d = 0; d < rank; d++) {
-        if (d) {
-            if (reserve(b, 1) < 0)
-                return -1;
-            put(b, 0x00D7); /* × */
-        }
-        if (put_int(b, dims[d]) < 0)
-            return -1;
-    }
-    return 0;
 }
 
 /* The header's lines (`_head_lines` without a legend): what is drawn, its shape, split and
  * devices, then its notes */
 static int put_head(Buf *b, const Head *h) {
     if (put_text(b, h->title) < 0 || put_chars(b, "  shape ") < 0 ||
-        put_dims(b, h->dims, h->rank) < 0 || put_chars(b, "  split ") < 0 ||
+        put_times(b, h->dims, h->rank, 0) < 0 || put_chars(b, "  split ") < 0 ||
         put_text(b, h->split) < 0 || put_chars(b, "  ") < 0 || put_int(b, h->n) < 0 ||
         put_chars(b, h->n != 1 ? " devices\n" : " device\n") < 0)
         return -1;
@@ -435,7 +456,7 @@ static int put_head(Buf *b, const Head *h) {
 }
 
 const char fs_whole_grid_text_doc[] =
-    "whole_grid_text(title, shape, split, n, notes, tiles, row_dim, col_dim, grids, width,\n"
+    "whole_grid_text(title, shape, split, n, notes, tiles, grids, row_dim, col_dim, width,\n"
     "                min_label, min_cell) -> str, 0 or NotImplemented\n\n"
     "report.whole.whole_text of a compact picture without a legend of the tiling `tiles`\n"
     "over `n` devices (its notes `notes`) and `shape`, whose one grid (`grids`: the\n"
@@ -446,17 +467,13 @@ const char fs_whole_grid_text_doc[] =
 
 PyObject *fs_whole_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args,
                              Py_ssize_t nargs) {
-    if (nargs != 12)
+    long long v[5]; /* row_dim, col_dim, width, min_label, min_cell */
+    if (nargs != 12 || read_ints(args + 7, 5, v))
         Py_RETURN_NOTIMPLEMENTED;
-    long long row_dim, col_dim, width, min_label, min_cell;
-    if (exact_ll(args[6], &row_dim) || exact_ll(args[7], &col_dim) ||
-        exact_ll(args[9], &width) || exact_ll(args[10], &min_label) ||
-        exact_ll(args[11], &min_cell))
-        Py_RETURN_NOTIMPLEMENTED;
+    long long row_dim = v[0], col_dim = v[1];
     Head h = read_head(args);
     if (!h.ok || row_dim < -1 || row_dim >= h.rank || col_dim < 0 || col_dim >= h.rank ||
-        row_dim == col_dim || h.k_of[col_dim] > MAX_DRAWN ||
-        (row_dim >= 0 && h.k_of[row_dim] > MAX_DRAWN))
+        row_dim == col_dim)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *rows = row_dim < 0 ? Py_NewRef(Py_None)
                                  : even_range_list(h.dims[row_dim], h.k_of[row_dim]);
@@ -465,8 +482,8 @@ PyObject *fs_whole_grid_text(PyObject *Py_UNUSED(self), PyObject *const *args,
     Buf b = {NULL, 0, 0};
     if (cols == NULL || put_head(&b, &h) < 0)
         goto done;
-    int drawn = draw_grids(&b, rows, cols, args[8], (Py_ssize_t)width, (Py_ssize_t)min_label,
-                           (Py_ssize_t)min_cell);
+    int drawn = draw_grids(&b, rows, cols, args[6], (Py_ssize_t)v[2], (Py_ssize_t)v[3],
+                           (Py_ssize_t)v[4]);
     if (drawn == 0) /* (each of the grid's lines ends in a newline, its last too) */
         result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n);
     else if (drawn == GRIDS_TABLE)
@@ -478,14 +495,6 @@ done:
     Py_XDECREF(cols);
     PyMem_Free(b.s);
     return result;
-}
-
-static int put_padded_chars(Buf *b, const char *s, Py_ssize_t w) {
-    Py_ssize_t n = (Py_ssize_t)strlen(s);
-    if (put_chars(b, s) < 0 || reserve(b, w > n ? w - n : 0) < 0)
-        return -1;
-    put_run(b, ' ', w > n ? w - n : 0);
-    return 0;
 }
 
 /* Digits of v */
@@ -518,98 +527,75 @@ const char fs_whole_table_text_doc[] =
 
 PyObject *fs_whole_table_text(PyObject *Py_UNUSED(self), PyObject *const *args,
                               Py_ssize_t nargs) {
-    if (nargs != 10)
+    long long v[3]; /* w_tile, w_devices, width */
+    if (nargs != 10 || read_ints(args + 7, 3, v))
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *starts = args[6];
-    long long w_tile, w_devices, width;
-    if (exact_ll(args[7], &w_tile) || exact_ll(args[8], &w_devices) ||
-        exact_ll(args[9], &width))
-        Py_RETURN_NOTIMPLEMENTED;
     Head h = read_head(args);
     if (!h.ok || h.rank > 2 || !ascii_list(starts, -1))
         Py_RETURN_NOTIMPLEMENTED;
-    long long tiles = 1, c[2], size[2];
-    for (Py_ssize_t d = 0; d < h.rank; d++) {
-        if (h.k_of[d] > MAX_DRAWN)
-            Py_RETURN_NOTIMPLEMENTED;
-        tiles *= h.k_of[d];
-        c[d] = size[d] = h.dims[d] / h.k_of[d];
-    }
+    long long tiles = 1;
+    for (Py_ssize_t d = 0; d < h.rank; d++)
+        tiles *= h.k_of[d]; /* (at most MAX_DRAWN squared) */
     if (PyList_GET_SIZE(starts) != tiles)
         Py_RETURN_NOTIMPLEMENTED;
     /* the columns' widths: the slices' longest (the last tile's ranges are the longest
-     * along each dim), the size's (every tile's shard and buffer) */
-    Py_ssize_t w_slices = 2, w_size = h.rank - 1; /* brackets; × between dims */
+     * along each dim), the shard's (every tile's shard and buffer) */
+    Py_ssize_t w_slices = 2, w_shard = h.rank - 1; /* brackets; × between dims */
     for (Py_ssize_t d = 0; d < h.rank; d++) {
-        w_slices += int_len(h.dims[d] - c[d]) + 1 + int_len(h.dims[d]) + (d ? 2 : 0);
-        w_size += int_len(size[d]);
+        w_slices += int_len(h.dims[d] - h.shard[d]) + 1 + int_len(h.dims[d]) + (d ? 2 : 0);
+        w_shard += int_len(h.shard[d]);
     }
-    Py_ssize_t widths[6] = {(Py_ssize_t)w_tile, (Py_ssize_t)w_devices,
-                            w_slices > 6 ? w_slices : 6, w_size > 5 ? w_size : 5,
-                            w_size > 6 ? w_size : 6, 4};
-    Py_ssize_t columns = 6, total = 0;
+    Py_ssize_t widths[6] = {(Py_ssize_t)v[0], (Py_ssize_t)v[1], w_slices > 6 ? w_slices : 6,
+                            w_shard > 5 ? w_shard : 5, w_shard > 6 ? w_shard : 6, 4};
+    Py_ssize_t columns = 6, total = 3 * 5 + 2;
     for (int k = 0; k < 6; k++)
         total += widths[k];
-    total += 3 * 5 + 2;
-    if (total > width) { /* the buffer (the shard) and the note (none) left out */
+    if (total > v[2]) { /* the buffer (the shard) and the note (none) left out */
         columns = 4;
         total -= widths[4] + widths[5] + 3 * 2;
-        if (total > width)
+        if (total > v[2])
             Py_RETURN_NOTIMPLEMENTED; /* (its cells wrapped: the Python path) */
     }
     PyObject *result = NULL;
     Buf b = {NULL, 0, 0};
-    if (put_head(&b, &h) < 0 || put_int(&b, tiles) < 0 || put_chars(&b, " tiles (") < 0)
-        goto done;
-    for (Py_ssize_t d = 0; d < h.rank; d++) {
-        if (d) {
-            if (reserve(&b, 3) < 0)
-                goto done;
-            put(&b, ' ');
-            put(&b, 0x00D7); /* × */
-            put(&b, ' ');
-        }
-        if (put_int(&b, h.k_of[d]) < 0)
-            goto done;
-    }
-    if (put_chars(&b, "); table instead of a grid (a grid is wider than the console)") < 0 ||
+    if (put_head(&b, &h) < 0 || put_int(&b, tiles) < 0 || put_chars(&b, " tiles (") < 0 ||
+        put_times(&b, h.k_of, h.rank, 1) < 0 ||
+        put_chars(&b, "); table instead of a grid (a grid is wider than the console)") < 0 ||
         (columns == 4 && put_chars(&b, "; every tile's buffer is its shard") < 0) ||
-        put_chars(&b, "\n") < 0 || reserve(&b, total + 1) < 0)
+        put_chars(&b, "\n") < 0)
         goto done;
     /* a blank line, the columns' names, a rule */
-    put_run(&b, ' ', total);
-    put(&b, '\n');
-    if (put_chars(&b, " ") < 0)
+    if (pad_from(&b, b.n, total) < 0 || put_chars(&b, "\n ") < 0)
         goto done;
-    for (Py_ssize_t k = 0; k < columns; k++)
-        if ((k && put_chars(&b, "   ") < 0) || put_padded_chars(&b, TABLE_HEAD[k], widths[k]) < 0)
+    for (Py_ssize_t k = 0; k < columns; k++) {
+        if (k && put_chars(&b, "   ") < 0)
             goto done;
+        Py_ssize_t at = b.n;
+        if (put_chars(&b, TABLE_HEAD[k]) < 0 || pad_from(&b, at, widths[k]) < 0)
+            goto done;
+    }
     if (put_chars(&b, " \n ") < 0 || reserve(&b, total) < 0)
         goto done;
     put_run(&b, BOX_H, total - 2);
-    put_chars(&b, " \n");
-    /* each tile's row, in row-major order: its first two cells, slices, shard and buffer */
+    if (put_chars(&b, " \n") < 0)
+        goto done;
+    /* each tile's row, in row-major order: its first two cells, its slices, then the
+     * shard and the buffer (both the shard) and an empty note, as many as there are */
     long long index[2] = {0, 0};
     for (Py_ssize_t t = 0; t < tiles; t++) {
         if (put_text(&b, PyList_GET_ITEM(starts, t)) < 0)
             goto done;
-        Py_ssize_t sliced = b.n;
-        if (put_slices(&b, index, c, h.rank) < 0 || reserve(&b, widths[2]) < 0)
+        Py_ssize_t at = b.n;
+        if (put_slices(&b, index, h.shard, h.rank) < 0 || pad_from(&b, at, widths[2]) < 0)
             goto done;
-        put_run(&b, ' ', widths[2] - (b.n - sliced));
         for (Py_ssize_t k = 3; k < columns; k++) {
             if (put_chars(&b, "   ") < 0)
                 goto done;
-            if (k == 5) {
-                if (reserve(&b, widths[5]) < 0)
-                    goto done;
-                put_run(&b, ' ', widths[5]);
-                continue;
-            }
-            Py_ssize_t a = b.n;
-            if (put_dims(&b, size, h.rank) < 0 || reserve(&b, widths[k]) < 0)
+            at = b.n;
+            if ((k < 5 && put_times(&b, h.shard, h.rank, 0) < 0) ||
+                pad_from(&b, at, widths[k]) < 0)
                 goto done;
-            put_run(&b, ' ', widths[k] - (b.n - a));
         }
         if (put_chars(&b, " \n") < 0)
             goto done;
@@ -619,10 +605,8 @@ PyObject *fs_whole_table_text(PyObject *Py_UNUSED(self), PyObject *const *args,
             index[d] = 0;
         }
     }
-    if (reserve(&b, total + 1) < 0)
+    if (pad_from(&b, b.n, total) < 0 || put_chars(&b, "\n") < 0)
         goto done;
-    put_run(&b, ' ', total);
-    put(&b, '\n');
     result = PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, b.s, b.n);
 done:
     PyMem_Free(b.s);
