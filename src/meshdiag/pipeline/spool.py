@@ -56,8 +56,7 @@ class _Writer:
         return Spooled(self.path, start, len(data))
 
     def _rotate(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
+        self.close()
         self.serial += 1
         d = self.directory if isinstance(self.directory, str) else self.directory()
         self.path = os.path.join(d, f"{os.getpid()}.{self.serial}")
