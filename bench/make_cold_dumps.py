@@ -112,7 +112,7 @@ def compile_round(out: Path, cases: list[generate.PassCase], jobs: int = 1) -> N
         return raw
 
     groups = sorted(by_count.items())
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
+    with ThreadPoolExecutor(jobs) as pool:
         raws = list(pool.map(compile_group, groups))
     for raw, (_, group) in zip(raws, groups, strict=True):
         generate.split_by_program(raw, out, [c.name for c in group])
@@ -151,7 +151,6 @@ def make_single_mlir(
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     path.parent.mkdir(parents=True, exist_ok=True)
-    jobs = max(1, jobs)
 
     def lower(first: int) -> bytes:
         specs = json.dumps([[first + i, layers] for i in range(per_process)])
@@ -193,6 +192,8 @@ def main() -> None:
         "is the same for any number",
     )
     a = ap.parse_args()
+    if a.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {a.jobs}")
     if a.single_mlir is not None:
         path = Path(a.out or HERE / "out" / "cold.mlir")
         make_single_mlir(path, a.single_mlir, debug_info=a.debug_info, jobs=a.jobs)
