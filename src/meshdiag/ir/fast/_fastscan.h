@@ -4,6 +4,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -79,6 +80,23 @@ Py_ssize_t fs_match_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos
 void fs_top_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t *colon,
                   Py_ssize_t *arrow);
 
+/* A tensor type's shape as the field readers read it: up to FS_KEPT_DIMS dims below 2**31
+ * kept as numbers (`rank` of them, `tuple` NULL), made into the tuple of ints a Value holds
+ * only when something asks for it (`fs_shape_tuple`); any other shape as that tuple (a new
+ * reference, `rank` -1). A big file's million values are mostly checked and counted by the
+ * native code, which reads the numbers: making, then freeing, a tuple for each was a
+ * twentieth of its run. */
+#define FS_KEPT_DIMS 4
+typedef struct {
+    PyObject *tuple;
+    int32_t rank;
+    int32_t dims[FS_KEPT_DIMS];
+} FsShape;
+/* The shape as a tuple of ints: a new reference, NULL with an error set */
+PyObject *fs_shape_tuple(const FsShape *shape);
+/* Let go of the tuple a shape holds, if any */
+static inline void fs_shape_clear(FsShape *shape) { Py_CLEAR(shape->tuple); }
+
 /* _fields.c: the plain-line field readers of meshdiag/ir/fields.py. The spans of a plain
  * constraint or op line (name, op, the sharding start..stop, the element type) and of a
  * plain signature entry (name, the sharding a..e, the element type), as offsets into the
@@ -90,13 +108,13 @@ typedef FsConstraint FsOp;
 typedef struct {
     Py_ssize_t name_a, name_b, a, e, dt, dt_end;
 } FsEntry;
-/* 1 read (the shape tuple, a new reference, in *shape), 0 another form, -1 error set;
- * ASCII text only */
-int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **shape);
+/* 1 read (the shape in *shape: fs_shape_clear it), 0 another form, -1 error set; ASCII
+ * text only */
+int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, FsShape *shape);
 int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
-                  PyObject **shape);
-int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape);
-int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape);
+                  FsShape *shape);
+int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, FsShape *shape);
+int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, FsShape *shape); /* (always a tuple) */
 PyObject *fs_hlo_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char fs_hlo_fields_doc[];
 PyObject *fs_op_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -125,15 +143,26 @@ extern PyObject *FS_FIELDS[FV_N];
 /* a shared line's values (`LineValues`): as a partitioned module holds them, as written */
 extern PyObject *FS_PARTITIONED, *FS_PROTOS;
 /* The fields of `v` (FV_N, borrowed) read from its slots: 0; 1 when its class does not
- * have the Value's slots or one is unset; -1 with an error set */
+ * have the Value's slots or one is unset; -1 with an error set. A native value's kept
+ * shape is made into its tuple first. */
 int fs_fields(PyObject *v, PyObject **out);
+/* fs_fields, but a native value's kept shape stays numbers: out[FV_SHAPE] NULL and the
+ * dims in *kept (rank >= 0); for any other value kept->rank is -1 */
+int fs_fields_kept(PyObject *v, PyObject **out, FsShape *kept);
 
 /* _value.c: the native Value, its fields in one array, read (`fs_fields`) and made
  * (`_values.c`) through it: through the slots' offsets and a zeroed generic allocation,
  * `inspect -j1` over a 10 MB slice of the big bench file ran 1.3% more instructions */
 typedef struct {
     PyObject_HEAD PyObject *f[FV_N];
+    /* a shape kept as numbers until asked for (FsShape): its rank + 1, with f[FV_SHAPE]
+     * NULL; 0 (as a zeroed allocation has it) when f[FV_SHAPE] is the field */
+    int32_t kept_rank;
+    int32_t dims[FS_KEPT_DIMS];
 } FsValue;
+/* _value.c: the shape of a native value, its kept dims made into the tuple now if need be
+ * (borrowed; NULL when unset, with an AttributeError, or with another error) */
+PyObject *fs_value_shape(FsValue *v);
 extern PyTypeObject FsValueType;
 
 /* _values.c: values of plain lines made from their sharding's prototype (fields.py) */

@@ -117,48 +117,26 @@ static int take_loc(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
     return 1;
 }
 
-/* `((?:\d+x)*)([a-zA-Z!][\w.]*)>` from the cursor: the dims as a tuple of int (a new
- * reference), the element type's span in *dt, *dt_end; NULL without an error when the text
- * has another form, NULL with an error when Python fails */
-static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
-    /* the form first, counting the dims (a tuple made at once: a list grown and copied
-     * into one was three allocations a value, and a big file has a million) */
-    const char *s = c->s;
-    Py_ssize_t i = c->i, n = c->n, ndims = 0;
-    while (i < n && is_digit(s[i])) {
-        while (i < n && is_digit(s[i]))
-            i++;
-        if (i >= n || s[i] != 'x')
-            return NULL;
-        i++; /* the `x` */
-        ndims++;
-    }
-    if (i >= n)
-        return NULL;
-    char first = s[i];
-    if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '!'))
-        return NULL;
-    Py_ssize_t type_a = i++;
-    while (i < n && (is_word(s[i]) || s[i] == '.'))
-        i++;
-    if (i >= n || s[i] != '>')
-        return NULL;
+/* The tuple of the `ndims` dims written from s[a] on (`16x8x`): a new reference, NULL
+ * with an error set. Ints only: out of the collector's lists (never in a cycle; a big file
+ * makes many) */
+static PyObject *dims_tuple(const char *s, Py_ssize_t a, Py_ssize_t ndims) {
     PyObject *shape = PyTuple_New(ndims);
     if (shape == NULL)
         return NULL;
-    Py_ssize_t k = c->i;
+    Py_ssize_t k = a;
     for (Py_ssize_t d = 0; d < ndims; d++, k++) { /* (k++: the `x`) */
-        Py_ssize_t a = k;
+        Py_ssize_t b = k;
         while (is_digit(s[k]))
             k++;
         PyObject *v;
-        if (k - a <= 18) {
+        if (k - b <= 18) {
             long long x = 0;
-            for (Py_ssize_t j = a; j < k; j++)
+            for (Py_ssize_t j = b; j < k; j++)
                 x = x * 10 + (s[j] - '0');
             v = fs_int_piece(x);
         } else { /* more digits than a long long holds: Python's own conversion */
-            PyObject *digits = PyUnicode_FromStringAndSize(s + a, k - a);
+            PyObject *digits = PyUnicode_FromStringAndSize(s + b, k - b);
             v = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
             Py_XDECREF(digits);
         }
@@ -168,12 +146,76 @@ static PyObject *take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end) {
         }
         PyTuple_SET_ITEM(shape, d, v);
     }
-    PyObject_GC_UnTrack(shape); /* ints only: never in a cycle (Python's collector would
-                                 * find so at its next walk; a million of them) */
+    PyObject_GC_UnTrack(shape);
+    return shape;
+}
+
+PyObject *fs_shape_tuple(const FsShape *shape) {
+    if (shape->rank < 0)
+        return Py_NewRef(shape->tuple);
+    PyObject *t = PyTuple_New(shape->rank);
+    if (t == NULL)
+        return NULL;
+    for (int32_t d = 0; d < shape->rank; d++) {
+        PyObject *v = fs_int_piece(shape->dims[d]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    PyObject_GC_UnTrack(t);
+    return t;
+}
+
+/* `((?:\d+x)*)([a-zA-Z!][\w.]*)>` from the cursor: the dims in *shape (`FsShape`: kept
+ * as numbers where they fit, else a tuple of int), the element type's span in *dt, *dt_end;
+ * 1, 0 when the text has another form, -1 with an error set when Python fails */
+static int take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end, FsShape *shape) {
+    /* the form first, keeping the dims while they fit (a tuple made at once otherwise: a
+     * list grown and copied into one was three allocations a value) */
+    const char *s = c->s;
+    Py_ssize_t i = c->i, n = c->n, ndims = 0;
+    int fits = 1;
+    shape->tuple = NULL;
+    while (i < n && is_digit(s[i])) {
+        Py_ssize_t a = i;
+        long long x = 0;
+        while (i < n && is_digit(s[i])) {
+            if (i - a < 10)
+                x = x * 10 + (s[i] - '0');
+            i++;
+        }
+        if (i >= n || s[i] != 'x')
+            return 0;
+        i++; /* the `x` */
+        if (ndims < FS_KEPT_DIMS && i - 1 - a <= 10 && x <= INT32_MAX)
+            shape->dims[ndims] = (int32_t)x;
+        else
+            fits = 0;
+        ndims++;
+    }
+    if (i >= n)
+        return 0;
+    char first = s[i];
+    if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '!'))
+        return 0;
+    Py_ssize_t type_a = i++;
+    while (i < n && (is_word(s[i]) || s[i] == '.'))
+        i++;
+    if (i >= n || s[i] != '>')
+        return 0;
+    if (fits) {
+        shape->rank = (int32_t)ndims;
+    } else if ((shape->tuple = dims_tuple(s, c->i, ndims)) == NULL) {
+        return -1;
+    } else {
+        shape->rank = -1;
+    }
     *dt = type_a;
     *dt_end = i;
     c->i = i + 1; /* the `>` */
-    return shape;
+    return 1;
 }
 
 /* A needle's length and its rarest byte, kept by its address (needles are string
@@ -245,16 +287,18 @@ static PyObject *line_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wa
  * shape, dtype) of the line args[0] when `read` finds its plain form, else None */
 static PyObject *line_fields(PyObject *const *args, Py_ssize_t nargs, const char *usage,
                              int (*read)(const char *, Py_ssize_t, FsConstraint *,
-                                         PyObject **)) {
+                                         FsShape *)) {
     PyObject *line = line_arg(args, nargs, 1, usage);
     if (line == NULL)
         return NULL;
     const char *s = (const char *)PyUnicode_DATA(line);
     FsConstraint f;
-    PyObject *shape;
-    int got = read(s, PyUnicode_GET_LENGTH(line), &f, &shape);
+    FsShape kept;
+    int got = read(s, PyUnicode_GET_LENGTH(line), &f, &kept);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *shape = fs_shape_tuple(&kept);
+    fs_shape_clear(&kept);
     return Py_BuildValue("(NNnnNN)", fs_ascii_part(s, f.name_a, f.name_b),
                          fs_ascii_part(s, f.op_a, f.op_b), f.start, f.stop, shape,
                          fs_ascii_part(s, f.dt, f.dt_end));
@@ -267,9 +311,9 @@ const char fs_constraint_fields_doc[] =
 
 /* The plain constraint line s[0:n]: 1 with its spans in *f and its shape (a new
  * reference) in *shape, 0 for a line of another form, -1 with an error set */
-int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **shape) {
+int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, FsShape *shape) {
     Cursor c = {s, 0, n};
-    *shape = NULL;
+    shape->tuple = NULL;
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
         c.i++;
     f->name_a = c.i;
@@ -286,9 +330,9 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
     f->stop = take_mesh_ref(&c);
     if (f->stop < 0 || !take(&c, " : tensor<"))
         return 0;
-    PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
-    if (dims == NULL)
-        return PyErr_Occurred() ? -1 : 0;
+    int typed = take_type(&c, &f->dt, &f->dt_end, shape);
+    if (typed <= 0)
+        return typed;
     Py_ssize_t loc_a, loc_b;
     int plain = take_loc(&c, &loc_a, &loc_b);
     while (c.i < c.n && (c.s[c.i] == ' ' || c.s[c.i] == '\t'))
@@ -298,12 +342,9 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, PyObject **
             fs_find(c.s, f->dt, f->dt_end, "sharding") < 0 &&
             fs_find(c.s, loc_a, loc_b, "sharding") < 0;
     int closed = closed_at(plain, c.s, c.n, f->start, f->stop);
-    if (closed <= 0) {
-        Py_DECREF(dims);
-        return closed;
-    }
-    *shape = dims;
-    return 1;
+    if (closed <= 0)
+        fs_shape_clear(shape);
+    return closed;
 }
 
 PyObject *fs_constraint_fields(PyObject *Py_UNUSED(self), PyObject *const *args,
@@ -320,18 +361,18 @@ const char fs_entry_fields_doc[] =
  * its spans in *f and its shape (a new reference) in *shape, 0 for another form, -1 with
  * an error set */
 int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
-                  PyObject **shape) {
+                  FsShape *shape) {
     Cursor c = {s, from, to};
-    *shape = NULL;
+    shape->tuple = NULL;
     while (c.i < c.n && is_space(s[c.i]))
         c.i++;
     f->name_a = c.i;
     f->name_b = take_name(&c, 0);
     if (f->name_b < 0 || !take(&c, ": tensor<"))
         return 0;
-    PyObject *dims = take_type(&c, &f->dt, &f->dt_end);
-    if (dims == NULL)
-        return PyErr_Occurred() ? -1 : 0;
+    int typed = take_type(&c, &f->dt, &f->dt_end, shape);
+    if (typed <= 0)
+        return typed;
     Py_ssize_t a = -1, e = -1, tokens = 1; /* the annotation tokens its sharding holds */
     if (take(&c, " {sdy.sharding = ")) {
         a = c.i;
@@ -360,12 +401,11 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
     /* from the `<` of `#sdy.sharding<` */
     int closed = tokens ? closed_at(plain, s, n, a + 13, e) : plain;
     if (closed <= 0) {
-        Py_DECREF(dims);
+        fs_shape_clear(shape);
         return closed;
     }
     f->a = a;
     f->e = e;
-    *shape = dims;
     return 1;
 }
 
@@ -386,10 +426,12 @@ PyObject *fs_entry_fields(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
         Py_RETURN_NONE;
     const char *s = (const char *)PyUnicode_DATA(line);
     FsEntry f;
-    PyObject *shape;
-    int got = fs_read_entry(s, n, from, to, &f, &shape);
+    FsShape kept;
+    int got = fs_read_entry(s, n, from, to, &f, &kept);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *shape = fs_shape_tuple(&kept);
+    fs_shape_clear(&kept);
     return Py_BuildValue("(NnnNN)", fs_ascii_part(s, f.name_a, f.name_b), f.a, f.e, shape,
                          fs_ascii_part(s, f.dt, f.dt_end));
 }
@@ -462,8 +504,8 @@ static Py_ssize_t tokens_in(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssi
     return found;
 }
 
-int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
-    *shape = NULL;
+int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, FsShape *shape) {
+    shape->tuple = NULL;
     for (size_t k = 0; k < sizeof NOT_PLAIN_OP / sizeof NOT_PLAIN_OP[0]; k++)
         if (fs_find(s, 0, n, NOT_PLAIN_OP[k]) >= 0)
             return 0;
@@ -587,15 +629,12 @@ int fs_read_op(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
     Cursor t = {s, a, b};
     if (!take(&t, "tensor<"))
         return 0;
-    PyObject *dims = take_type(&t, &f->dt, &f->dt_end);
-    if (dims == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (t.i != b) {
-        Py_DECREF(dims);
+    int typed = take_type(&t, &f->dt, &f->dt_end, shape);
+    if (typed > 0 && t.i != b) {
+        fs_shape_clear(shape);
         return 0;
     }
-    *shape = dims;
-    return 1;
+    return typed;
 }
 
 const char fs_op_fields_doc[] =
@@ -637,8 +676,9 @@ static int take_instr_name(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
     return 1;
 }
 
-int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
-    *shape = NULL;
+int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, FsShape *shape) {
+    shape->tuple = NULL;
+    shape->rank = -1; /* (always a tuple) */
     if (fs_find(s, 0, n, "xla.sdy.") >= 0)
         return 0;
     /* HLO_INSTR: `^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*`, the ROOT group first */
@@ -763,9 +803,9 @@ int fs_read_hlo(const char *s, Py_ssize_t n, FsOp *f, PyObject **shape) {
     }
     f->start = brace;
     f->stop = end + 1;
-    *shape = PyList_AsTuple(dims);
+    shape->tuple = PyList_AsTuple(dims);
     Py_DECREF(dims);
-    return *shape == NULL ? -1 : 1;
+    return shape->tuple == NULL ? -1 : 1;
 }
 
 const char fs_hlo_fields_doc[] =

@@ -226,7 +226,8 @@ PyObject *fs_text_groups(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         PyObject *item = PySequence_Fast_GET_ITEM(items, i);
         int failed;
         PyObject *f[FV_N];
-        int got = Py_TYPE(item) == type ? fs_fields(item, f) : 1;
+        FsShape kept; /* (the shape is not read here: a kept one stays numbers) */
+        int got = Py_TYPE(item) == type ? fs_fields_kept(item, f, &kept) : 1;
         if (got < 0) {
             failed = 1;
         } else if (got == 0) { /* a value of its own */

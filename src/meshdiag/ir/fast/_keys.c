@@ -26,17 +26,20 @@ int fs_keys_init(void) {
     return K_SPLIT == NULL ? -1 : 0;
 }
 
-/* Whether `shape` (a tuple) divides evenly under `split` (split_data_dims): 1 yes, 0 no,
- * -1 error, 2 not the form expected (the caller gives up) */
-static int divides(PyObject *split, PyObject *shape) {
+/* Whether a shape divides evenly under `split` (split_data_dims): the tuple `shape`, or
+ * the numbers `kept` holds when it keeps them (rank >= 0). 1 yes, 0 no, -1 error, 2 not the
+ * form expected (the caller gives up; a kept shape is asked again as its tuple) */
+static int divides(PyObject *split, PyObject *shape, const FsShape *kept) {
     if (split == Py_None)
         return 1;
-    if (!PyTuple_Check(split) || PyTuple_GET_SIZE(split) != 2 || !PyTuple_Check(shape))
+    int numbers = kept->rank >= 0;
+    if (!PyTuple_Check(split) || PyTuple_GET_SIZE(split) != 2 ||
+        (!numbers && !PyTuple_Check(shape)))
         return 2;
     Py_ssize_t rank = PyLong_AsSsize_t(PyTuple_GET_ITEM(split, 0));
     if (rank == -1 && PyErr_Occurred())
         return -1;
-    if (rank != PyTuple_GET_SIZE(shape))
+    if (rank != (numbers ? kept->rank : PyTuple_GET_SIZE(shape)))
         return 1;
     PyObject *dims = PyTuple_GET_ITEM(split, 1);
     if (!PyTuple_Check(dims))
@@ -50,12 +53,17 @@ static int divides(PyObject *split, PyObject *shape) {
             return -1;
         if (d < 0 || d >= rank)
             return 2;
-        PyObject *size = PyTuple_GET_ITEM(shape, d), *tiles = PyTuple_GET_ITEM(dk, 1);
+        PyObject *tiles = PyTuple_GET_ITEM(dk, 1);
+        PyObject *size = numbers ? NULL : PyTuple_GET_ITEM(shape, d);
         int o1 = 1, o2 = 1;
-        long long a = PyLong_Check(size) ? PyLong_AsLongLongAndOverflow(size, &o1) : 0;
+        long long a = numbers            ? (o1 = 0, kept->dims[d])
+                      : PyLong_Check(size) ? PyLong_AsLongLongAndOverflow(size, &o1)
+                                           : 0;
         long long k = PyLong_Check(tiles) ? PyLong_AsLongLongAndOverflow(tiles, &o2) : 0;
-        if (!PyLong_Check(size) || !PyLong_Check(tiles))
+        if (!numbers && !PyLong_Check(size))
             o1 = 1; /* (not ints: Python's `%` says) */
+        if (!PyLong_Check(tiles))
+            o2 = 1;
         if (o1 == 0 && o2 == 0 && k > 0 && a >= 0) { /* the common case, in C */
             if (a % k)
                 return 0;
@@ -63,6 +71,8 @@ static int divides(PyObject *split, PyObject *shape) {
         }
         if (PyErr_Occurred())
             return -1;
+        if (numbers)
+            return 2; /* (Python's `%` decides, on the tuple) */
         PyObject *rem = PyNumber_Remainder(size, tiles);
         if (rem == NULL)
             return -1;
@@ -74,8 +84,10 @@ static int divides(PyObject *split, PyObject *shape) {
     return 1;
 }
 
-/* One field of a value whose fields are `f` (fs_fields): a new reference; NULL with an
- * error set, or NULL without one when the value is not what the field expects */
+/* One field of a value whose fields are `f` (fs_fields_kept: its shape in `kept` when
+ * kept as numbers): a new reference; NULL with an error set, or NULL without one when the
+ * value is not what the field expects (or when a kept shape is needed as its tuple: the
+ * caller makes it and asks again) */
 /* The identity (id()) of the objects fields 2 and 3 name, the last one of each kept: the
  * values of a module mostly share their parsed shardings, one int for all of them */
 typedef struct {
@@ -99,7 +111,8 @@ static inline PyObject *rank_shape(PyObject *const *f) {
     return f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
 }
 
-static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids) {
+static PyObject *field(int code, PyObject *const *f, const FsShape *kept, PyObject *splits,
+                       Ids *ids) {
     PyObject *x;
     switch (code) {
     case 0:
@@ -111,6 +124,8 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
     case 3:
         return id_of(ids, 1, f[FV_HLO]);
     case 4: {
+        if (kept->rank >= 0)
+            return PyLong_FromLong(kept->rank);
         x = rank_shape(f);
         if (x == Py_None)
             return Py_NewRef(Py_None);
@@ -118,7 +133,7 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
     }
     case 5: {
         PyObject *h = f[FV_HLO], *shape = f[FV_SHAPE];
-        if (h == Py_None || shape == Py_None)
+        if (h == Py_None || (kept->rank < 0 && shape == Py_None))
             return Py_NewRef(Py_None);
         /* the split of each distinct tiled form, asked once per call */
         PyObject *id = PyLong_FromVoidPtr(h);
@@ -135,10 +150,10 @@ static PyObject *field(int code, PyObject *const *f, PyObject *splits, Ids *ids)
         Py_DECREF(id);
         if (split == NULL)
             return NULL;
-        int even = divides(split, shape);
+        int even = divides(split, shape, kept);
         Py_DECREF(split);
-        if (even < 0 || even == 2)
-            return NULL;
+        if (even < 0 || even == 2 || (even == 0 && kept->rank >= 0))
+            return NULL; /* (uneven and kept: the caller makes the tuple) */
         return Py_NewRef(even ? Py_None : shape);
     }
     }
@@ -171,8 +186,8 @@ static inline int split_way(PyObject *h) {
 /* A key's "raw" form: per field code, the object's address (0-3), the rank + 1 (4, 0 for
  * None), the shape's address or 0 when it splits evenly (5). 1 done, 0 when a field is not
  * what it expects (the slow path decides), -1 error. `last`: the call's `LastSplit`. */
-static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject *splits,
-                   LastSplit *last, uintptr_t *raw) {
+static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, const FsShape *kept,
+                   PyObject *splits, LastSplit *last, uintptr_t *raw) {
     /* the value's field each of codes 0-3 names */
     static const int OBJECT_FIELD[] = {FV_NOTATION, FV_MESH_NAME, FV_SHARDING, FV_HLO};
     for (Py_ssize_t k = 0; k < nf; k++) {
@@ -184,8 +199,10 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject
             raw[k] = (uintptr_t)f[OBJECT_FIELD[codes[k]]];
             break;
         case 4: {
-            PyObject *x = rank_shape(f);
-            if (x == Py_None)
+            PyObject *x = kept->rank >= 0 ? NULL : rank_shape(f);
+            if (kept->rank >= 0)
+                raw[k] = (uintptr_t)kept->rank + 1;
+            else if (x == Py_None)
                 raw[k] = 0;
             else if (PyTuple_Check(x))
                 raw[k] = (uintptr_t)PyTuple_GET_SIZE(x) + 1;
@@ -195,7 +212,7 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject
         }
         default: {
             PyObject *h = f[FV_HLO], *shape = f[FV_SHAPE];
-            if (h == Py_None || shape == Py_None) {
+            if (h == Py_None || (kept->rank < 0 && shape == Py_None)) {
                 raw[k] = 0;
                 break;
             }
@@ -213,11 +230,11 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, PyObject
                 last->hlo[way] = h;
                 last->split[way] = split;
             }
-            int even = divides(split, shape);
+            int even = divides(split, shape, kept);
             if (even < 0)
                 return -1;
-            if (even == 2)
-                return 0;
+            if (even == 2 || (even == 0 && kept->rank >= 0))
+                return 0; /* (uneven and kept: keyed by its tuple, the dict way) */
             raw[k] = even ? 0 : (uintptr_t)shape;
         }
         }
@@ -326,14 +343,15 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         if (Py_TYPE(v) != type)
             continue;
         PyObject *fields[FV_N];
-        int got = fs_fields(v, fields);
+        FsShape kept;
+        int got = fs_fields_kept(v, fields, &kept);
         if (got < 0)
             goto done;
         uintptr_t raw[N_FIELDS * 2];
         size_t h = 0;
         /* (a short list is keyed the dict way: the table's allocation would cost more) */
         int have_raw = got == 0 && n_items >= RAW_MIN_ITEMS
-                           ? raw_key(codes, nf, fields, splits, &last, raw)
+                           ? raw_key(codes, nf, fields, &kept, splits, &last, raw)
                            : 0;
         if (have_raw < 0)
             goto done;
@@ -344,7 +362,16 @@ PyObject *fs_new_keys(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         }
         PyObject *key = got == 0 ? PyTuple_New(nf) : NULL;
         for (Py_ssize_t f = 0; key != NULL && f < nf; f++) {
-            PyObject *x = field(codes[f], fields, splits, &ids);
+            PyObject *x = field(codes[f], fields, &kept, splits, &ids);
+            if (x == NULL && kept.rank >= 0 && !PyErr_Occurred()) {
+                /* its kept shape needed as the tuple: made, and the field asked again */
+                if ((got = fs_fields(v, fields)) != 0) {
+                    Py_CLEAR(key);
+                    break;
+                }
+                kept.rank = -1;
+                x = field(codes[f], fields, &kept, splits, &ids);
+            }
             if (x == NULL) {
                 Py_CLEAR(key);
                 break;

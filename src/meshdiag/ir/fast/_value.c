@@ -97,8 +97,26 @@ static void value_dealloc(FsValue *v) {
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
 
-/* 0 when every field of `v` is set, else -1 with the dataclass's AttributeError */
+PyObject *fs_value_shape(FsValue *v) {
+    if (v->kept_rank) {
+        FsShape kept = {NULL, v->kept_rank - 1, {0}};
+        memcpy(kept.dims, v->dims, sizeof kept.dims);
+        PyObject *t = fs_shape_tuple(&kept);
+        if (t == NULL)
+            return NULL;
+        v->f[FV_SHAPE] = t; /* (NULL while kept) */
+        v->kept_rank = 0;
+    }
+    if (v->f[FV_SHAPE] == NULL)
+        PyErr_SetString(PyExc_AttributeError, "'Value' object has no attribute 'shape'");
+    return v->f[FV_SHAPE];
+}
+
+/* 0 when every field of `v` is set (a kept shape made into its tuple), else -1 with the
+ * dataclass's AttributeError (or another error) */
 static int all_set(FsValue *v) {
+    if (v->kept_rank && fs_value_shape(v) == NULL)
+        return -1;
     for (int i = 0; i < FV_N; i++) {
         if (v->f[i] == NULL) {
             PyErr_Format(PyExc_AttributeError, "'Value' object has no attribute '%s'",
@@ -140,7 +158,7 @@ static PyObject *value_repr(FsValue *v) {
     for (int i = 0; parts != NULL && i < FV_N; i++) {
         /* (each field checked and held: a field's repr is Python code, which may change
          * the value) */
-        PyObject *f = v->f[i], *p = NULL;
+        PyObject *f = i == FV_SHAPE ? fs_value_shape(v) : v->f[i], *p = NULL;
         if (f == NULL) {
             all_set(v);
         } else {
@@ -184,10 +202,31 @@ static PyMethodDef value_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* every field a member slot but the shape, which a value may keep as numbers until read */
 #define MEMBER(i) {(char *)0, T_OBJECT_EX, offsetof(FsValue, f) + (i) * sizeof(PyObject *), 0, NULL}
-static PyMemberDef value_members[FV_N + 1] = {
+static PyMemberDef value_members[FV_N] = {
     MEMBER(0), MEMBER(1), MEMBER(2),  MEMBER(3),  MEMBER(4),  MEMBER(5), MEMBER(6),
-    MEMBER(7), MEMBER(8), MEMBER(9), MEMBER(10), MEMBER(11), MEMBER(12), {NULL},
+    MEMBER(8), MEMBER(9), MEMBER(10), MEMBER(11), MEMBER(12), {NULL},
+};
+
+static PyObject *shape_get(FsValue *v, void *Py_UNUSED(closure)) {
+    return Py_XNewRef(fs_value_shape(v));
+}
+
+/* set as a member slot is (`del`: unset, an AttributeError when it is unset already) */
+static int shape_set(FsValue *v, PyObject *shape, void *Py_UNUSED(closure)) {
+    if (shape == NULL && v->f[FV_SHAPE] == NULL && !v->kept_rank) {
+        PyErr_SetString(PyExc_AttributeError, "shape");
+        return -1;
+    }
+    v->kept_rank = 0;
+    Py_XSETREF(v->f[FV_SHAPE], Py_XNewRef(shape));
+    return 0;
+}
+
+static PyGetSetDef value_getset[] = {
+    {"shape", (getter)shape_get, (setter)shape_set, NULL, NULL},
+    {NULL},
 };
 
 PyTypeObject FsValueType = {
@@ -201,6 +240,7 @@ PyTypeObject FsValueType = {
     .tp_richcompare = value_richcompare,
     .tp_methods = value_methods,
     .tp_members = value_members,
+    .tp_getset = value_getset,
     .tp_new = value_new,
     .tp_vectorcall = value_vectorcall,
 };
@@ -208,8 +248,9 @@ PyTypeObject FsValueType = {
 /* The class, ready: a new reference, or NULL with an error set */
 PyObject *fs_value_type(void) {
     if (FsValueType.tp_dict == NULL) {
-        for (int i = 0; i < FV_N; i++)
-            value_members[i].name = FS_FIELD_NAMES[i];
+        for (int i = 0, k = 0; i < FV_N; i++)
+            if (i != FV_SHAPE)
+                value_members[k++].name = FS_FIELD_NAMES[i];
         OP_KIND = PyUnicode_InternFromString("op");
         if (OP_KIND == NULL || PyType_Ready(&FsValueType) < 0)
             return NULL;

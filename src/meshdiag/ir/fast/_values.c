@@ -139,9 +139,30 @@ static int learn_slots(PyTypeObject *t) {
 
 #define SLOT(v, i) (*(PyObject **)((char *)(v) + slot_at[i]))
 
+int fs_fields_kept(PyObject *v, PyObject **out, FsShape *kept) {
+    kept->tuple = NULL;
+    kept->rank = -1;
+    if (Py_TYPE(v) == &FsValueType) { /* the native class: its fields at hand */
+        FsValue *nv = (FsValue *)v;
+        PyObject *const *f = nv->f;
+        int unset = 0;
+        for (int i = 0; i < FV_N; i++)
+            unset |= (out[i] = f[i]) == NULL && !(i == FV_SHAPE && nv->kept_rank);
+        if (nv->kept_rank) {
+            kept->rank = nv->kept_rank - 1;
+            memcpy(kept->dims, nv->dims, sizeof kept->dims);
+        }
+        return unset;
+    }
+    return fs_fields(v, out);
+}
+
 int fs_fields(PyObject *v, PyObject **out) {
     if (Py_TYPE(v) == &FsValueType) { /* the native class: its fields at hand */
-        PyObject *const *f = ((FsValue *)v)->f;
+        FsValue *nv = (FsValue *)v;
+        if (nv->kept_rank && fs_value_shape(nv) == NULL)
+            return -1;
+        PyObject *const *f = nv->f;
         int unset = 0;
         for (int i = 0; i < FV_N; i++)
             unset |= (out[i] = f[i]) == NULL;
@@ -158,7 +179,8 @@ int fs_fields(PyObject *v, PyObject **out) {
     return 0;
 }
 
-/* The seven fields a value made from a prototype has of its own, set in `f` */
+/* The seven fields a value made from a prototype has of its own, set in `f` (the shape
+ * NULL when kept as numbers) */
 static inline void own_fields(PyObject **f, PyObject *name, PyObject *line, PyObject *column,
                               PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
     f[FV_NAME] = name;
@@ -171,44 +193,47 @@ static inline void own_fields(PyObject **f, PyObject *name, PyObject *line, PyOb
 }
 
 /* A new object of the prototype's class whose fields are the prototype's with the seven
- * given (borrowed) ones set, as `model.from_proto` makes it; NULL with an error set. */
+ * given (borrowed) ones set, as `model.from_proto` makes it; NULL with an error set. A
+ * native value keeps a shape read as numbers so (`FsShape`); any other gets its tuple. */
 static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyObject *column,
-                            PyObject *shape, PyObject *dtype, PyObject *kind, PyObject *op) {
+                            const FsShape *shape, PyObject *dtype, PyObject *kind,
+                            PyObject *op) {
     PyTypeObject *cls = Py_TYPE(proto);
-    if (cls == &FsValueType) {
-        /* the native class: its fields copied at once, and no generic zeroed allocation
-         * (every field is set here) */
-        PyObject *const *p = ((FsValue *)proto)->f;
-        int unset = 0;
-        for (int i = 0; i < FV_N; i++)
-            unset |= p[i] == NULL;
-        if (unset) {
-            PyErr_SetString(PyExc_TypeError, "a prototype must be a Value");
-            return NULL;
-        }
-        FsValue *v = PyObject_Malloc(sizeof(FsValue));
-        if (v == NULL)
-            return PyErr_NoMemory();
-        PyObject_Init((PyObject *)v, &FsValueType);
-        memcpy(v->f, p, sizeof v->f);
-        own_fields(v->f, name, line, column, shape, dtype, kind, op);
-        for (int i = 0; i < FV_N; i++)
-            Py_INCREF(v->f[i]);
-        return (PyObject *)v;
-    }
     PyObject *f[FV_N];
-    int got = fs_fields(proto, f);
+    int got = fs_fields(proto, f); /* (a native prototype's kept shape made: it is replaced) */
     if (got != 0) {
         if (got > 0)
             PyErr_SetString(PyExc_TypeError, "a prototype must be a Value");
         return NULL;
     }
-    own_fields(f, name, line, column, shape, dtype, kind, op);
-    PyObject *v = cls->tp_alloc(cls, 0);
-    if (v == NULL)
+    if (cls == &FsValueType) {
+        /* the native class: its fields copied at once, and no generic zeroed allocation
+         * (every field is set here) */
+        FsValue *v = PyObject_Malloc(sizeof(FsValue));
+        if (v == NULL)
+            return PyErr_NoMemory();
+        PyObject_Init((PyObject *)v, &FsValueType);
+        memcpy(v->f, f, sizeof v->f);
+        own_fields(v->f, name, line, column, shape->tuple, dtype, kind, op);
+        v->kept_rank = shape->rank < 0 ? 0 : shape->rank + 1;
+        if (v->kept_rank)
+            memcpy(v->dims, shape->dims, sizeof v->dims);
+        for (int i = 0; i < FV_N; i++)
+            Py_XINCREF(v->f[i]);
+        return (PyObject *)v;
+    }
+    PyObject *tuple = fs_shape_tuple(shape);
+    if (tuple == NULL)
         return NULL;
+    own_fields(f, name, line, column, tuple, dtype, kind, op);
+    PyObject *v = cls->tp_alloc(cls, 0);
+    if (v == NULL) {
+        Py_DECREF(tuple);
+        return NULL;
+    }
     for (int i = 0; i < FV_N; i++)
         SLOT(v, i) = Py_NewRef(f[i]);
+    Py_DECREF(tuple);
     /* out of the garbage collector's lists: a value holds strs, ints, tuples of ints and
      * parsed shardings, none of which refers back to it, so it is never in a cycle, and
      * linking a million of them into the list and out of it again cost more than the
@@ -224,7 +249,7 @@ static PyObject *from_proto(PyObject *proto, PyObject *name, PyObject *line, PyO
  * (borrowed), appended to the columns: 1, or -1 with an error set */
 static int append_made(PyObject *proto, const char *s, Py_ssize_t name_a, Py_ssize_t name_b,
                        Py_ssize_t dt, Py_ssize_t dt_end, Py_ssize_t column, PyObject *line,
-                       PyObject *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
+                       const FsShape *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
                        PyObject *items_out);
 
 /* The prototype (borrowed) of the sharding s[a:b] in `protos`; NULL without an error
@@ -275,13 +300,14 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     if (!fs_all_ascii(s, n))
         return 0;
     FsConstraint f;
-    PyObject *shape, *kind, *op;
+    FsShape shape;
+    PyObject *kind, *op;
     int got = fs_read_constraint(s, n, &f, &shape);
     if (got > 0) {
         /* a line `mlir.handle` reads as a mesh op or a function first (a quoted axis name
          * may say one; the op reader refuses such lines itself) */
         if (fs_find(s, 0, n, "sdy.mesh @") >= 0 || fs_find(s, 0, n, "func.func") >= 0) {
-            Py_DECREF(shape);
+            fs_shape_clear(&shape);
             return 0;
         }
         int reshard = f.op_b - f.op_a == (Py_ssize_t)strlen("reshard");
@@ -298,7 +324,7 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     }
     PyObject *proto = op == NULL ? NULL : proto_of(protos, s, f.start, f.stop, cache);
     if (proto == NULL) {
-        Py_DECREF(shape);
+        fs_shape_clear(&shape);
         Py_DECREF(kind);
         Py_XDECREF(op);
         return PyErr_Occurred() ? -1 : 0;
@@ -306,10 +332,10 @@ int fs_plain_line(const char *s, Py_ssize_t n, Py_ssize_t lineno, PyObject *prot
     PyObject *line = PyLong_FromSsize_t(lineno);
     int result = line == NULL ? -1
                               : append_made(proto, s, f.name_a, f.name_b, f.dt, f.dt_end,
-                                            f.start + 1, line, shape, kind, op, lines_out,
+                                            f.start + 1, line, &shape, kind, op, lines_out,
                                             items_out);
     Py_XDECREF(line);
-    Py_DECREF(shape);
+    fs_shape_clear(&shape);
     Py_DECREF(kind);
     Py_DECREF(op);
     return result;
@@ -350,24 +376,24 @@ int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyOb
                    PyObject *protos, PyObject *lines_out, PyObject *items_out,
                    FsProtoCache *cache) {
     FsEntry f;
-    PyObject *shape;
+    FsShape shape;
     int got = fs_read_entry(s, n, a, e, &f, &shape);
     if (got <= 0)
         return got;
     PyObject *proto = proto_of(protos, s, f.a, f.e, cache);
     if (proto == NULL) {
-        Py_DECREF(shape);
+        fs_shape_clear(&shape);
         return PyErr_Occurred() ? -1 : 0;
     }
     int result = append_made(proto, s, f.name_a, f.name_b, f.dt, f.dt_end, f.a + 1, lineno,
-                             shape, ROLE_ARG, Py_None, lines_out, items_out);
-    Py_DECREF(shape);
+                             &shape, ROLE_ARG, Py_None, lines_out, items_out);
+    fs_shape_clear(&shape);
     return result;
 }
 
 static int append_made(PyObject *proto, const char *s, Py_ssize_t name_a, Py_ssize_t name_b,
                        Py_ssize_t dt, Py_ssize_t dt_end, Py_ssize_t column, PyObject *line,
-                       PyObject *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
+                       const FsShape *shape, PyObject *kind, PyObject *op, PyObject *lines_out,
                        PyObject *items_out) {
     Py_INCREF(proto); /* (borrowed from the caller's dict: kept alive whatever appending does) */
     PyObject *name = fs_str_piece(s, name_a, name_b);
