@@ -1,11 +1,10 @@
 """Shapes the native scanner keeps as numbers (`FsShape`, `ir/fast/_fields.c`): a value it
 makes from a plain line keeps up to four dims below 2**31 as numbers, and makes the tuple
-only when something asks for it (Python reading `shape`, `==`, repr, pickling, the JSON and
-rows writers); the checks' keys and the text groups read the numbers.
+only when something asks for it (Python reading `shape`, `==`, repr, pickling, the rows
+writer); the checks' keys, the text groups and the JSON writer read the numbers.
 
-Every test here reads values fresh from a scan, so that the native code meets their shapes
-still kept: the first line of each sharding text is read in Python (its prototype), the
-following ones by the native walker and signature reader."""
+Every test here makes its values anew with the native readers (`plain_line`, `entry_values`)
+from the prototypes a scan kept, so that the native code meets their shapes still kept."""
 
 from __future__ import annotations
 

@@ -66,22 +66,8 @@ static int put_ascii(Buf *b, PyObject *o) {
     return put(b, (const char *)PyUnicode_DATA(o), PyUnicode_GET_LENGTH(o));
 }
 
-/* An int as str() writes it (Python's own for one a long long does not hold) */
-static int put_int(Buf *b, PyObject *o) {
-    if (!PyLong_CheckExact(o))
-        return 1;
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow) {
-        PyObject *s = PyObject_Str(o);
-        if (s == NULL)
-            return -1;
-        int r = put_ascii(b, s);
-        Py_DECREF(s);
-        return r;
-    }
+/* A long long as str() writes an int */
+static int put_ll(Buf *b, long long v) {
     /* the digits from the last, two at a time, as %lld prints them: snprintf was a quarter
      * of writing a big file's values (a line, a column and the dims of every value), and
      * one digit a division half of what is left */
@@ -109,8 +95,36 @@ static int put_int(Buf *b, PyObject *o) {
     return put(b, p, (Py_ssize_t)(end - p));
 }
 
-/* A shape: null, or its dims as a JSON list */
-static int put_shape(Buf *b, PyObject *shape) {
+/* An int as str() writes it (Python's own for one a long long does not hold) */
+static int put_int(Buf *b, PyObject *o) {
+    if (!PyLong_CheckExact(o))
+        return 1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow) {
+        PyObject *s = PyObject_Str(o);
+        if (s == NULL)
+            return -1;
+        int r = put_ascii(b, s);
+        Py_DECREF(s);
+        return r;
+    }
+    return put_ll(b, v);
+}
+
+/* A shape: null, or its dims as a JSON list (a shape kept as numbers, `kept`, when it is
+ * one: rank >= 0) */
+static int put_shape(Buf *b, PyObject *shape, const FsShape *kept) {
+    if (kept != NULL && kept->rank >= 0) {
+        if (PUT(b, "[") < 0)
+            return -1;
+        for (int32_t i = 0; i < kept->rank; i++)
+            if ((i > 0 && PUT(b, ", ") < 0) || put_ll(b, kept->dims[i]) < 0)
+                return -1;
+        return PUT(b, "]");
+    }
     if (shape == Py_None)
         return PUT(b, "null");
     if (!PyTuple_Check(shape))
@@ -220,7 +234,8 @@ static int put_value(Buf *b, PyObject *v, PyObject *line, PyObject *gspmd_of, Py
                      PyObject *tail_of, PyObject *quote, PyObject *gspmds, PyObject *heads,
                      PyObject *tails, Last *last) {
     PyObject *all[FV_N];
-    int r = fs_fields(v, all); /* borrowed; v keeps them */
+    FsShape kept; /* (written from the numbers when kept so) */
+    int r = fs_fields_kept(v, all, &kept); /* borrowed; v keeps them */
     if (r != 0)
         return r;
     if (line != NULL)
@@ -278,8 +293,8 @@ static int put_value(Buf *b, PyObject *v, PyObject *line, PyObject *gspmd_of, Py
         (r = PUT(b, ", \"line\": ")) != 0 || (r = put_int(b, f[1])) != 0 ||
         (r = PUT(b, ", \"column\": ")) != 0 || (r = put_int(b, f[2])) != 0 ||
         (r = PUT(b, ", ")) != 0 || (r = put_ascii(b, head)) != 0 ||
-        (r = PUT(b, "\"shape\": ")) != 0 || (r = put_shape(b, f[5])) != 0 ||
-        (r = PUT(b, ", \"local_shape\": ")) != 0 || (r = put_shape(b, f[6])) != 0 ||
+        (r = PUT(b, "\"shape\": ")) != 0 || (r = put_shape(b, f[5], &kept)) != 0 ||
+        (r = PUT(b, ", \"local_shape\": ")) != 0 || (r = put_shape(b, f[6], NULL)) != 0 ||
         (r = put_ascii(b, tail)) != 0)
         goto done;
     r = 0;
