@@ -570,3 +570,54 @@ def test_native_hlo_fields_match_their_twin_on_edited_lines(base, parts, edits):
     if line.isascii():
         assert native_hlo(line) == fields.hlo_fields_py(line)
     assert fields.hlo_fields(line) == fields.hlo_fields_py(line)
+
+
+#: the characters that decide where a sharding ends: quotes and escapes, every bracket, `->`
+SHARDING_CHARS = st.sampled_from(list('"\\<>-[]{}(),x ') + ['"x"', "{}", "[{", "}]"])
+
+
+@needs_native
+@settings(max_examples=1500, deadline=None)
+@given(body=st.lists(SHARDING_CHARS, max_size=24).map("".join), deep=st.integers(0, 40))
+def test_a_shardings_end_is_read_as_the_bracket_matcher_reads_it(body, deep):
+    """The native readers find a sharding's `>` and check the bracket matcher closes it there
+    in one pass (`take_closed_ref`): whatever quotes, escapes and brackets its text holds,
+    and nested deeper than that pass follows (its two-pass way), they read the line as the
+    twins do."""
+    inner = "[" * deep + body + "]" * deep
+    constraint, entry = _constraint_with(inner), _entry_with(inner)
+    assert native_constraint(constraint) == fields.constraint_fields_py(constraint)
+    assert native_entry(entry, 0, len(entry)) == fields.entry_fields_py(entry, 0, len(entry))
+
+
+def _constraint_with(sharding: str) -> str:
+    return f"    %1 = sdy.sharding_constraint %0 <@mesh, {sharding}> : tensor<8x4xf32>"
+
+
+def _entry_with(sharding: str) -> str:
+    return f"%arg0: tensor<8x4xf32> {{sdy.sharding = #sdy.sharding<@mesh, {sharding}>}}"
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "sharding, plain",
+    [
+        ('[{"x"}, {}]', True),
+        ('[{"a\\"b"}, {}]', True),  # an escaped quote in a name
+        ("[" * 40 + "]" * 40, True),  # deeper than the one pass follows
+        ('[{"a>b"}, {}]', False),  # a `>` in a quoted name: the general reader's
+        ('[{"a\\>"}, {}]', False),
+        ('[{"x"}, {}]->', False),
+        ('[{"x"}, {)]', False),
+        ("[" * 40 + "]" * 39 + ")", False),
+        ('[{"x}, {}]', False),  # a quote left open
+    ],
+)
+def test_the_end_of_a_sharding_in_a_plain_line(sharding, plain):
+    constraint, entry = _constraint_with(sharding), _entry_with(sharding)
+    got = native_constraint(constraint)
+    assert got == fields.constraint_fields_py(constraint)
+    assert (got is not None) == plain
+    got = native_entry(entry, 0, len(entry))
+    assert got == fields.entry_fields_py(entry, 0, len(entry))
+    assert (got is not None) == plain

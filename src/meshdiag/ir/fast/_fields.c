@@ -75,6 +75,73 @@ static Py_ssize_t take_mesh_ref(Cursor *c) {
     return c->i;
 }
 
+/* The bytes `take_closed_ref` stops at */
+static const unsigned char REF_STOP[256] = {
+    ['"'] = 1, ['<'] = 1, ['>'] = 1, ['['] = 1, [']'] = 1,
+    ['{'] = 1, ['}'] = 1, ['('] = 1, [')'] = 1,
+};
+/* brackets a sharding may nest before `take_closed_ref` leaves the check to the matcher */
+#define REF_DEPTH 32
+
+/* `take_mesh_ref`, and whether the bracket matcher (fs_match_end, from the `<`) closes the
+ * sharding at its `>` too, in one pass: the index after the `>` when both hold, else -1
+ * (the line is then not plain: a `<` or `>` in a quoted name, a `->`, brackets that do not
+ * match, no `>`). `*checked` 0: nested deeper than REF_DEPTH, the matcher not asked (the
+ * caller asks `closed_at`). Reading the sharding twice, first for its end, then for its
+ * brackets, was a tenth of reading a plain line. */
+static Py_ssize_t take_closed_ref(Cursor *c, int *checked) {
+    *checked = 1;
+    Py_ssize_t from = c->i;
+    if (!take(c, "<@"))
+        return -1;
+    const unsigned char *s = (const unsigned char *)c->s;
+    Py_ssize_t j = c->i, n = c->n;
+    char closers[REF_DEPTH];
+    int depth = 0;
+    while (j < n) {
+        unsigned char b = s[j];
+        if (!REF_STOP[b]) {
+            j++;
+            continue;
+        }
+        switch (b) {
+        case '"': /* a quoted name: no `<` or `>` in it, escaped or not */
+            for (j++; j < n && s[j] != '"'; j++) {
+                if (s[j] == '\\')
+                    j++;
+                if (j < n && (s[j] == '<' || s[j] == '>'))
+                    return -1;
+            }
+            if (j >= n)
+                return -1;
+            break;
+        case '>':
+            if (s[j - 1] == '-' || depth > 0)
+                return -1;
+            c->i = j + 1;
+            return c->i;
+        case '[':
+        case '{':
+        case '(':
+            if (depth == REF_DEPTH) { /* (deep: the two passes) */
+                c->i = from;
+                *checked = 0;
+                return take_mesh_ref(c);
+            }
+            closers[depth++] = b == '[' ? ']' : b == '{' ? '}' : ')';
+            break;
+        case '<':
+            return -1;
+        default: /* `]`, `}`, `)` */
+            if (depth == 0 || closers[depth - 1] != (char)b)
+                return -1;
+            depth--;
+        }
+        j++;
+    }
+    return -1;
+}
+
 /* An optional ` loc(#name)`, ` loc("text")` or ` loc("file":line:column)` (no escapes in
  * the text) from the cursor: its span in
  * *a, *b (empty when there is none); 0 when ` loc(` starts something else */
@@ -327,7 +394,8 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, FsShape *sh
     if (!take(&c, " ") || take_name(&c, 1) < 0 || !take(&c, " "))
         return 0;
     f->start = c.i;
-    f->stop = take_mesh_ref(&c);
+    int checked;
+    f->stop = take_closed_ref(&c, &checked);
     if (f->stop < 0 || !take(&c, " : tensor<"))
         return 0;
     int typed = take_type(&c, &f->dt, &f->dt_end, shape);
@@ -341,7 +409,7 @@ int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, FsShape *sh
     plain = plain && c.i == c.n && fs_find(c.s, 0, c.n, "computation") < 0 &&
             fs_find(c.s, f->dt, f->dt_end, "sharding") < 0 &&
             fs_find(c.s, loc_a, loc_b, "sharding") < 0;
-    int closed = closed_at(plain, c.s, c.n, f->start, f->stop);
+    int closed = checked ? plain : closed_at(plain, c.s, c.n, f->start, f->stop);
     if (closed <= 0)
         fs_shape_clear(shape);
     return closed;
@@ -374,10 +442,11 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
     if (typed <= 0)
         return typed;
     Py_ssize_t a = -1, e = -1, tokens = 1; /* the annotation tokens its sharding holds */
+    int checked = 1;
     if (take(&c, " {sdy.sharding = ")) {
         a = c.i;
         if (take(&c, "#sdy.sharding"))
-            e = take_mesh_ref(&c);
+            e = take_closed_ref(&c, &checked);
     } else if (take(&c, " {mhlo.sharding = \"")) { /* a GSPMD string, without escapes */
         a = c.i;
         tokens = 0;
@@ -399,7 +468,7 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
                 fs_find(s, loc_a, loc_b, "sharding") < 0;
     }
     /* from the `<` of `#sdy.sharding<` */
-    int closed = tokens ? closed_at(plain, s, n, a + 13, e) : plain;
+    int closed = tokens && !checked ? closed_at(plain, s, n, a + 13, e) : plain;
     if (closed <= 0) {
         fs_shape_clear(shape);
         return closed;
