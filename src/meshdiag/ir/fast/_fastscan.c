@@ -852,29 +852,51 @@ static PyObject *entry_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
         return Py_BuildValue("(nnN)", (Py_ssize_t)-1, (Py_ssize_t)0, PyList_New(0));
     Py_ssize_t small[64];
     Commas commas = {small, 0, 64, small};
-    Py_ssize_t end = match_end_of(PyUnicode_1BYTE_KIND, s, n, pos, &commas);
+    FsProtoCache cache = {0};
     PyObject *result = NULL;
+    /* the plain entries of a `(` group read one after the other, each up to its `,` or the
+     * group's `)` (fs_read_entry), without the bracket walk over the whole group that
+     * splits it: that walk was a sixth of reading a big file's signatures. At the first
+     * entry read otherwise, the group is walked and split as before, and read on from that
+     * entry (the entries before it are the walk's first spans: a plain entry holds no
+     * comma or bracket of the group's own). */
+    Py_ssize_t had_lines = PyList_GET_SIZE(lines_out), had_items = PyList_GET_SIZE(items_out);
+    Py_ssize_t k = 0, at = pos + 1, next = -1;
+    while (open == '(') {
+        int got = fs_entry_value(s, n, at, -1, lineno, protos, lines_out, items_out, &cache,
+                                 &next);
+        if (got < 0)
+            goto done;
+        if (got == 0)
+            break;
+        k++;
+        if (s[next] == ')') { /* the group's end: every entry made */
+            result = Py_BuildValue("(nnO)", next + 1, k, Py_None);
+            goto done;
+        }
+        at = next + 1;
+    }
+    Py_ssize_t end = match_end_of(PyUnicode_1BYTE_KIND, s, n, pos, &commas);
     if (end == -2)
         goto done;
-    if (end < 0) {
+    if (end < 0) { /* the group does not close: no entry made */
+        if (PyList_SetSlice(lines_out, had_lines, PY_SSIZE_T_MAX, NULL) < 0 ||
+            PyList_SetSlice(items_out, had_items, PY_SSIZE_T_MAX, NULL) < 0)
+            goto done;
         result = Py_BuildValue("(nnN)", (Py_ssize_t)-1, (Py_ssize_t)0, PyList_New(0));
         goto done;
     }
     Py_ssize_t stop = end - 1, count = group_spans(&commas, pos, stop);
-    FsProtoCache cache = {0};
-    Py_ssize_t k = 0;
     for (; k < count; k++) {
         Py_ssize_t a, e;
         group_span(&commas, pos, stop, k, &a, &e);
-        int got = fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache);
-        if (got < 0) {
-            fs_proto_cache_clear(&cache);
+        int got =
+            fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache, NULL);
+        if (got < 0)
             goto done;
-        }
         if (got == 0)
             break;
     }
-    fs_proto_cache_clear(&cache);
     if (k == count) {
         result = Py_BuildValue("(nnO)", end, k, Py_None);
         goto done;
@@ -883,6 +905,7 @@ static PyObject *entry_group(PyObject *Py_UNUSED(self), PyObject *const *args, P
     if (spans != NULL)
         result = Py_BuildValue("(nnN)", end, k, spans);
 done:
+    fs_proto_cache_clear(&cache);
     if (commas.at != small)
         PyMem_Free(commas.at);
     return result;

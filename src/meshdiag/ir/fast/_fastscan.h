@@ -106,7 +106,7 @@ typedef struct {
 } FsConstraint;
 typedef FsConstraint FsOp;
 typedef struct {
-    Py_ssize_t name_a, name_b, a, e, dt, dt_end;
+    Py_ssize_t name_a, name_b, a, e, dt, dt_end, next;
 } FsEntry;
 /* 1 read (the shape in *shape: fs_shape_clear it), 0 another form, -1 error set; ASCII
  * text only */
@@ -178,10 +178,12 @@ typedef struct {
 } FsProtoCache;
 void fs_proto_cache_clear(FsProtoCache *cache);
 /* _values.c: the plain signature entry s[a:e] (ASCII) as a value made from its sharding's
- * prototype, appended to the columns: 1, 0 (not plain or no prototype: nothing done), -1 */
+ * prototype, appended to the columns: 1, 0 (not plain or no prototype: nothing done), -1.
+ * With `e` -1, the entry from `a` to the `,` or `)` after it, whose index goes in *next
+ * (fs_read_entry) */
 int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyObject *lineno,
                    PyObject *protos, PyObject *lines_out, PyObject *items_out,
-                   FsProtoCache *cache);
+                   FsProtoCache *cache, Py_ssize_t *next);
 /* The plain constraint or op line s[0:n] numbered `lineno` as a Value appended to the
  * columns: 1 done, 0 not such a line or no prototype for its sharding in `protos`, -1
  * error set (`cache`: the call's FsProtoCache, or NULL) */

@@ -426,11 +426,14 @@ const char fs_entry_fields_doc[] =
     "meshdiag.ir.fields.entry_fields_py); ASCII lines only.";
 
 /* The plain signature entry in s[from:to] (s is n long; from and to within it): 1 with
- * its spans in *f and its shape (a new reference) in *shape, 0 for another form, -1 with
- * an error set */
+ * its spans in *f and its shape in *shape, 0 for another form, -1 with an error set. With
+ * `to` -1, the entry from `from` up to the `,` or `)` that follows it (and whitespace),
+ * where f->next is then (a plain entry holds no comma or bracket of its group's own: its
+ * span in its group ends there) */
 int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, FsEntry *f,
                   FsShape *shape) {
-    Cursor c = {s, from, to};
+    int open_end = to < 0;
+    Cursor c = {s, from, open_end ? n : to};
     shape->tuple = NULL;
     while (c.i < c.n && is_space(s[c.i]))
         c.i++;
@@ -463,7 +466,9 @@ int fs_read_entry(const char *s, Py_ssize_t n, Py_ssize_t from, Py_ssize_t to, F
         /* its sharding holds `tokens` annotation words: past the `#sdy.sharding` read
          * (the word has no overlap with itself: no other occurrence starts before that
          * one ends), none (a count of them was a tenth of reading an entry) */
-        plain = c.i == c.n && fs_find(s, tokens ? a + 13 : a, e, "sharding") < 0 &&
+        f->next = c.i;
+        plain = (open_end ? c.i < n && (s[c.i] == ',' || s[c.i] == ')') : c.i == c.n) &&
+                fs_find(s, tokens ? a + 13 : a, e, "sharding") < 0 &&
                 fs_find(s, f->dt, f->dt_end, "sharding") < 0 &&
                 fs_find(s, loc_a, loc_b, "sharding") < 0;
     }

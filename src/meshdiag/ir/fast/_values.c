@@ -374,12 +374,14 @@ PyObject *fs_plain_line_py(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
  * -1 with an error set. `cache`: the call's prototypes found last. */
 int fs_entry_value(const char *s, Py_ssize_t n, Py_ssize_t a, Py_ssize_t e, PyObject *lineno,
                    PyObject *protos, PyObject *lines_out, PyObject *items_out,
-                   FsProtoCache *cache) {
+                   FsProtoCache *cache, Py_ssize_t *next) {
     FsEntry f;
     FsShape shape;
     int got = fs_read_entry(s, n, a, e, &f, &shape);
     if (got <= 0)
         return got;
+    if (next != NULL)
+        *next = f.next;
     PyObject *proto = proto_of(protos, s, f.a, f.e, cache);
     if (proto == NULL) {
         fs_shape_clear(&shape);
@@ -464,7 +466,8 @@ PyObject *fs_entry_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_s
             e = n;
         if (e < a)
             break;
-        int got = fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache);
+        int got =
+            fs_entry_value(s, n, a, e, lineno, protos, lines_out, items_out, &cache, NULL);
         if (got < 0)
             goto done;
         if (got == 0)
