@@ -12,6 +12,7 @@ Conversions between the two are in `convert.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from meshdiag.errors import MeshdiagError
@@ -142,9 +143,10 @@ class HloSharding:
         """Type of each trailing dim, `last_tile_dim_replicate` spelled as `replicated`."""
         return ("replicated",) if self.replicate_on_last else self.subgroup_types
 
-    @property
+    @cached_property
     def num_devices(self) -> int | None:
-        """Devices named by the sharding itself (None when it names none)."""
+        """Devices named by the sharding itself (None when it names none); kept (a big
+        file's summaries ask it twice for every picture)."""
         if self.tile is not None:
             return self.tile.num_devices
         return None

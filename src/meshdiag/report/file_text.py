@@ -347,16 +347,18 @@ def render_head(
 def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> str:
     """One module's summary as `render_file` prints it."""
     if _plain(console):
-        # its lines as `render_part` gives them, without a call each (a big file's
-        # summaries have tens of thousands)
-        return "".join(
-            [
-                p.plain + "\n"
-                if p.__class__ is Line and not p.check
-                else render_part(p, console, memos)
-                for p in module_lines(s)
-            ]
-        )
+        # its lines as `render_part` gives them, without its calls for each (a big file's
+        # summaries have tens of thousands): plain lines' text, drawings kept by key
+        table = _rendered(memos) if memos is not None else None
+        out = []
+        for p in module_lines(s):
+            if p.__class__ is Line and not p.check:
+                out.append(p.plain + "\n")
+            elif p.__class__ is Cached and table is not None:
+                out.append(_plain_cached_in(p, console, table))
+            else:
+                out.append(render_part(p, console, memos))
+        return "".join(out)
     return "".join(render_part(p, console, memos) for p in module_lines(s))
 
 
@@ -405,7 +407,7 @@ def _remembered(key, draw: Callable[[], str], console, memos: RunMemos | None) -
     console; a `key` of None is not kept)."""
     if memos is None or key is None:
         return draw()
-    table = memos.table("file_text.rendered", 4096)
+    table = _rendered(memos)
     key = (console, key)
     hit = table.get(key)
     return table.put(key, draw()) if hit is None else hit
@@ -428,16 +430,30 @@ def _plain_drawing(part, width: int) -> str | None:
     return None
 
 
+def _rendered(memos: RunMemos):
+    """The run's renderings kept by console and key (`_remembered`)."""
+    return memos.table("file_text.rendered", 4096)
+
+
 def _plain_cached(part: Cached, console, memos: RunMemos | None) -> str:
     """`render_part` of a `Cached` part to a colourless pipe: its plain text
     (`Cached.plain_text`), kept in `memos` by console and key as rich's would be; rich's
     where there is none."""
+    if memos is None:
+        return _plain_drawn(part, console)
+    return _plain_cached_in(part, console, _rendered(memos))
 
-    def draw() -> str:
-        text = part.plain_text(console.width)
-        return _captured(part.renderable, console) if text is None else text
 
-    return _remembered(part.key, draw, console, memos)
+def _plain_cached_in(part: Cached, console, table) -> str:
+    """`_plain_cached` with the run's renderings at hand (`_rendered`)."""
+    key = (console, part.key)
+    hit = table.get(key)
+    return table.put(key, _plain_drawn(part, console)) if hit is None else hit
+
+
+def _plain_drawn(part: Cached, console) -> str:
+    text = part.plain_text(console.width)
+    return _captured(part.renderable, console) if text is None else text
 
 
 def _plain(console) -> bool:
