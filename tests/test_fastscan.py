@@ -125,6 +125,53 @@ def test_native_module_is_built_and_picked(monkeypatch):
     assert lines.scanner_kind() == "pure Python, MESHDIAG_PURE_PYTHON is set"
 
 
+def _has_avx2() -> bool:
+    try:
+        return " avx2 " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+def test_candidates_are_found_32_bytes_at_a_time_where_the_processor_can():
+    """The native walker finds candidates with AVX2 where the processor has it and
+    MESHDIAG_NO_SIMD is not 1 (`_fastscan.SIMD`); the walker tests here run both ways."""
+    if sys.platform == "linux" and os.uname().machine == "x86_64":
+        off = os.environ.get("MESHDIAG_NO_SIMD") == "1"
+        assert _fastscan.SIMD is (_has_avx2() and not off)
+
+
+@pytest.mark.skipif(not _fastscan.SIMD, reason="the sampled search is the only one built")
+def test_the_sampled_search_walks_as_the_twin_too(tmp_path):
+    """This module's walker tests again, in a process whose walker samples (the search
+    of a processor without AVX2)."""
+    import subprocess
+
+    env = {**os.environ, "MESHDIAG_NO_SIMD": "1"}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            __file__,
+            "-k",
+            "not sampled_search",
+            "--basetemp",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-3000:]
+    progress = "".join(line.split("[")[0].strip() for line in r.stdout.splitlines())
+    assert len(progress) > 50 and set(progress) == {"."}  # (every test ran: none skipped)
+
+
 # --- fixtures --------------------------------------------------------------------------
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())
