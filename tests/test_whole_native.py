@@ -160,3 +160,25 @@ def test_the_native_pictures_refuse_what_they_do_not_expect():
     assert table(*head, ["a"], 1, 1, 80) is NotImplemented  # a start per tile, or none
     assert table(*head, ["a", "b"], 1, 1, -5) is NotImplemented
     assert grid(*head[:5]) is NotImplemented and table() is NotImplemented
+
+
+def test_a_tilings_native_grid_is_kept_per_picture_size():
+    """The native drawing's arguments are kept with the tiling per largest grid and facet
+    count (`whole._native_grid`): one tiling drawn at several sizes in turn draws each as the
+    Python path does on a fresh tiling."""
+    text, shape = "{devices=[2,4]<=[8]}", (16, 8)
+    spec = _spec(text, shape, 8)
+    sizes = [(32, 4), (4, 4), (8, 1), (2, 1), (32, 4)]
+    drawn = []
+    for max_cells, max_facets in sizes:
+        opts = dict(max_cells=max_cells, max_facets=max_facets, compact=True, legend=False)
+        got = whole.whole_text(spec, "t", 80, **opts)
+        native = whole._native_whole_grid_text
+        whole._native_whole_grid_text = None
+        try:
+            want = whole.whole_text(_spec(text, shape, 8), "t", 80, **opts)
+        finally:
+            whole._native_whole_grid_text = native
+        assert got == want, (max_cells, max_facets)
+        drawn.append(got)
+    assert len(set(drawn)) > 1  # (a grid, then a table where no grid fits)

@@ -558,20 +558,11 @@ def _drawn_natively(
     it (that path is the twin: tests/test_whole_native.py). In Python, the header, the
     ranges and the joins around the grid took three times as long as drawing the grid."""
     tiles = t.tiles
-    facts = _whole_facts(tiles, t.shared, t.listed_order, max_facets, max_cells)
-    if facts is None or facts.plan is not None or facts.facet_d:
+    grid = _native_grid(t, max_facets, max_cells)
+    if grid is None:
         return NotImplemented
-    rows_d, cols_d = facts.rows_d, facts.cols_d
     head = (title, shape, split, t.n, t.notes, tiles)
-    got = _native_whole_grid_text(
-        *head,
-        facts.grids,
-        rows_d[0] if rows_d else -1,
-        cols_d[0],
-        width,
-        MIN_LABEL_WIDTH,
-        MIN_CELL_WIDTH,
-    )
+    got = _native_whole_grid_text(*head, *grid, width, MIN_LABEL_WIDTH, MIN_CELL_WIDTH)
     if got.__class__ is not int:
         return got
     # no grid fits: a table of every tile (`whole_picture`'s), each row's first two cells
@@ -583,6 +574,23 @@ def _drawn_natively(
     if not table.as_is:  # (rich draws it)
         return NotImplemented
     return _native_whole_table_text(*head, table.starts, table.w_tile, table.w_devices, width)
+
+
+def _native_grid(t: _Tiling, max_facets: int, max_cells: int) -> tuple | None:
+    """(the grids, the rows' dim or -1, the columns' dim) the native drawing takes for a
+    compact picture of the tiling, kept with it (a big file draws ten thousand pictures of
+    a few tilings); None where the Python path draws (a plan, facets)."""
+    key = ("whole.native", max_facets, max_cells)
+    got = t.derived.get(key, _UNSET)
+    if got is _UNSET:
+        facts = _whole_facts(t.tiles, t.shared, t.listed_order, max_facets, max_cells)
+        if facts is None or facts.plan is not None or facts.facet_d:
+            got = None
+        else:
+            rows_d, cols_d = facts.rows_d, facts.cols_d
+            got = (facts.grids, rows_d[0] if rows_d else -1, cols_d[0])
+        t.derived[key] = got
+    return got
 
 
 def whole_picture(
