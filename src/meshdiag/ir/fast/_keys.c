@@ -84,10 +84,6 @@ static int divides(PyObject *split, PyObject *shape, const FsShape *kept) {
     return 1;
 }
 
-/* One field of a value whose fields are `f` (fs_fields_kept: its shape in `kept` when
- * kept as numbers): a new reference; NULL with an error set, or NULL without one when the
- * value is not what the field expects (or when a kept shape is needed as its tuple: the
- * caller makes it and asks again) */
 /* The identity (id()) of the objects fields 2 and 3 name, the last one of each kept: the
  * values of a module mostly share their parsed shardings, one int for all of them */
 typedef struct {
@@ -111,6 +107,10 @@ static inline PyObject *rank_shape(PyObject *const *f) {
     return f[FV_SHAPE] == Py_None ? f[FV_LOCAL_SHAPE] : f[FV_SHAPE];
 }
 
+/* One field of a value whose fields are `f` (fs_fields_kept: its shape in `kept` when
+ * kept as numbers): a new reference; NULL with an error set, or NULL without one when the
+ * value is not what the field expects (or when a kept shape is needed as its tuple: the
+ * caller makes it and asks again) */
 static PyObject *field(int code, PyObject *const *f, const FsShape *kept, PyObject *splits,
                        Ids *ids) {
     PyObject *x;
@@ -184,8 +184,9 @@ static inline int split_way(PyObject *h) {
 }
 
 /* A key's "raw" form: per field code, the object's address (0-3), the rank + 1 (4, 0 for
- * None), the shape's address or 0 when it splits evenly (5). 1 done, 0 when a field is not
- * what it expects (the slow path decides), -1 error. `last`: the call's `LastSplit`. */
+ * None), the shape's address or 0 when it splits evenly (5; a kept shape that does not is
+ * keyed the slow way, by its tuple). 1 done, 0 when a field is not what it expects (the
+ * slow path decides), -1 error. `last`: the call's `LastSplit`. */
 static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, const FsShape *kept,
                    PyObject *splits, LastSplit *last, uintptr_t *raw) {
     /* the value's field each of codes 0-3 names */
@@ -199,10 +200,12 @@ static int raw_key(const int *codes, Py_ssize_t nf, PyObject *const *f, const Fs
             raw[k] = (uintptr_t)f[OBJECT_FIELD[codes[k]]];
             break;
         case 4: {
-            PyObject *x = kept->rank >= 0 ? NULL : rank_shape(f);
-            if (kept->rank >= 0)
+            if (kept->rank >= 0) {
                 raw[k] = (uintptr_t)kept->rank + 1;
-            else if (x == Py_None)
+                break;
+            }
+            PyObject *x = rank_shape(f);
+            if (x == Py_None)
                 raw[k] = 0;
             else if (PyTuple_Check(x))
                 raw[k] = (uintptr_t)PyTuple_GET_SIZE(x) + 1;

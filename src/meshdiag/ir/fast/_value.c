@@ -12,8 +12,10 @@
  * defaults, by position or by name), attributes read and set (an unset one, after `del`,
  * raises AttributeError), `==` field by field between two values (a value is not
  * hashable), the dataclass's repr, `__match_args__`, and pickling by its fields. Its
- * fields are member slots as the dataclass's are; the code here reads and makes a value of
- * this class through its struct (`FsValue`, _fastscan.h) without the slots' offsets.
+ * fields are member slots as the dataclass's are, but the shape: a value the native readers
+ * make keeps it as numbers until it is read (`FsShape`), and an attribute of its own makes
+ * the tuple then. The code here reads and makes a value of this class through its struct
+ * (`FsValue`, _fastscan.h) without the slots' offsets.
  */
 #include "_fastscan.h"
 
@@ -203,6 +205,7 @@ static PyMethodDef value_methods[] = {
 };
 
 /* every field a member slot but the shape, which a value may keep as numbers until read */
+_Static_assert(FV_SHAPE == 7, "value_members leaves out the shape's slot, the eighth");
 #define MEMBER(i) {(char *)0, T_OBJECT_EX, offsetof(FsValue, f) + (i) * sizeof(PyObject *), 0, NULL}
 static PyMemberDef value_members[FV_N] = {
     MEMBER(0), MEMBER(1), MEMBER(2),  MEMBER(3),  MEMBER(4),  MEMBER(5), MEMBER(6),

@@ -144,28 +144,13 @@ int fs_fields_kept(PyObject *v, PyObject **out, FsShape *kept) {
     kept->rank = -1;
     if (Py_TYPE(v) == &FsValueType) { /* the native class: its fields at hand */
         FsValue *nv = (FsValue *)v;
-        PyObject *const *f = nv->f;
         int unset = 0;
         for (int i = 0; i < FV_N; i++)
-            unset |= (out[i] = f[i]) == NULL && !(i == FV_SHAPE && nv->kept_rank);
+            unset |= (out[i] = nv->f[i]) == NULL && !(i == FV_SHAPE && nv->kept_rank);
         if (nv->kept_rank) {
             kept->rank = nv->kept_rank - 1;
             memcpy(kept->dims, nv->dims, sizeof kept->dims);
         }
-        return unset;
-    }
-    return fs_fields(v, out);
-}
-
-int fs_fields(PyObject *v, PyObject **out) {
-    if (Py_TYPE(v) == &FsValueType) { /* the native class: its fields at hand */
-        FsValue *nv = (FsValue *)v;
-        if (nv->kept_rank && fs_value_shape(nv) == NULL)
-            return -1;
-        PyObject *const *f = nv->f;
-        int unset = 0;
-        for (int i = 0; i < FV_N; i++)
-            unset |= (out[i] = f[i]) == NULL;
         return unset;
     }
     if (Py_TYPE(v) != slots_of) {
@@ -177,6 +162,14 @@ int fs_fields(PyObject *v, PyObject **out) {
         if ((out[i] = SLOT(v, i)) == NULL)
             return 1;
     return 0;
+}
+
+int fs_fields(PyObject *v, PyObject **out) {
+    if (Py_TYPE(v) == &FsValueType && ((FsValue *)v)->kept_rank &&
+        fs_value_shape((FsValue *)v) == NULL)
+        return -1;
+    FsShape none; /* (no shape is kept now) */
+    return fs_fields_kept(v, out, &none);
 }
 
 /* The seven fields a value made from a prototype has of its own, set in `f` (the shape
