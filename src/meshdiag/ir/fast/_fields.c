@@ -184,29 +184,35 @@ static int take_loc(Cursor *c, Py_ssize_t *a, Py_ssize_t *b) {
     return 1;
 }
 
-/* The tuple of the `ndims` dims written from s[a] on (`16x8x`): a new reference, NULL
- * with an error set. Ints only: out of the collector's lists (never in a cycle; a big file
- * makes many) */
-static PyObject *dims_tuple(const char *s, Py_ssize_t a, Py_ssize_t ndims) {
+/* The dim written at s[*k] (its digits; *k then at the character after them) as an int:
+ * a new reference, NULL with an error set */
+static PyObject *written_dim(const char *s, Py_ssize_t *k) {
+    Py_ssize_t a = *k, b = a;
+    while (is_digit(s[b]))
+        b++;
+    *k = b;
+    if (b - a <= 18) {
+        long long x = 0;
+        for (Py_ssize_t j = a; j < b; j++)
+            x = x * 10 + (s[j] - '0');
+        return fs_int_piece(x);
+    }
+    /* more digits than a long long holds: Python's own conversion */
+    PyObject *digits = PyUnicode_FromStringAndSize(s + a, b - a);
+    PyObject *v = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
+    Py_XDECREF(digits);
+    return v;
+}
+
+/* The tuple of `ndims` dims: the numbers `kept`, or else those written from s[a] on
+ * (`16x8x`); a new reference, NULL with an error set. Ints only: out of the collector's
+ * lists (never in a cycle; a big file makes many) */
+static PyObject *dims_tuple(Py_ssize_t ndims, const int32_t *kept, const char *s, Py_ssize_t a) {
     PyObject *shape = PyTuple_New(ndims);
     if (shape == NULL)
         return NULL;
-    Py_ssize_t k = a;
-    for (Py_ssize_t d = 0; d < ndims; d++, k++) { /* (k++: the `x`) */
-        Py_ssize_t b = k;
-        while (is_digit(s[k]))
-            k++;
-        PyObject *v;
-        if (k - b <= 18) {
-            long long x = 0;
-            for (Py_ssize_t j = b; j < k; j++)
-                x = x * 10 + (s[j] - '0');
-            v = fs_int_piece(x);
-        } else { /* more digits than a long long holds: Python's own conversion */
-            PyObject *digits = PyUnicode_FromStringAndSize(s + b, k - b);
-            v = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
-            Py_XDECREF(digits);
-        }
+    for (Py_ssize_t d = 0, k = a; d < ndims; d++, k++) { /* (k++: the `x`) */
+        PyObject *v = kept != NULL ? fs_int_piece(kept[d]) : written_dim(s, &k);
         if (v == NULL) {
             Py_DECREF(shape);
             return NULL;
@@ -220,19 +226,7 @@ static PyObject *dims_tuple(const char *s, Py_ssize_t a, Py_ssize_t ndims) {
 PyObject *fs_shape_tuple(const FsShape *shape) {
     if (shape->rank < 0)
         return Py_NewRef(shape->tuple);
-    PyObject *t = PyTuple_New(shape->rank);
-    if (t == NULL)
-        return NULL;
-    for (int32_t d = 0; d < shape->rank; d++) {
-        PyObject *v = fs_int_piece(shape->dims[d]);
-        if (v == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    PyObject_GC_UnTrack(t);
-    return t;
+    return dims_tuple(shape->rank, shape->dims, NULL, 0);
 }
 
 /* `((?:\d+x)*)([a-zA-Z!][\w.]*)>` from the cursor: the dims in *shape (`FsShape`: kept
@@ -274,7 +268,7 @@ static int take_type(Cursor *c, Py_ssize_t *dt, Py_ssize_t *dt_end, FsShape *sha
         return 0;
     if (fits) {
         shape->rank = (int32_t)ndims;
-    } else if ((shape->tuple = dims_tuple(s, c->i, ndims)) == NULL) {
+    } else if ((shape->tuple = dims_tuple(ndims, NULL, s, c->i)) == NULL) {
         return -1;
     } else {
         shape->rank = -1;
@@ -376,8 +370,8 @@ const char fs_constraint_fields_doc[] =
     "A plain `sdy.sharding_constraint` / `sdy.reshard` line's fields (see\n"
     "meshdiag.ir.fields.constraint_fields_py); ASCII lines only.";
 
-/* The plain constraint line s[0:n]: 1 with its spans in *f and its shape (a new
- * reference) in *shape, 0 for a line of another form, -1 with an error set */
+/* The plain constraint line s[0:n]: 1 with its spans in *f and its shape in *shape, 0 for
+ * a line of another form, -1 with an error set */
 int fs_read_constraint(const char *s, Py_ssize_t n, FsConstraint *f, FsShape *shape) {
     Cursor c = {s, 0, n};
     shape->tuple = NULL;
