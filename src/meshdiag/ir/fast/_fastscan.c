@@ -149,6 +149,9 @@ static Py_ssize_t find_needle_sampled(const unsigned char *buf, Py_ssize_t n, Py
 #include <immintrin.h>
 
 #define TEDDY_BYTES 3
+/* (every needle has its first TEDDY_BYTES, and is one bit of a bucket's mask) */
+_Static_assert(GRAM >= TEDDY_BYTES, "a needle shorter than the bytes Teddy looks up");
+_Static_assert(N_NEEDLES <= 32, "more needles than a bucket's mask holds");
 static unsigned char teddy_lo[TEDDY_BYTES][16], teddy_hi[TEDDY_BYTES][16];
 static unsigned int teddy_bucket[8]; /* the needles (bits) of each bucket */
 static int teddy_on;
@@ -157,7 +160,7 @@ static void build_teddy(void) {
     memset(teddy_lo, 0, sizeof teddy_lo);
     memset(teddy_hi, 0, sizeof teddy_hi);
     memset(teddy_bucket, 0, sizeof teddy_bucket);
-    for (int k = 0; k < N_NEEDLES; k++) { /* (every needle is at least GRAM >= 3 long) */
+    for (int k = 0; k < N_NEEDLES; k++) {
         int b = k % 8;
         teddy_bucket[b] |= 1u << k;
         for (int j = 0; j < TEDDY_BYTES; j++) {
