@@ -355,7 +355,7 @@ def render_module(s: ModuleSummary, console, memos: RunMemos | None = None) -> s
             if p.__class__ is Line and not p.check:
                 out.append(p.plain + "\n")
             elif p.__class__ is Cached and table is not None:
-                out.append(_plain_cached_in(p, console, table))
+                out.append(_kept(table, console, p.key, _plain_drawn, p, console))
             else:
                 out.append(render_part(p, console, memos))
         return "".join(out)
@@ -407,10 +407,15 @@ def _remembered(key, draw: Callable[[], str], console, memos: RunMemos | None) -
     console; a `key` of None is not kept)."""
     if memos is None or key is None:
         return draw()
-    table = _rendered(memos)
+    return _kept(_rendered(memos), console, key, draw)
+
+
+def _kept(table, console, key, draw: Callable[..., str], *args) -> str:
+    """`draw(*args)`, kept in the run's renderings `table` (`_rendered`) by console and
+    `key`."""
     key = (console, key)
     hit = table.get(key)
-    return table.put(key, draw()) if hit is None else hit
+    return table.put(key, draw(*args)) if hit is None else hit
 
 
 def _captured(renderable, console) -> str:
@@ -441,14 +446,7 @@ def _plain_cached(part: Cached, console, memos: RunMemos | None) -> str:
     where there is none."""
     if memos is None:
         return _plain_drawn(part, console)
-    return _plain_cached_in(part, console, _rendered(memos))
-
-
-def _plain_cached_in(part: Cached, console, table) -> str:
-    """`_plain_cached` with the run's renderings at hand (`_rendered`)."""
-    key = (console, part.key)
-    hit = table.get(key)
-    return table.put(key, _plain_drawn(part, console)) if hit is None else hit
+    return _kept(_rendered(memos), console, part.key, _plain_drawn, part, console)
 
 
 def _plain_drawn(part: Cached, console) -> str:
